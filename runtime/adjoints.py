@@ -1,0 +1,253 @@
+"""Helpers that reverse-mode generated code calls to build adjoints of arrays.
+
+Each helper is itself a primitive with rules in `transpile/rules/`, so code that calls it can
+be differentiated again (grad of grad).
+"""
+import numbers
+
+import numpy as np
+
+from .backend import array_module
+from .errors import TransformError
+from .trees import add, is_container, zeros_like
+
+
+def unbroadcast(g, x):
+    """Sum `g` over the axes that broadcasting added to `x`, giving `x`'s shape."""
+    shape = np.shape(x)
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    xp = array_module(g)
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    g = xp.sum(g, axis=axes, keepdims=False) if axes else g
+    return xp.reshape(g, shape) if np.shape(g) != shape else g
+
+
+def unbroadcast_to(g, shape):
+    """`unbroadcast` against a shape instead of a value."""
+    return unbroadcast(g, np.empty(shape, dtype=np.bool_) if shape else False)
+
+
+def seed(out, where):
+    """The adjoint 1 of a scalar output; a non-scalar output is an error (grad needs a scalar)."""
+    if is_container(out) or np.ndim(out) != 0:
+        raise TransformError(
+            f"{where}: grad needs a function with a scalar output, but it returned "
+            f"{_describe(out)}.\n  hint: reduce it to a scalar (e.g. np.sum), use has_aux=True "
+            f"to return extra values as (scalar, aux), or use tp.vjp for non-scalar outputs.")
+    dtype = getattr(out, "dtype", None)
+    if dtype is not None and dtype.kind not in "fc":
+        raise TransformError(
+            f"{where}: grad needs a floating-point output, but it returned dtype {dtype}.\n"
+            f"  hint: make sure the output depends on float inputs.")
+    return np.ones((), dtype=dtype) if dtype is not None else 1.0
+
+
+def _describe(x):
+    if is_container(x):
+        return f"a {type(x).__name__}"
+    return f"an array of shape {np.shape(x)}"
+
+
+def expand(g, x, axis=None, keepdims=False):
+    """Adjoint of a reduction over `axis`: broadcast `g` back to `x`'s shape."""
+    shape = np.shape(x)
+    xp = array_module(g)
+    if axis is not None and not keepdims:
+        axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+        g = xp.expand_dims(g, tuple(a % len(shape) for a in axes))
+    return xp.broadcast_to(g, shape)
+
+
+def reduced_size(x, axis=None):
+    """How many elements a reduction over `axis` combines (for mean, var, std)."""
+    shape = np.shape(x)
+    if axis is None:
+        return int(np.prod(shape))
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    return int(np.prod([shape[a] for a in axes]))
+
+
+def _is_basic_index(idx):
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, numbers.Integral))
+               for i in items)
+
+
+def index_add(dx, x, idx, dy):
+    """Adjoint of `y = x[idx]`: `dx` plus `dy` placed at `idx` (dx None means zero).
+
+    Works for arrays (integer-array indices with repeats add up, as np.add.at) and for
+    tuples, lists and dicts (adjoint of reading one element of a container).
+    """
+    if is_container(x):
+        if dx is None:
+            dx = zeros_like(x)
+        if isinstance(x, dict):
+            out = dict(dx)
+            out[idx] = add(out[idx], dy)
+            return out
+        out = list(dx)
+        if isinstance(idx, slice):
+            for j, d in zip(range(*idx.indices(len(x))), dy):
+                out[j] = add(out[j], d)
+        else:
+            out[idx] = add(out[idx], dy)
+        return out if isinstance(x, list) else tuple(out)
+    xp = array_module(x, dy)
+    out = xp.zeros(np.shape(x), dtype=_adjoint_dtype(x, dy)) if dx is None \
+        else xp.array(dx, dtype=_adjoint_dtype(dx, dy), copy=True)
+    if _is_basic_index(idx):
+        out[idx] += dy
+    else:
+        xp.add.at(out, idx, dy)
+    return out
+
+
+def _adjoint_dtype(x, dy):
+    dt = np.result_type(getattr(x, "dtype", np.float64), getattr(dy, "dtype", np.float64))
+    return dt if dt.kind in "fc" else np.float64
+
+
+def index_update(x, idx, v):
+    """`x[idx] = v` without changing `x`: a new array (used when the old `x` is still needed)."""
+    out = x.copy()
+    out[idx] = v
+    return out
+
+
+def index_clear(g, idx):
+    """Adjoint flowing to the old array of `x[idx] = v`: `g` with zeros at `idx`."""
+    out = g.copy()
+    out[idx] = 0
+    return out
+
+
+def getitem(x, idx):
+    """`x[idx]` as a function (the adjoint of `index_add` reads `dy` back this way)."""
+    return x[idx]
+
+
+def copy(x):
+    """`x.copy()` for arrays, lists and dicts."""
+    return x.copy() if hasattr(x, "copy") else x
+
+
+def astype(x, dtype):
+    return x.astype(dtype)
+
+
+def cast_like(g, x):
+    """`g` cast to the dtype of `x` (adjoint of `astype`)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind not in "fc":
+        return g
+    return g.astype(dtype) if getattr(g, "dtype", None) != dtype else g
+
+
+def tie_share(wins, ties):
+    """1 where an argument of max/min wins, 0.5 where it ties (the adjoint is shared)."""
+    return np.where(wins, 1.0, np.where(ties, 0.5, 0.0))
+
+
+def inside(a, lo, hi):
+    """1.0 where `lo <= a <= hi` (either bound may be None): the adjoint mask of clip."""
+    mask = np.ones(np.shape(a), dtype=bool)
+    if lo is not None:
+        mask &= np.asarray(a >= lo)
+    if hi is not None:
+        mask &= np.asarray(a <= hi)
+    return mask.astype(getattr(a, "dtype", np.float64)) if np.ndim(a) else float(mask)
+
+
+def inverse_axes(axes):
+    """The permutation that undoes `np.transpose(x, axes)` (None stays None: a reversal)."""
+    return None if axes is None else tuple(np.argsort(axes))
+
+
+def dtype_of(x):
+    return getattr(x, "dtype", type(x))
+
+
+def dict_keys(d):
+    return list(d.keys())
+
+
+def matmul_adj_x1(g, x2, x1):
+    """Adjoint of `x1 @ x2` with respect to x1 (any ranks, including 1-D)."""
+    x2t = np.swapaxes(x2, -1, -2) if np.ndim(x2) > 1 else x2
+    if np.ndim(x2) == 1:
+        out = np.multiply.outer(g, x2) if np.ndim(x1) > 1 else g * x2
+    elif np.ndim(x1) == 1:
+        out = np.matmul(g, x2t) if np.ndim(g) else g * x2t
+    else:
+        out = np.matmul(g, x2t)
+    return unbroadcast(out, x1)
+
+
+def matmul_adj_x2(x1, g, x2):
+    """Adjoint of `x1 @ x2` with respect to x2 (any ranks, including 1-D)."""
+    if np.ndim(x1) == 1:
+        out = np.multiply.outer(x1, g) if np.ndim(x2) > 1 else x1 * g
+    elif np.ndim(x2) == 1:
+        out = np.matmul(np.swapaxes(x1, -1, -2), g)
+    else:
+        out = np.matmul(np.swapaxes(x1, -1, -2), g)
+    return unbroadcast(out, x2)
+
+
+def dot_adj_a(g, b, a):
+    """Adjoint of `np.dot(a, b)` with respect to a (scalars, vectors and matrices)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(np.sum(g * b) if np.ndim(a) == 0 else g * b, a)
+    if np.ndim(b) > 2 or np.ndim(a) > 2:
+        return _dot_nd_adj_a(g, b, a)
+    return matmul_adj_x1(g, b, a)
+
+
+def dot_adj_b(a, g, b):
+    """Adjoint of `np.dot(a, b)` with respect to b."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(np.sum(g * a) if np.ndim(b) == 0 else g * a, b)
+    if np.ndim(b) > 2 or np.ndim(a) > 2:
+        return _dot_nd_adj_b(a, g, b)
+    return matmul_adj_x2(a, g, b)
+
+
+def _dot_nd_adj_a(g, b, a):
+    # dot(a, b)[i..., j..., l] = sum_k a[i..., k] b[j..., k, l]
+    nb = np.ndim(b)
+    b_axes = [i for i in range(nb) if i != nb - 2]
+    g_axes = list(range(np.ndim(a) - 1, np.ndim(g)))
+    return np.tensordot(g, b, axes=(g_axes, b_axes))
+
+
+def _dot_nd_adj_b(a, g, b):
+    na, nb = np.ndim(a), np.ndim(b)
+    a_lead = list(range(na - 1))
+    g_lead = list(range(na - 1))
+    t = np.tensordot(a, g, axes=(a_lead, g_lead))  # (k, j..., l)
+    # move k to position nb - 2
+    return np.moveaxis(t, 0, nb - 2)
+
+
+def to_tuple(x):
+    return tuple(x)
+
+
+def to_list(x):
+    return list(x)
+
+
+def to_like(g, x):
+    """Adjoint of tuple(x)/list(x): the adjoint in the container type of `x`."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(g)
+    return np.asarray(g) if not isinstance(g, (tuple, list)) else np.stack(g)
+
+
+def tolist(x):
+    return x.tolist()

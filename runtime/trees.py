@@ -1,0 +1,135 @@
+"""Pytrees: nested tuples, lists and dicts of arrays and Python numbers.
+
+Adjoints of containers are containers of the same structure; these helpers build, add and
+finish them. A leaf that is not a floating value (an int, a bool, None, a string) has no
+adjoint: its slot holds None.
+"""
+import numbers
+
+import numpy as np
+
+from .backend import array_module
+from .errors import TransformError
+
+
+def is_container(x):
+    return isinstance(x, (tuple, list, dict))
+
+
+def is_float_leaf(x):
+    """True for values that can carry a derivative: float/complex arrays and Python floats."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (float, complex)):
+        return True
+    if isinstance(x, numbers.Integral):
+        return False
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind in "fc"
+
+
+def tree_map(fn, tree, *rest):
+    if isinstance(tree, tuple) and not hasattr(tree, "_fields"):
+        return tuple(tree_map(fn, t, *(r[i] for r in rest)) for i, t in enumerate(tree))
+    if isinstance(tree, tuple):  # namedtuple
+        return type(tree)(*(tree_map(fn, t, *(r[i] for r in rest)) for i, t in enumerate(tree)))
+    if isinstance(tree, list):
+        return [tree_map(fn, t, *(r[i] for r in rest)) for i, t in enumerate(tree)]
+    if isinstance(tree, dict):
+        return {k: tree_map(fn, v, *(r[k] for r in rest)) for k, v in tree.items()}
+    return fn(tree, *rest)
+
+
+def tree_leaves(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for t in tree for leaf in tree_leaves(t)]
+    if isinstance(tree, dict):
+        return [leaf for k in tree for leaf in tree_leaves(tree[k])]
+    return [tree]
+
+
+def _zeros_leaf(x):
+    if isinstance(x, float):
+        return 0.0
+    if isinstance(x, complex):
+        return 0j
+    if is_float_leaf(x):
+        return array_module(x).zeros_like(x)
+    if isinstance(x, (bool, numbers.Integral)) or getattr(x, "dtype", None) is not None:
+        # Integer values have no derivative; a float zero keeps arithmetic on adjoints valid.
+        return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
+    return None
+
+
+def zeros_like(x):
+    """The zero adjoint of `x`: zeros for float leaves, same container structure."""
+    return tree_map(_zeros_leaf, x)
+
+
+def _add_leaf(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def add(a, b):
+    """Adjoint accumulation `a + b` that is also right for containers (elementwise, not concat)."""
+    if is_container(a) or is_container(b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return tree_map(_add_leaf, a, b)
+    return _add_leaf(a, b)
+
+
+def _finish_leaf(g, x):
+    if not is_float_leaf(x):
+        return None  # integers, bools, strings, None: no derivative
+    if g is None:
+        return _zeros_leaf(x)
+    if isinstance(x, float):
+        return float(np.sum(g)) if np.ndim(g) else float(g)
+    if isinstance(x, complex):
+        return complex(g)
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return g
+    xp = array_module(x, g)
+    g = xp.asarray(g)
+    if g.shape != np.shape(x):
+        g = xp.broadcast_to(g, np.shape(x))
+    if g.dtype != dtype and dtype.kind in "fc":
+        g = g.astype(dtype)
+    elif not g.flags.writeable:
+        g = g.copy()
+    return g
+
+
+def as_grad(g, x):
+    """Finish the adjoint `g` of input `x`: same structure, shape and dtype as `x`."""
+    return _finish_tree(g, x)
+
+
+def _finish_tree(g, x):
+    if isinstance(x, tuple):
+        items = [_finish_tree(None if g is None else g[i], xi) for i, xi in enumerate(x)]
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    if isinstance(x, list):
+        return [_finish_tree(None if g is None else g[i], xi) for i, xi in enumerate(x)]
+    if isinstance(x, dict):
+        return {k: _finish_tree(None if g is None else g[k], v) for k, v in x.items()}
+    return _finish_leaf(g, x)
+
+
+def check_float_input(x, name, where):
+    """Reject differentiation with respect to a non-float value (ints, bools, strings)."""
+    for leaf in tree_leaves(x):
+        if not is_float_leaf(leaf):
+            raise TransformError(
+                f"{where}: argument '{name}' is differentiated but holds a value of type "
+                f"{type(leaf).__name__}{'' if getattr(leaf, 'dtype', None) is None else ' with dtype ' + str(leaf.dtype)}"
+                f", which has no derivative.\n  hint: pass floats (e.g. x.astype(float) or 1.0 "
+                f"instead of 1), or leave this argument out of argnums.")

@@ -1,0 +1,937 @@
+"""Normalize: user Python -> the IR that every transformation works on (A-normal form).
+
+    x = np.tanh(x @ W + b)          matmul = x @ W
+                              ->    add = matmul + b
+                                    x = np.tanh(add)
+
+The IR a function body may contain after this pass (and `controlflow`):
+  * `name = atom`                                  copy
+  * `name = <prim>(atom, ..., kw=atom)`            call of a table primitive, spelled
+    canonically (`np.tanh`, `a + b`, `x[i]`, `(a, b)`); annotated Anno.PRIM
+  * `name = user_fn(atom, ...)`                    call of another IR function (Anno.CALLEE)
+  * `name[index] = atom`                           update of a local array/list/dict
+  * `name.append(atom)` / `name = s.pop()`         push / pop on a local list
+  * `if name: ... else: ...`
+  * `for name in range(atom, atom, atom): ...`
+  * `while name: ...` whose last Anno.COND_LEN statements recompute `name`
+  * `return atom`   (a single one, at the end, once `controlflow` has run)
+  * `print(...)` and other side-effect primitives as expression statements
+Atoms are names and constants. Method calls (`x.sum(0)`), attributes (`x.T`), augmented
+assignment, unpacking, comprehensions, conditional expressions, `and`/`or`, loops over
+lists/arrays/zip/enumerate, lambdas and nested defs (lifted to IR functions whose free
+variables become parameters), `functools.partial` and calls of transformed functions are all
+desugared here. Anything else raises TransformError at the offending line.
+"""
+import builtins
+import functools
+import inspect
+
+import gast
+
+from . import anno
+from . import rules
+from .anno import Anno
+from .errors import error_at
+from .naming import TEMP_FOR_OP, Namer
+from .program import FunctionIR, is_literal, is_module
+from .rules.core import BINOPS, CMPOPS, UNARYOPS
+
+ARRAY_METHODS = {
+    "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "max": "np.max", "min": "np.min",
+    "var": "np.var", "std": "np.std", "cumsum": "np.cumsum", "cumprod": "np.cumprod",
+    "argmax": "np.argmax", "argmin": "np.argmin", "dot": "np.dot", "ravel": "np.ravel",
+    "flatten": "np.ravel", "squeeze": "np.squeeze", "swapaxes": "np.swapaxes",
+    "clip": "np.clip", "any": "np.any", "all": "np.all", "round": "np.round",
+    "trace": "np.trace", "diagonal": "np.diagonal", "repeat": "np.repeat",
+    "argsort": "np.argsort", "nonzero": "np.nonzero", "conj": "np.conj",
+    "copy": "rt.copy", "astype": "rt.astype", "item": "float", "tolist": "rt.tolist",
+}
+VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
+ARRAY_ATTRS = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
+               "dtype": "rt.dtype_of"}
+TEMP_FOR_PRIM = {"[]": "item", "np.shape": "shape", "len": "n"}
+
+
+class Static:
+    """A value known while transforming: a module, a function, a class, a constant."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class LocalFunction:
+    """A lambda or nested def bound to a local name: calls to it are resolved statically."""
+
+    def __init__(self, ir_name, params, freevars, defaults):
+        self.ir_name = ir_name
+        self.params = params
+        self.freevars = freevars
+        self.defaults = defaults
+
+
+class LocalPartial:
+    def __init__(self, target, args, keywords):
+        self.target = target          # Static or LocalFunction
+        self.args = args              # atoms
+        self.keywords = keywords
+
+
+def _name(id_, ctx=None):
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def _const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def _assign(target, value, origin=None):
+    node = gast.Assign(targets=[_name(target, gast.Store())], value=value, type_comment=None)
+    if origin is not None:
+        gast.copy_location(node, origin)
+        anno.set(node, Anno.ORIGIN, origin)
+    return node
+
+
+def _spelled(spelling):
+    """The callee expression for a spelling like 'np.linalg.inv'."""
+    parts = spelling.split(".")
+    node = _name(parts[0])
+    for p in parts[1:]:
+        node = gast.Attribute(value=node, attr=p, ctx=gast.Load())
+    return node
+
+
+def prim_call(spelling, args, keywords=()):
+    """An IR call of the primitive spelled `spelling` (operators become operator nodes)."""
+    prim = rules.lookup(spelling)
+    if spelling in BINOPS:
+        node = gast.BinOp(left=args[0], op=BINOPS[spelling][0](), right=args[1])
+    elif spelling in UNARYOPS:
+        node = gast.UnaryOp(op=UNARYOPS[spelling][0](), operand=args[0])
+    elif spelling in CMPOPS:
+        node = gast.Compare(left=args[0], ops=[CMPOPS[spelling]()], comparators=[args[1]])
+    elif spelling == "[]":
+        node = gast.Subscript(value=args[0], slice=args[1], ctx=gast.Load())
+    else:
+        node = gast.Call(func=_spelled(spelling), args=list(args),
+                         keywords=[gast.keyword(arg=k, value=v) for k, v in keywords])
+    anno.set(node, Anno.PRIM, (prim, spelling))
+    return node
+
+
+class Normalizer:
+    """Normalizes one user function (or lambda, or nested def) into an IR FunctionIR."""
+
+    def __init__(self, program, source, globals_, closure, ir_name, lifted=()):
+        self.program = program
+        self.src = source
+        self.globals = globals_
+        self.closure = closure                # free var name -> value (for global functions)
+        self.lifted = list(lifted)            # free vars that became parameters
+        self.ir_name = ir_name
+        self.local_fns = {}                   # name -> LocalFunction / LocalPartial / Static
+        self.local_imports = {}
+        self.namer = None
+        self.locals = set()
+
+    # ------------------------------------------------------------------ entry
+    def run(self, fdef):
+        args = fdef.args
+        if args.vararg or args.kwarg or args.kwonlyargs:
+            bad = args.vararg or args.kwarg or args.kwonlyargs[0]
+            raise error_at(bad, self.src, f"{self.src.name}: *args, **kwargs and keyword-only "
+                           "parameters are not supported in transformed functions.",
+                           "list the parameters explicitly, or pass a tuple/dict as one "
+                           "parameter (pytrees are supported).", pass_name="anf")
+        params = [a.id for a in args.posonlyargs + args.args]
+        self.locals = _assigned_names(fdef.body) | set(params) | set(self.lifted)
+        self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
+        body = self.block(fdef.body)
+        if not body or not isinstance(body[-1], gast.Return):
+            body.append(gast.Return(value=_const(None)))
+        all_params = params + [v for v in self.lifted if v not in params]
+        node = gast.FunctionDef(
+            name=self.ir_name,
+            args=gast.arguments(args=[_name(p, gast.Param()) for p in all_params],
+                                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                kwarg=None, defaults=[]),
+            body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
+        gast.copy_location(node, fdef)
+        return FunctionIR(self.ir_name, node, self.src, all_params, self.lifted)
+
+    def error(self, node, message, hint=None):
+        return error_at(node, self.src, message, hint, pass_name="anf")
+
+    # ------------------------------------------------------------------ statements
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"'{type(node).__name__}' statements are not supported in "
+                             "transformed code.", _STMT_HINTS.get(type(node).__name__,
+                             "rewrite this part without it, or move it outside the "
+                             "transformed function."))
+        self.out = []
+        result = method(node)
+        return result
+
+    def stmt_Pass(self, node):
+        return []
+
+    def stmt_Expr(self, node):
+        v = node.value
+        if isinstance(v, gast.Constant):
+            return []  # docstring or bare constant
+        if isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) \
+                and v.func.attr == "append" and isinstance(v.func.value, gast.Name) \
+                and v.func.value.id in self.locals and len(v.args) == 1:
+            stmts = []
+            item = self.atom(v.args[0], stmts)
+            push = gast.Expr(value=gast.Call(func=gast.Attribute(
+                value=_name(v.func.value.id), attr="append", ctx=gast.Load()),
+                args=[item], keywords=[]))
+            gast.copy_location(push, node)
+            return stmts + [push]
+        stmts = []
+        value = self.expr(v, stmts)
+        if isinstance(value, gast.Call) and anno.get(value, Anno.PRIM):
+            prim = anno.get(value, Anno.PRIM)[0]
+            if prim is not None and prim.side_effect:
+                stmts.append(gast.copy_location(gast.Expr(value=value), node))
+                return stmts
+        if isinstance(value, (gast.Name, gast.Constant)):
+            return stmts
+        tmp = self.namer.fresh("_")
+        stmts.append(_assign(tmp, value, node))
+        return stmts
+
+    def stmt_Assign(self, node):
+        stmts = []
+        if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
+            target = node.targets[0].id
+            if self._bind_local_function(target, node.value, stmts):
+                return stmts
+            value = self.expr(node.value, stmts, hint=target)
+            if isinstance(value, (Static, LocalFunction, LocalPartial)):
+                self.local_fns[target] = value
+                return stmts
+            if (stmts and isinstance(stmts[-1], gast.Assign) and isinstance(value, gast.Name)
+                    and stmts[-1].targets[0].id == value.id and value.id not in self.locals):
+                stmts[-1].targets[0].id = target   # rename the last temporary to the target
+                return stmts
+            stmts.append(_assign(target, value, node))
+            return stmts
+        value = self.atom(node.value, stmts)
+        for target in node.targets:
+            self.assign_target(target, value, stmts, node)
+        return stmts
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            return []
+        return self.stmt_Assign(gast.copy_location(
+            gast.Assign(targets=[node.target], value=node.value, type_comment=None), node))
+
+    def assign_target(self, target, value, stmts, origin):
+        if isinstance(target, gast.Name):
+            stmts.append(_assign(target.id, value, origin))
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            if any(isinstance(e, gast.Starred) for e in target.elts):
+                raise self.error(target, "starred unpacking is not supported.",
+                                 "index the elements explicitly.")
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, gast.Name):
+                    stmts.append(_assign(elt.id, prim_call("[]", [value, _const(i)]), origin))
+                else:
+                    tmp = self.namer.fresh("item")
+                    stmts.append(_assign(tmp, prim_call("[]", [value, _const(i)]), origin))
+                    self.assign_target(elt, _name(tmp), stmts, origin)
+        elif isinstance(target, gast.Subscript):
+            if not isinstance(target.value, gast.Name):
+                base = self.atom(target.value, stmts)
+                raise self.error(target, "writing into a subscript of a subscript or attribute "
+                                 "is not supported.", f"assign to a local name first: "
+                                 f"t = ...; t[...] = v", ) if base is not None else None
+            name = target.value.id
+            if name not in self.locals or name in self.lifted:
+                raise self.error(target, f"'{name}' is not a local variable: writing into it "
+                                 "would mutate an object the caller can see.",
+                                 f"copy it first: {name} = {name}.copy()")
+            index = self.index(target.slice, stmts)
+            upd = gast.Assign(targets=[gast.Subscript(value=_name(name), slice=index,
+                                                      ctx=gast.Store())],
+                              value=value, type_comment=None)
+            gast.copy_location(upd, origin)
+            anno.set(upd, Anno.ORIGIN, origin)
+            stmts.append(upd)
+        elif isinstance(target, gast.Attribute):
+            raise self.error(target, "assigning to an attribute mutates an object outside the "
+                             "function, which transformed code cannot do.",
+                             "return the new value instead.")
+        else:
+            raise self.error(target, f"cannot assign to {type(target).__name__}.")
+
+    def stmt_AugAssign(self, node):
+        target = node.target
+        op = _binop_spelling(node.op)
+        stmts = []
+        if isinstance(target, gast.Name):
+            rhs = self.atom(node.value, stmts)
+            value = prim_call(op, [_name(target.id), rhs])
+            stmts.append(_assign(target.id, value, node))
+            return stmts
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            index = self.index(target.slice, stmts)
+            rhs = self.atom(node.value, stmts)
+            old = self.namer.fresh(target.value.id + "_item")
+            stmts.append(_assign(old, prim_call("[]", [_name(target.value.id), index]), node))
+            new = self.namer.fresh(TEMP_FOR_OP.get(type(node.op).__name__, "t"))
+            stmts.append(_assign(new, prim_call(op, [_name(old), rhs]), node))
+            self.assign_target(target, _name(new), stmts, node)
+            return stmts
+        raise self.error(node, "augmented assignment to this target is not supported.")
+
+    def stmt_If(self, node):
+        stmts = []
+        test = self.atom(node.test, stmts, hint="cond")
+        if isinstance(test, gast.Constant):
+            return stmts + self.block(node.body if test.value else node.orelse)
+        new = gast.If(test=test, body=self.block(node.body), orelse=self.block(node.orelse))
+        gast.copy_location(new, node)
+        stmts.append(new)
+        return stmts
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.error(node, "while ... else is not supported.", "use a flag variable.")
+        stmts = []
+        cond_stmts = []
+        test = self.atom(node.test, cond_stmts, hint="cond")
+        cond = self.namer.fresh("cond") if not isinstance(test, gast.Name) or \
+            test.id in self.locals else test.id
+        if not (cond_stmts and isinstance(test, gast.Name) and test.id == cond):
+            cond_stmts.append(_assign(cond, test, node.test))
+        body = self.block(node.body)
+        recompute = [_copy_stmt(s) for s in cond_stmts]
+        loop = gast.While(test=_name(cond), body=body + recompute, orelse=[])
+        anno.set(loop, Anno.COND_LEN, len(recompute))
+        gast.copy_location(loop, node)
+        return stmts + cond_stmts + [loop]
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported.", "use a flag variable.")
+        stmts = []
+        it = node.iter
+        func = self.static(it.func) if isinstance(it, gast.Call) else None
+        fn = func.value if isinstance(func, Static) else None
+        target = node.target
+        prefix = []
+        if fn is builtins.range:
+            if it.keywords or not 1 <= len(it.args) <= 3:
+                raise self.error(it, "range() takes 1 to 3 positional arguments here.")
+            bounds = [self.atom(a, stmts) for a in it.args]
+            if isinstance(target, gast.Name):
+                index = target.id
+            else:
+                index = self.namer.fresh("i")
+                self.assign_target(target, _name(index), prefix, node)
+        elif fn is builtins.enumerate or fn is builtins.zip:
+            if it.keywords:
+                raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
+            seqs = [self.atom(a, stmts, hint="seq") for a in it.args[(fn is builtins.enumerate):]]
+            if fn is builtins.enumerate and len(it.args) != 1:
+                raise self.error(it, "enumerate(xs, start) is not supported.",
+                                 "add the offset to the index in the loop body.")
+            n = self.namer.fresh("n")
+            lens = []
+            for s in seqs:
+                ln = self.namer.fresh("n")
+                stmts.append(_assign(ln, prim_call("len", [s]), it))
+                lens.append(_name(ln))
+            stmts.append(_assign(n, lens[0] if len(lens) == 1 else prim_call("min", lens), it))
+            if len(lens) > 2:
+                raise self.error(it, "zip of more than two sequences is not supported yet.",
+                                 "zip two at a time, or index by position.")
+            bounds = [_name(n)]
+            index = self.namer.fresh("i")
+            items = [prim_call("[]", [s, _name(index)]) for s in seqs]
+            if fn is builtins.enumerate:
+                if not (isinstance(target, gast.Tuple) and len(target.elts) == 2):
+                    raise self.error(target, "unpack enumerate as `for i, x in enumerate(xs)`.")
+                self.assign_target(target.elts[0], _name(index), prefix, node)
+                self._assign_item(target.elts[1], items[0], prefix, node)
+            else:
+                if not (isinstance(target, gast.Tuple) and len(target.elts) == len(items)):
+                    raise self.error(target, "unpack zip as `for a, b in zip(xs, ys)`.")
+                for elt, item in zip(target.elts, items):
+                    self._assign_item(elt, item, prefix, node)
+        else:
+            seq = self.atom(it, stmts, hint="seq")
+            if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
+                    and it.func.attr in ("items", "keys", "values"):
+                raise self.error(it, "loops over dict views are not supported yet.",
+                                 "loop over `for k in sorted(d)` keys held in a list.")
+            n = self.namer.fresh("n")
+            stmts.append(_assign(n, prim_call("len", [seq]), it))
+            bounds = [_name(n)]
+            index = self.namer.fresh("i")
+            self._assign_item(target, prim_call("[]", [seq, _name(index)]), prefix, node)
+        body = prefix + self.block(node.body)
+        loop = gast.For(target=_name(index, gast.Store()),
+                        iter=prim_call("range", bounds), body=body, orelse=[],
+                        type_comment=None)
+        gast.copy_location(loop, node)
+        stmts.append(loop)
+        return stmts
+
+    def _assign_item(self, target, item, stmts, origin):
+        if isinstance(target, gast.Name):
+            stmts.append(_assign(target.id, item, origin))
+        else:
+            tmp = self.namer.fresh("item")
+            stmts.append(_assign(tmp, item, origin))
+            self.assign_target(target, _name(tmp), stmts, origin)
+
+    def stmt_Break(self, node):
+        return [node]
+
+    def stmt_Continue(self, node):
+        return [node]
+
+    def stmt_Return(self, node):
+        stmts = []
+        value = self.atom(node.value, stmts, hint="out") if node.value is not None else _const(None)
+        ret = gast.Return(value=value)
+        gast.copy_location(ret, node)
+        return stmts + [ret]
+
+    def stmt_FunctionDef(self, node):
+        self.local_fns[node.name] = self.lift(node, node.name)
+        return []
+
+    def stmt_Import(self, node):
+        for alias in node.names:
+            module = __import__(alias.name)
+            if alias.asname:
+                for part in alias.name.split(".")[1:]:
+                    module = getattr(module, part)
+            self.local_fns[alias.asname or alias.name.split(".")[0]] = Static(module)
+        return []
+
+    def stmt_ImportFrom(self, node):
+        module = __import__(node.module, fromlist=[a.name for a in node.names])
+        for alias in node.names:
+            self.local_fns[alias.asname or alias.name] = Static(getattr(module, alias.name))
+        return []
+
+    def stmt_Assert(self, node):
+        return []  # assertions are checks on the primal; the transformed code drops them
+
+    # ------------------------------------------------------------------ expressions
+    def atom(self, node, stmts, hint=None):
+        """Normalize `node` and return an atom (Name or Constant) holding its value."""
+        value = self.expr(node, stmts, hint=hint)
+        if isinstance(value, (gast.Name, gast.Constant)):
+            return value
+        if isinstance(value, Static):
+            return self.static_atom(value.value, node)
+        if isinstance(value, (LocalFunction, LocalPartial)):
+            raise self.error(node, "a function value can only be called here, not stored or "
+                             "passed.", "call it directly, or pass its result.")
+        tmp = self.namer.fresh(hint or _temp_name(value))
+        stmts.append(_assign(tmp, value, node))
+        return _name(tmp)
+
+    def static_atom(self, value, node):
+        if is_literal(value):
+            return _const(value)
+        if is_module(value) or callable(value) and not hasattr(value, "dtype"):
+            raise self.error(node, f"{getattr(value, '__name__', value)!r} is used as a value "
+                             "here; transformed code can only call functions.")
+        hint = node.id if isinstance(node, gast.Name) else getattr(node, "attr", "const")
+        return _name(self.program.constant(value, hint))
+
+    def expr(self, node, stmts, hint=None):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"'{type(node).__name__}' expressions are not supported in "
+                             "transformed code.", _EXPR_HINTS.get(type(node).__name__))
+        return method(node, stmts, hint) if method.__code__.co_argcount == 4 else \
+            method(node, stmts)
+
+    def expr_Constant(self, node, stmts):
+        return node
+
+    def expr_Name(self, node, stmts):
+        name = node.id
+        if name in self.local_fns:
+            return self.local_fns[name]
+        if name in self.locals:
+            return _name(name)
+        if name in self.closure:
+            return Static(self.closure[name])
+        if name in self.globals:
+            return Static(self.globals[name])
+        if hasattr(builtins, name):
+            return Static(getattr(builtins, name))
+        raise self.error(node, f"name '{name}' is not defined.")
+
+    def static(self, node):
+        """The statically known value of `node`, or None."""
+        if isinstance(node, gast.Name):
+            if node.id in self.local_fns:
+                return self.local_fns[node.id]
+            if node.id in self.locals:
+                return None
+            try:
+                return self.expr_Name(node, [])
+            except Exception:
+                return None
+        if isinstance(node, gast.Attribute):
+            base = self.static(node.value)
+            if isinstance(base, Static) and hasattr(base.value, node.attr):
+                return Static(getattr(base.value, node.attr))
+        return None
+
+    def expr_Attribute(self, node, stmts):
+        static = self.static(node)
+        if static is not None:
+            return static
+        base = self.static(node.value)
+        if isinstance(base, Static):
+            raise self.error(node, f"{getattr(base.value, '__name__', base.value)!r} has no "
+                             f"attribute {node.attr!r}.")
+        value = self.atom(node.value, stmts)
+        if node.attr in ARRAY_ATTRS:
+            return prim_call(ARRAY_ATTRS[node.attr], [value])
+        raise self.error(node, f"attribute '.{node.attr}' is not supported in transformed code.",
+                         "supported array attributes: " + ", ".join(sorted(ARRAY_ATTRS)))
+
+    def expr_BinOp(self, node, stmts):
+        left = self.atom(node.left, stmts)
+        right = self.atom(node.right, stmts)
+        return prim_call(_binop_spelling(node.op), [left, right])
+
+    def expr_UnaryOp(self, node, stmts):
+        operand = self.atom(node.operand, stmts)
+        spelling = {gast.USub: "u-", gast.UAdd: "u+", gast.Not: "not", gast.Invert: "~"}[
+            type(node.op)]
+        if spelling == "u+":
+            return operand
+        if spelling == "u-" and isinstance(operand, gast.Constant):
+            return _const(-operand.value)
+        return prim_call(spelling, [operand])
+
+    def expr_Compare(self, node, stmts, hint=None):
+        if len(node.ops) == 1:
+            left = self.atom(node.left, stmts)
+            right = self.atom(node.comparators[0], stmts)
+            return prim_call(_cmp_spelling(node.ops[0]), [left, right])
+        # a < b < c  ->  a < b and b < c, evaluating b once
+        result = self.namer.fresh(hint or "cond")
+        left = self.atom(node.left, stmts)
+        body = stmts
+        for i, (op, comp) in enumerate(zip(node.ops, node.comparators)):
+            right = self.atom(comp, body)
+            body.append(_assign(result, prim_call(_cmp_spelling(op), [left, right]), node))
+            if i < len(node.ops) - 1:
+                inner = []
+                body.append(gast.If(test=_name(result), body=inner, orelse=[]))
+                body = inner
+            left = right
+        return _name(result)
+
+    def expr_BoolOp(self, node, stmts, hint=None):
+        result = self.namer.fresh(hint or "cond")
+        body = stmts
+        for i, v in enumerate(node.values):
+            value = self.expr(v, body)
+            body.append(_assign(result, value if not isinstance(value, Static) else
+                                self.static_atom(value.value, v), node))
+            if i < len(node.values) - 1:
+                inner = []
+                is_and = isinstance(node.op, gast.And)
+                body.append(gast.If(test=_name(result), body=inner if is_and else [],
+                                    orelse=[] if is_and else inner))
+                body = inner
+        return _name(result)
+
+    def expr_IfExp(self, node, stmts, hint=None):
+        test = self.atom(node.test, stmts, hint="cond")
+        result = self.namer.fresh(hint or "t")
+        branches = []
+        for branch in (node.body, node.orelse):
+            b = []
+            b.append(_assign(result, self.atom(branch, b), node))
+            branches.append(b)
+        if isinstance(test, gast.Constant):
+            stmts.extend(branches[0] if test.value else branches[1])
+        else:
+            stmts.append(gast.copy_location(gast.If(test=test, body=branches[0],
+                                                     orelse=branches[1]), node))
+        return _name(result)
+
+    def expr_Tuple(self, node, stmts):
+        return self._container(node, stmts, "tuple")
+
+    def expr_List(self, node, stmts):
+        return self._container(node, stmts, "list")
+
+    def _container(self, node, stmts, kind):
+        if any(isinstance(e, gast.Starred) for e in node.elts):
+            raise self.error(node, "starred elements in literals are not supported.")
+        elts = [self.atom(e, stmts) for e in node.elts]
+        new = (gast.Tuple if kind == "tuple" else gast.List)(elts=elts, ctx=gast.Load())
+        anno.set(new, Anno.PRIM, (rules.lookup(kind), kind))
+        return new
+
+    def expr_Dict(self, node, stmts):
+        if any(k is None for k in node.keys):
+            raise self.error(node, "**unpacking in dict literals is not supported.")
+        keys = [self.atom(k, stmts) for k in node.keys]
+        values = [self.atom(v, stmts) for v in node.values]
+        new = gast.Dict(keys=keys, values=values)
+        anno.set(new, Anno.PRIM, (rules.lookup("dict"), "dict"))
+        return new
+
+    def expr_Subscript(self, node, stmts):
+        value = self.atom(node.value, stmts)
+        return prim_call("[]", [value, self.index(node.slice, stmts)])
+
+    def index(self, node, stmts):
+        """An index expression whose parts are atoms: slices, tuples, None, Ellipsis."""
+        if isinstance(node, gast.Slice):
+            parts = [None if p is None else self.atom(p, stmts)
+                     for p in (node.lower, node.upper, node.step)]
+            return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
+        if isinstance(node, gast.Tuple):
+            return gast.Tuple(elts=[self.index(e, stmts) for e in node.elts], ctx=gast.Load())
+        return self.atom(node, stmts, hint="idx")
+
+    def expr_ListComp(self, node, stmts, hint=None):
+        return self._comprehension(node, stmts, hint)
+
+    def expr_GeneratorExp(self, node, stmts, hint=None):
+        return self._comprehension(node, stmts, hint)
+
+    def _comprehension(self, node, stmts, hint):
+        result = self.namer.fresh(hint or "items")
+        stmts.append(_assign(result, gast.List(elts=[], ctx=gast.Load()), node))
+        anno.set(stmts[-1].value, Anno.PRIM, (rules.lookup("list"), "list"))
+        self.locals.add(result)
+        elt = gast.Expr(value=gast.Call(func=gast.Attribute(value=_name(result), attr="append",
+                                                            ctx=gast.Load()),
+                                        args=[node.elt], keywords=[]))
+        inner = [gast.copy_location(elt, node)]
+        for gen in reversed(node.generators):
+            for cond in reversed(gen.ifs):
+                inner = [gast.copy_location(gast.If(test=cond, body=inner, orelse=[]), node)]
+            inner = [gast.copy_location(gast.For(target=gen.target, iter=gen.iter, body=inner,
+                                                 orelse=[], type_comment=None), node)]
+        for name in _assigned_names(inner):
+            self.locals.add(name)
+        stmts.extend(self.block(inner))
+        return _name(result)
+
+    def expr_Lambda(self, node, stmts):
+        fdef = gast.FunctionDef(name="lambda", args=node.args, body=[gast.Return(value=node.body)],
+                                decorator_list=[], returns=None, type_comment=None,
+                                type_params=[])
+        gast.copy_location(fdef, node)
+        return self.lift(fdef, "lambda")
+
+    def expr_Call(self, node, stmts, hint=None):
+        if any(isinstance(a, gast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise self.error(node, "*args and **kwargs in calls are not supported.",
+                             "pass the arguments one by one.")
+        func = node.func
+        if isinstance(func, gast.Attribute) and self.static(func) is None:
+            return self.method_call(node, stmts)
+        callee = self.static(func)
+        if callee is None:
+            if isinstance(func, gast.Call):
+                callee = self.expr(func, stmts)
+                if not isinstance(callee, Static):
+                    raise self.error(func, "this call does not produce a function known "
+                                     "while transforming.")
+            else:
+                raise self.error(func, "calling a function held in a variable is not supported.",
+                                 "call the function by its name.")
+        return self.call(callee, node, stmts)
+
+    def call(self, callee, node, stmts):
+        args = [self.atom(a, stmts) for a in node.args]
+        keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+        if isinstance(callee, LocalPartial):
+            args = callee.args + args
+            keywords = callee.keywords + keywords
+            callee = callee.target
+        if isinstance(callee, LocalFunction):
+            return self.user_call(callee.ir_name, callee.params, callee.defaults, args, keywords,
+                                  node, extra=[_name(v) for v in callee.freevars])
+        value = callee.value
+        if isinstance(value, functools.partial):
+            pname = self.program.constant(value, getattr(node.func, "id", "partial"))
+            pargs = []
+            for i in range(len(value.args)):
+                pargs.append(self.atom_of(prim_call("[]", [
+                    self.atom_of(gast.Attribute(value=_name(pname), attr="args",
+                                                ctx=gast.Load()), stmts, "partial_args"),
+                    _const(i)]), stmts, "partial_arg"))
+            if value.keywords:
+                raise self.error(node, "functools.partial with keyword arguments is not "
+                                 "supported yet.", "bind keywords by position instead.")
+            return self.call(Static(value.func), _call_like(node, pargs, args, keywords), stmts)
+        return self.call_static(value, args, keywords, node, stmts)
+
+    def atom_of(self, value, stmts, hint):
+        if isinstance(value, gast.Attribute):  # partial.args: a plain attribute read
+            tmp = self.namer.fresh(hint)
+            stmts.append(_assign(tmp, value))
+            return _name(tmp)
+        tmp = self.namer.fresh(hint)
+        stmts.append(_assign(tmp, value))
+        return _name(tmp)
+
+    def call_static(self, value, args, keywords, node, stmts):
+        from . import api  # the public objects: Transformed functions, transformations
+        if isinstance(value, api.Transformed):
+            ir_name, params = value.ir_function(self.program)
+            return self.user_call(ir_name, params, value.defaults(), args, keywords, node)
+        found = rules.lookup_object(value)
+        if found is not None:
+            prim, spelling = found
+            if spelling in ("tuple", "list") and len(args) <= 1 and not keywords:
+                pass  # tuple(xs)/list(xs): converting containers, see below
+            else:
+                return prim_call(spelling, args, keywords)
+        if value is functools.partial:
+            target = self.static(node.args[0]) if node.args else None
+            if target is None:
+                raise self.error(node, "functools.partial needs a function known while "
+                                 "transforming.")
+            return LocalPartial(target, args[1:], keywords)
+        if value in (builtins.tuple, builtins.list):
+            if len(args) == 1:
+                return prim_call("rt.to_" + value.__name__, args)
+        if api.is_transformation(value):
+            return api.apply_statically(value, node, self, stmts)
+        if inspect.isfunction(value) or inspect.ismethod(value):
+            ir_name, params, defaults = self.program_function(value, node)
+            return self.user_call(ir_name, params, defaults, args, keywords, node)
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
+        module = getattr(value, "__module__", None) or ""
+        full = f"{'np' if module.startswith('numpy') else module}.{name}" if module else name
+        raise self.error(node, f"{full} has no rule in transpile's primitive table.",
+                         f"add it to transpile/rules/ (one template under @rev(\"{full}\"), "
+                         "see docs/adding_a_primitive.md), or call it outside the "
+                         "transformed function.")
+
+    def program_function(self, fn, node):
+        from .frontend import normalize_function
+        return normalize_function(fn, self.program, node, self.src)
+
+    def user_call(self, ir_name, params, defaults, args, keywords, node, extra=()):
+        bound = list(args)
+        n_user = len(params) - len(extra)
+        if len(bound) > n_user:
+            raise self.error(node, f"too many arguments: {ir_name} takes {n_user}.")
+        kw = dict(keywords)
+        for p in params[len(bound):n_user]:
+            if p in kw:
+                bound.append(kw.pop(p))
+            elif p in defaults:
+                d = defaults[p]
+                bound.append(_const(d) if is_literal(d) else
+                             _name(self.program.constant(d, p + "_default")))
+            else:
+                raise self.error(node, f"missing argument '{p}' in call to {ir_name}.")
+        if kw:
+            raise self.error(node, f"unexpected keyword argument '{next(iter(kw))}' in call "
+                             f"to {ir_name}.")
+        call = gast.Call(func=_name(ir_name), args=bound + list(extra), keywords=[])
+        anno.set(call, Anno.CALLEE, ir_name)
+        return call
+
+    def method_call(self, node, stmts):
+        func = node.func
+        obj = self.atom(func.value, stmts)
+        name = func.attr
+        args = [self.atom(a, stmts) for a in node.args]
+        keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+        if name in VARARG_METHODS:
+            if len(args) > 1:
+                packed = gast.Tuple(elts=args, ctx=gast.Load())
+                anno.set(packed, Anno.PRIM, (rules.lookup("tuple"), "tuple"))
+                tmp = self.namer.fresh("shape" if name == "reshape" else "axes")
+                stmts.append(_assign(tmp, packed, node))
+                args = [_name(tmp)]
+            return prim_call(VARARG_METHODS[name], [obj] + args, keywords)
+        if name in ARRAY_METHODS:
+            return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
+        if name == "pop" and not args:
+            call = gast.Call(func=gast.Attribute(value=obj, attr="pop", ctx=gast.Load()),
+                             args=[], keywords=[])
+            return call
+        raise self.error(node, f"method '.{name}()' is not supported in transformed code.",
+                         "call the numpy function instead (np.<name>(x, ...)); supported "
+                         "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS)))
+
+    # ------------------------------------------------------------------ lifting
+    def _bind_local_function(self, target, value, stmts):
+        if isinstance(value, gast.Lambda):
+            fdef = gast.FunctionDef(name=target, args=value.args,
+                                    body=[gast.Return(value=value.body)], decorator_list=[],
+                                    returns=None, type_comment=None, type_params=[])
+            gast.copy_location(fdef, value)
+            self.local_fns[target] = self.lift(fdef, target)
+            return True
+        return False
+
+    def lift(self, fdef, hint):
+        """Lift a nested def/lambda to an IR function; its free variables become parameters."""
+        own = _assigned_names(fdef.body) | {a.id for a in fdef.args.args}
+        used = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load)}
+        free = sorted((used - own) & (self.locals | set(self.lifted)))
+        name = self.program.namer.fresh(f"{self.ir_name}_{hint}")
+        defaults = {}
+        if fdef.args.defaults:
+            names = [a.id for a in fdef.args.args][-len(fdef.args.defaults):]
+            for n, d in zip(names, fdef.args.defaults):
+                if not isinstance(d, gast.Constant):
+                    raise self.error(d, "default values of nested functions must be constants.")
+                defaults[n] = d.value
+            fdef.args.defaults = []
+        inner = Normalizer(self.program, self.src, self.globals, self.closure, name,
+                           lifted=free)
+        inner.local_fns = dict(self.local_fns)
+        self.program.functions[name] = None  # reserve (recursion)
+        self.program.functions[name] = inner.run(fdef)
+        params = [a.id for a in fdef.args.args]
+        return LocalFunction(name, params + free, free, defaults)
+
+
+_STMT_HINTS = {
+    "Try": "try/except inside transformed code is not supported: move it outside the "
+           "transformed function.",
+    "With": "with-blocks are not supported: move them outside the transformed function.",
+    "Global": "writing globals from transformed code is not supported: return the value.",
+    "Nonlocal": "nonlocal writes are not supported: return the value instead.",
+    "Delete": "del is not supported: just stop using the name.",
+    "ClassDef": "define classes outside the transformed function.",
+    "Raise": "raise is not supported inside transformed code: check inputs before calling.",
+    "AsyncFunctionDef": "async functions cannot be transformed.",
+}
+_EXPR_HINTS = {
+    "Yield": "generators cannot be transformed: build a list and return it.",
+    "YieldFrom": "generators cannot be transformed: build a list and return it.",
+    "Await": "async code cannot be transformed.",
+    "SetComp": "sets have no derivative: use a list.",
+    "DictComp": "build the dict with a loop over keys.",
+    "NamedExpr": "assign with a separate statement.",
+    "JoinedStr": "f-strings are only supported inside print().",
+}
+
+
+def _call_like(node, pargs, args, keywords):
+    call = gast.Call(func=node.func, args=pargs + args,
+                     keywords=[gast.keyword(arg=k, value=v) for k, v in keywords])
+    return gast.copy_location(call, node)
+
+
+def _binop_spelling(op):
+    for s, (cls, _) in BINOPS.items():
+        if isinstance(op, cls):
+            return s
+    raise ValueError(op)
+
+
+def _cmp_spelling(op):
+    for s, cls in CMPOPS.items():
+        if isinstance(op, cls):
+            return s
+    raise ValueError(op)
+
+
+def _temp_name(value):
+    found = anno.get(value, Anno.PRIM)
+    if found:
+        prim, spelling = found
+        if spelling in TEMP_FOR_PRIM:
+            return TEMP_FOR_PRIM[spelling]
+        if prim is not None:
+            return prim.name
+        return spelling.rsplit(".", 1)[-1]
+    if isinstance(value, gast.Call):
+        callee = anno.get(value, Anno.CALLEE)
+        if callee:
+            return callee.split("_")[0] + "_out"
+        return "t"
+    return TEMP_FOR_OP.get(type(getattr(value, "op", None)).__name__, "t")
+
+
+def _assigned_names(stmts):
+    names = set()
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                names.add(n.id)
+            elif isinstance(n, (gast.FunctionDef,)):
+                names.add(n.name)
+    return names
+
+
+def _all_names(node):
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def _copy_stmt(stmt):
+    import copy
+    new = copy.deepcopy(stmt)
+    for a, b in zip(gast.walk(stmt), gast.walk(new)):
+        anno.copy(a, b)
+    return new
+
+
+def dotted(node):
+    """'np.linalg.inv' for the expression np.linalg.inv, else None."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, gast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def prim_annotation(node):
+    """(Primitive, spelling) for an operator or a call spelled canonically, else None."""
+    if isinstance(node, gast.BinOp):
+        s = _binop_spelling(node.op)
+    elif isinstance(node, gast.UnaryOp):
+        s = {gast.USub: "u-", gast.UAdd: "u+", gast.Not: "not", gast.Invert: "~"}[type(node.op)]
+    elif isinstance(node, gast.Compare) and len(node.ops) == 1:
+        s = _cmp_spelling(node.ops[0])
+    elif isinstance(node, gast.Subscript) and not isinstance(node.ctx, gast.Store):
+        s = "[]"
+    elif isinstance(node, (gast.Tuple, gast.List)) and not isinstance(node.ctx, gast.Store):
+        s = "tuple" if isinstance(node, gast.Tuple) else "list"
+    elif isinstance(node, gast.Dict):
+        s = "dict"
+    elif isinstance(node, gast.Call):
+        s = dotted(node.func)
+        if s is None:
+            return None
+    else:
+        return None
+    prim = rules.lookup(s)
+    return (prim, s) if prim is not None else None

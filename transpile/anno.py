@@ -1,0 +1,26 @@
+"""Annotations the passes attach to AST nodes, as an Enum that documents itself."""
+import enum
+
+
+class Anno(enum.Enum):
+    PRIM = "the Primitive a call, operator or subscript node denotes"
+    CALLEE = "IR name of the user function a call node calls"
+    COND_LEN = "on a While: how many statements at the end of its body recompute its test"
+    ORIGIN = "the user-source node a generated node was made from (for line comments)"
+    STACK = "on a push or pop statement: this list is a stack of saved values"
+
+
+def set(node, key, value):  # noqa: A001 - mirrors getattr/setattr naming
+    annos = node.__dict__.setdefault("_transpile_anno", {})
+    annos[key] = value
+
+
+def get(node, key, default=None):
+    return node.__dict__.get("_transpile_anno", {}).get(key, default)
+
+
+def copy(src, dst):
+    annos = src.__dict__.get("_transpile_anno")
+    if annos:
+        dst.__dict__["_transpile_anno"] = dict(annos)
+    return dst

@@ -1,0 +1,205 @@
+"""The public API: `transform`, `grad`, `value_and_grad`, `vjp`.
+
+Every transformation returns a `Transformed`: a callable with `.source` (the generated
+module, exactly what runs) that any transformation accepts again. Code is generated on the
+first call (or on `.source`), once per (function, transformation, options), and cached.
+"""
+import functools
+import inspect
+
+from . import pipeline
+from .errors import TransformError
+from .frontend import closure_values, lifted_closure_names
+from .parse import parse_function
+
+_CACHE = {}
+
+
+class Root:
+    """What a transformation was applied to, reduced to a plain Python function."""
+
+    def __init__(self, target):
+        self.prefix = ()
+        self.inner = None
+        if isinstance(target, Transformed):
+            self.inner = target
+            self.fn = None
+            self.signature = target.signature
+            self.key = target.key
+            return
+        if isinstance(target, functools.partial):
+            if target.keywords:
+                raise TransformError("functools.partial with keyword arguments cannot be "
+                                     "transformed yet.\n  hint: bind arguments by position.")
+            inner = Root(target.func)
+            self.__dict__.update(inner.__dict__)
+            self.prefix = tuple(target.args) + inner.prefix
+            params = list(self.signature.parameters.values())[len(target.args):]
+            self.signature = self.signature.replace(parameters=params)
+            self.key = ("partial", inner.key, len(target.args))
+            return
+        if inspect.ismethod(target):
+            inner = Root(target.__func__)
+            self.__dict__.update(inner.__dict__)
+            self.prefix = (target.__self__,)
+            params = list(self.signature.parameters.values())[1:]
+            self.signature = self.signature.replace(parameters=params)
+            return
+        if not inspect.isfunction(target):
+            if callable(target) and hasattr(type(target), "__call__") and \
+                    inspect.isfunction(getattr(type(target), "__call__", None)):
+                inner = Root(target.__call__)
+                self.__dict__.update(inner.__dict__)
+                return
+            raise TypeError(f"transpile transforms Python functions, got {target!r} of type "
+                            f"{type(target).__name__}.")
+        self.fn = target
+        self.signature = inspect.signature(target)
+        for p in self.signature.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+                parse_function(target)  # raises with the location if it cannot parse
+                raise TransformError(
+                    f"{target.__qualname__}: *args, **kwargs and keyword-only parameters are "
+                    f"not supported (parameter '{p.name}').\n  hint: list the parameters "
+                    f"explicitly, or pass a tuple/dict as one parameter.")
+        self.lifted = lifted_closure_names(target)
+        closure = closure_values(target)
+        self.key = ("fn", target.__code__,
+                    tuple(id(v) for k, v in closure.items() if k not in self.lifted))
+
+    def extra_values(self):
+        """Values passed after the user's arguments: lifted closure variables."""
+        if self.inner is not None:
+            return self.inner.root.extra_values()
+        if not self.lifted:
+            return ()
+        closure = closure_values(self.fn)
+        return tuple(closure[n] for n in self.lifted)
+
+
+class Transformed:
+    """A transformed function: call it, read `.source`, or transform it again."""
+
+    def __init__(self, target, kind, options=()):
+        self.target = target
+        self.kind = kind
+        self.options = dict(options)
+        self.root = Root(target)
+        self.signature = self.root.signature
+        self.key = (kind, tuple(sorted(self.options.items())), self.root.key)
+        self._generated = None
+        self._nparams = len(self.signature.parameters)
+        functools.update_wrapper(self, target, updated=())
+
+    # ------------------------------------------------------------------ generation
+    def generated(self):
+        if self._generated is None:
+            gen = _CACHE.get(self.key)
+            if gen is None:
+                gen = pipeline.generate(self)
+                _CACHE[self.key] = gen
+            self._generated = gen
+        return self._generated
+
+    @property
+    def source(self):
+        """The generated module: exactly the code that runs when this is called."""
+        return self.generated().text
+
+    def entry_function(self):
+        return self.generated().entry
+
+    def defaults(self):
+        return {p.name: p.default for p in self.signature.parameters.values()
+                if p.default is not inspect.Parameter.empty}
+
+    # ------------------------------------------------------------------ calling
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == self._nparams:
+            return args
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        return bound.args
+
+    def full_args(self, args, kwargs):
+        return self.root.prefix + tuple(self.bind(args, kwargs)) + self.root.extra_values()
+
+    def __call__(self, *args, **kwargs):
+        gen = self._generated or self.generated()
+        return gen.call(self, self.full_args(args, kwargs))
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<transpile.{self.kind} of {getattr(self.target, '__qualname__', self.target)}>"
+
+
+def _check_argnums(argnums, f):
+    if isinstance(argnums, int):
+        return (argnums,), True
+    if isinstance(argnums, (tuple, list)) and argnums and all(isinstance(a, int) for a in argnums):
+        return tuple(argnums), False
+    raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+
+
+def transform(f=None, **options):
+    """Parse `f` now (errors point at its source) and return it as a Transformed function.
+
+    Usable bare (`@tp.transform`) or with options (`@tp.transform()`). Calling the result runs
+    the normalized code; `.source` shows it; every transformation accepts it.
+    """
+    if f is None:
+        return lambda g: transform(g, **options)
+    t = Transformed(f, "transform", options)
+    if t.root.fn is not None:
+        parse_function(t.root.fn)
+    return t
+
+
+def grad(f, argnums=0, has_aux=False):
+    """The gradient of scalar-output `f` with respect to argument(s) `argnums`.
+
+    Args:
+      f: a Python function (or lambda, method, partial, or Transformed function).
+      argnums: int or tuple of ints: which positional arguments to differentiate.
+      has_aux: f returns (scalar, aux); the result then returns (gradient, aux).
+    Returns:
+      A Transformed function returning gradients shaped like the chosen arguments (pytrees
+      keep their structure; float32 stays float32), a tuple of them for tuple argnums.
+    Raises:
+      TransformError: for code it cannot differentiate, naming the file and line.
+    """
+    nums, single = _check_argnums(argnums, f)
+    return Transformed(f, "grad", {"argnums": nums, "single": single, "has_aux": has_aux,
+                                   "value": False})
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """Like `grad`, but the result returns (value, gradient) (or ((value, aux), gradient))."""
+    nums, single = _check_argnums(argnums, f)
+    return Transformed(f, "grad", {"argnums": nums, "single": single, "has_aux": has_aux,
+                                   "value": True})
+
+
+def vjp(f, *primals, has_aux=False):
+    """(f(*primals), vjp_fn): vjp_fn(cotangent) returns one cotangent per primal.
+
+    With has_aux=True, f returns (out, aux) and vjp returns (out, vjp_fn, aux).
+    """
+    t = Transformed(f, "vjp", {"has_aux": has_aux})
+    gen = t.generated()
+    return gen.call(t, t.full_args(primals, {}))
+
+
+def is_transformation(value):
+    return value in (grad, value_and_grad, transform)
+
+
+def apply_statically(value, node, normalizer, stmts):
+    return pipeline.apply_statically(value, node, normalizer, stmts)

@@ -1,0 +1,40 @@
+"""Building `TransformError` messages that point at the user's source.
+
+Every message names the file, the line, shows the source line with a caret under the
+offending column, says what was found and gives a hint.
+"""
+import linecache
+
+from runtime.errors import TransformError
+
+__all__ = ["TransformError", "error_at", "where"]
+
+
+def where(node, src):
+    """'file:line' for a node of a parsed function (`src` is its `parse.Source`)."""
+    line = src.line_of(node)
+    return f"{src.filename}:{line}" if line else src.filename
+
+
+def error_at(node, src, message, hint=None, pass_name=None):
+    """A TransformError for `node` in `src`: location, source line with a caret, hint."""
+    parts = []
+    if src is not None and node is not None and getattr(node, "lineno", None):
+        line = src.line_of(node)
+        text = linecache.getline(src.filename, line).rstrip("\n") if line else ""
+        if not text and src.lines and 0 < node.lineno <= len(src.lines):
+            text = src.lines[node.lineno - 1]
+        col = getattr(node, "col_offset", 0) + src.col_offset
+        parts.append(f'File "{src.filename}", line {line}, in {src.name}')
+        if text:
+            stripped = text.lstrip()
+            caret_col = max(0, col - (len(text) - len(stripped)))
+            parts.append(f"    {stripped}")
+            parts.append("    " + " " * caret_col + "^")
+    elif src is not None:
+        parts.append(f'File "{src.filename}", in {src.name}')
+    head = f"[{pass_name}] " if pass_name else ""
+    parts.append(head + message)
+    if hint:
+        parts.append(f"  hint: {hint}")
+    return TransformError("\n".join(parts))

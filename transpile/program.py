@@ -1,0 +1,68 @@
+"""A program being generated: the functions of one generated module and what they reference.
+
+Every transformation produces one `Program`, emitted as one module: its entry function, the
+IR of every user function reachable from it (normalized on first use, so recursion works),
+and a namespace of the non-literal objects the code refers to (global arrays, partial
+objects). Generated functions refer to each other by name.
+"""
+import types
+
+import numpy as np
+
+from .naming import Namer
+
+
+class FunctionIR:
+    """One normalized function: its gast FunctionDef, where it came from, lifted free vars."""
+
+    def __init__(self, name, node, source, params, freevars):
+        self.name = name
+        self.node = node
+        self.source = source
+        self.params = params          # user parameters, then lifted free variables
+        self.freevars = freevars
+
+
+class Program:
+    def __init__(self):
+        self.functions = {}           # IR name -> FunctionIR (in creation order)
+        self.keys = {}                # identity of a user function -> IR name
+        self.namespace = {}           # name -> object referenced by generated code
+        self.namer = Namer(["np", "rt", "math", "scipy"])
+        self.in_progress = set()
+
+    def constant(self, obj, hint):
+        """A name under which generated code can refer to the non-literal object `obj`."""
+        for name, value in self.namespace.items():
+            if value is obj:
+                return name
+        name = self.namer.fresh(hint)
+        self.namespace[name] = obj
+        return name
+
+    def function_namer(self, fir):
+        """A Namer for new names inside `fir` that avoids every name already in use."""
+        import gast
+        used = {n.id for n in gast.walk(fir.node) if isinstance(n, gast.Name)}
+        return Namer(used | set(self.functions) | set(self.namespace) | {"np", "rt", "math"})
+
+    def function_name(self, key, hint):
+        """(name, is_new) for the function identified by `key`."""
+        if key in self.keys:
+            return self.keys[key], False
+        name = self.namer.fresh(hint)
+        self.keys[key] = name
+        return name, True
+
+
+def is_literal(value):
+    """Values that generated code can spell as a literal instead of a namespace reference."""
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        return not (isinstance(value, float) and not np.isfinite(value))
+    if isinstance(value, tuple):
+        return all(is_literal(v) for v in value)
+    return False
+
+
+def is_module(value):
+    return isinstance(value, types.ModuleType)

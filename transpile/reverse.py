@@ -1,0 +1,545 @@
+"""Reverse mode: an IR function -> forward statements + backward (adjoint) statements.
+
+    h = np.tanh(z)            h = np.tanh(z)             # forward, as written
+    out = np.sum(h)     ->    out = np.sum(h)
+                              dout = rt.seed(out, ...)   # backward, in reverse order
+                              dh = rt.expand(dout, h)
+                              dz = dh * (1.0 - h * h)
+
+Each statement's adjoint comes from its primitive's template in `rules/`. Adjoints are
+created on their first contribution and added to afterwards; where control flow joins, an
+adjoint that only some paths created is first set to zeros. A primal value that the
+backward statements read and that the forward pass may overwrite (in a loop, or assigned
+twice) is pushed onto `<name>_stack` before it is overwritten and popped back at the mirror
+point of the backward pass, so the backward pass sees every value as it was. Branches
+re-test their condition (saved the same way); `for` loops run backwards over the same range;
+`while` loops count their trips. Calls of other user functions use their own
+forward/backward pair (`g_fwd`, `g_bwd`), generated on demand, so recursion works.
+"""
+import copy as _copy
+
+import gast
+
+from . import anno, rules
+from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_update,
+                       loop_depth_sites, names_in, reads, targets, varied, walk_simple)
+from .anno import Anno
+from .errors import error_at
+
+
+def _name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+def _const(v):
+    return gast.Constant(value=v, kind=None)
+
+
+def _assign(target, value):
+    if isinstance(target, (list, tuple)):
+        t = gast.Tuple(elts=[_name(n, True) for n in target], ctx=gast.Store())
+    else:
+        t = _name(target, True)
+    return gast.Assign(targets=[t], value=value, type_comment=None)
+
+
+def _call(spelling, args):
+    parts = spelling.split(".")
+    func = _name(parts[0])
+    for p in parts[1:]:
+        func = gast.Attribute(value=func, attr=p, ctx=gast.Load())
+    node = gast.Call(func=func, args=list(args), keywords=[])
+    found = rules.lookup(spelling)
+    if found is not None:
+        anno.set(node, Anno.PRIM, (found, spelling))
+    return node
+
+
+def _method(obj, attr, args):
+    return gast.Call(func=gast.Attribute(value=_name(obj), attr=attr, ctx=gast.Load()),
+                     args=list(args), keywords=[])
+
+
+ARRAY_RESULT = "array"
+
+
+class Adjoints:
+    """Static knowledge while emitting backward code: which adjoints exist right now."""
+
+    def __init__(self, live=()):
+        self.live = set(live)
+
+    def copy(self):
+        return Adjoints(self.live)
+
+
+class Reverse:
+    """Builds forward and backward statement lists for one IR function."""
+
+    def __init__(self, program, fir, wrt_params, split_callee):
+        self.program = program
+        self.fir = fir
+        self.src = fir.source
+        self.node = fir.node
+        self.namer = program.function_namer(fir)
+        self.wrt = wrt_params
+        self.split_callee = split_callee          # (ir_name) -> (fwd_name, bwd_name)
+        self.adj_names = {}
+        self.stack_adjoints = set()
+        self.kinds = {}
+
+    # ---------------------------------------------------------------- names
+    def adj(self, name):
+        if name not in self.adj_names:
+            self.adj_names[name] = self.namer.adjoint(name)
+        return self.adj_names[name]
+
+    def error(self, node, msg, hint=None):
+        return error_at(node, self.src, msg, hint, pass_name="reverse")
+
+    # ---------------------------------------------------------------- entry
+    def run(self):
+        body = self.node.body
+        ret = body[-1]
+        assert isinstance(ret, gast.Return), "controlflow leaves one return at the end"
+        self.body = _split_self_assignments(body[:-1], self.namer)
+        self.out = ret.value
+        self.active = varied(self.body, self.wrt)
+        self._infer_kinds()
+        self.call_residuals = {}
+        fwd = self.forward(self.body)
+        return fwd
+
+    def backward_from(self, seed_stmts, out_adjoint):
+        """Backward statements, given statements that set the output's adjoint."""
+        state = Adjoints()
+        bwd = list(seed_stmts)
+        if isinstance(self.out, gast.Name) and self.out.id in self.active and out_adjoint:
+            state.live.add(self.adj(self.out.id))
+            if out_adjoint != self.adj(self.out.id):
+                bwd.append(_assign(self.adj(self.out.id), _name(out_adjoint)))
+        bwd += self.backward(self.body, state)
+        self.final_state = state
+        return bwd
+
+    def param_adjoint(self, param):
+        """Expression for the adjoint of `param` at the end of the backward pass, or None."""
+        d = self.adj_names.get(param)
+        if d is not None and d in self.final_state.live:
+            return _name(d)
+        return None
+
+    # ---------------------------------------------------------------- kinds
+    def _infer_kinds(self):
+        for s in walk_simple(self.body):
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                found = anno.get(s.value, Anno.PRIM)
+                if found and found[0] is not None and not found[0].container \
+                        and found[1] != "[]" and found[1] not in ("rt.to_tuple", "rt.to_list"):
+                    self.kinds.setdefault(s.targets[0].id, ARRAY_RESULT)
+                else:
+                    self.kinds[s.targets[0].id] = None
+
+    # ---------------------------------------------------------------- forward
+    def forward(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.If):
+                new = gast.If(test=s.test, body=self.forward(s.body),
+                              orelse=self.forward(s.orelse))
+                out.append(anno.copy(s, gast.copy_location(new, s)))
+            elif isinstance(s, gast.For):
+                new = gast.For(target=s.target, iter=s.iter, body=self.forward(s.body),
+                               orelse=[], type_comment=None)
+                out.append(anno.copy(s, gast.copy_location(new, s)))
+            elif isinstance(s, gast.While):
+                counter = self.namer.fresh("n_" + s.test.id)
+                s._trip_counter = counter
+                out.append(_assign(counter, _const(0)))
+                incr = _assign(counter, gast.BinOp(left=_name(counter), op=gast.Add(),
+                                                   right=_const(1)))
+                anno.set(incr.value, Anno.PRIM, (rules.lookup("+"), "+"))
+                new = gast.While(test=s.test, body=self.forward(s.body) + [incr], orelse=[])
+                anno.set(new, Anno.COND_LEN, anno.get(s, Anno.COND_LEN, 0))
+                s._forward_loop = new
+                out.append(anno.copy(s, gast.copy_location(new, s)))
+            elif isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and \
+                    anno.get(s.value, Anno.CALLEE) and (reads(s) & self.active):
+                callee = anno.get(s.value, Anno.CALLEE)
+                fwd_name, _ = self.split_callee(callee)
+                target = s.targets[0].id
+                res = self.namer.fresh(callee.split("__")[0] + "_saved")
+                self.call_residuals[id(s)] = res
+                call = gast.Call(func=_name(fwd_name), args=s.value.args, keywords=[])
+                anno.set(call, Anno.CALLEE, fwd_name)
+                new = _assign([target, res], call)
+                out.append(anno.copy(s, gast.copy_location(new, s)))
+            else:
+                out.append(s)
+        return out
+
+    # ---------------------------------------------------------------- backward
+    def backward(self, stmts, state):
+        out = []
+        for s in reversed(stmts):
+            if isinstance(s, gast.If):
+                out.extend(self.backward_if(s, state))
+            elif isinstance(s, gast.For):
+                out.extend(self.backward_loop(s, state, s.body, self._reversed_range(s)))
+            elif isinstance(s, gast.While):
+                header = gast.For(target=_name(self.namer.fresh("_"), True),
+                                  iter=_call("range", [_name(s._trip_counter)]),
+                                  body=[], orelse=[], type_comment=None)
+                out.extend(self.backward_loop(s, state, s.body, header))
+            else:
+                out.extend(self.backward_simple(s, state))
+            out.append(_RestoreMarker(s))
+        return out
+
+    def _reversed_range(self, s):
+        it = s.iter
+        rev = gast.Call(func=_name("reversed"), args=[it], keywords=[])
+        return gast.For(target=s.target, iter=rev, body=[], orelse=[], type_comment=None)
+
+    def backward_if(self, s, state):
+        then_state, else_state = state.copy(), state.copy()
+        body = self.backward(s.body, then_state)
+        orelse = self.backward(s.orelse, else_state)
+        for var in sorted(then_state.live - else_state.live):
+            orelse.append(self.zeros(var))
+        for var in sorted(else_state.live - then_state.live):
+            body.append(self.zeros(var))
+        state.live = then_state.live | else_state.live
+        if not _has_code(body) and not _has_code(orelse):
+            return body + orelse   # only restore markers
+        new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
+        return [gast.copy_location(new, s)]
+
+    def backward_loop(self, s, state, body_stmts, header):
+        entry = set(state.live)
+        pre = []
+        for _ in range(4):
+            trial = Adjoints(entry)
+            body = self.backward(body_stmts, trial)
+            missing_at_end = entry - trial.live        # cleared inside: re-zero for next trip
+            new_at_end = trial.live - entry            # created inside: must exist on entry
+            if not new_at_end:
+                break
+            for var in sorted(new_at_end):
+                pre.append(self.zeros(var))
+            entry |= new_at_end
+        for var in sorted(missing_at_end):
+            body.append(self.zeros(var))
+        state.live = entry
+        if not _has_code(body):
+            return body
+        header.body = body
+        return pre + [gast.copy_location(header, s)]
+
+    def zeros(self, adj_var):
+        primal = next(p for p, a in self.adj_names.items() if a == adj_var)
+        if adj_var in self.stack_adjoints:
+            return _assign(adj_var, gast.List(elts=[], ctx=gast.Load()))
+        return _assign(adj_var, _call("rt.zeros_like", [_name(primal)]))
+
+    # ---------------------------------------------------------------- one statement
+    def backward_simple(self, s, state):
+        if is_push(s):
+            return self.backward_push(s, state)
+        if is_pop(s):
+            return self.backward_pop(s, state)
+        if is_update(s):
+            return self.backward_update(s, state)
+        if not isinstance(s, gast.Assign):
+            return []
+        target = s.targets[0].id
+        if target not in self.active:
+            return []
+        dt = self.adj(target)
+        if dt not in state.live:
+            return []
+        state.live.discard(dt)         # older values of `target` start with a zero adjoint
+        value = s.value
+        out = []
+        if isinstance(value, gast.Name):
+            self.accumulate(value.id, _name(dt), state, out)
+            return out
+        if isinstance(value, gast.Constant):
+            return out
+        callee = anno.get(value, Anno.CALLEE)
+        if callee:
+            return self.backward_call(s, value, dt, state)
+        found = anno.get(value, Anno.PRIM)
+        if found is None:
+            raise self.error(s, "internal: statement without a primitive annotation")
+        prim, spelling = found
+        if prim is not None and prim.container:
+            return self.backward_container(value, dt, state)
+        if prim is None or prim.rev is None:
+            if prim is not None and prim.nondiff:
+                return out
+            raise rules.no_rule_error(spelling).__class__(
+                error_at(s, self.src, str(rules.no_rule_error(spelling))).args[0])
+        return self.apply_template(s, prim, spelling, value, target, dt, state)
+
+    def accumulate(self, var, contribution, state, out):
+        """out += [`dvar = contribution`] or [`dvar = dvar + contribution`]."""
+        if var not in self.active:
+            return
+        d = self.adj(var)
+        if d in state.live:
+            if self.kinds.get(var) == ARRAY_RESULT:
+                value = gast.BinOp(left=_name(d), op=gast.Add(), right=contribution)
+                anno.set(value, Anno.PRIM, (rules.lookup("+"), "+"))
+            else:
+                value = _call("rt.add", [_name(d), contribution])
+            out.append(_assign(d, value))
+        else:
+            out.append(_assign(d, contribution))
+            state.live.add(d)
+
+    def apply_template(self, s, prim, spelling, value, target, dt, state):
+        template = prim.rev
+        actual = _bind_call(template, spelling, value)
+        if isinstance(actual, str):
+            raise self.error(s, f"{spelling}: {actual}",
+                             "call it as the numpy documentation shows, with the supported "
+                             "arguments.")
+        mapping = {"dout": _name(dt), "out": _name(target)}
+        for p in template.params[2:]:
+            mapping[p] = actual[p]
+        wanted = {}
+        for p in template.differentiates:
+            arg = actual.get(p)
+            if isinstance(arg, gast.Name) and arg.id in self.active:
+                wanted["d" + p] = arg.id
+        if not wanted:
+            return []
+        out = []
+        body = _copy.deepcopy(template.body)
+        local = {}
+        for stmt in body:
+            for n in gast.walk(stmt):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and \
+                        n.id not in mapping and n.id not in local and n.id not in wanted:
+                    if n.id.startswith("d") and n.id[1:] in template.params:
+                        local[n.id] = None            # adjoint of an inactive argument
+                    else:
+                        local[n.id] = self.namer.fresh(n.id)
+        for stmt in body:
+            if isinstance(stmt, gast.Pass):
+                continue
+            tgt = stmt.targets[0].id if isinstance(stmt, gast.Assign) and \
+                isinstance(stmt.targets[0], gast.Name) else None
+            if tgt is not None and local.get(tgt, "") is None:
+                continue
+            if tgt in wanted:
+                var = wanted[tgt]
+                d = self.adj(var)
+                self_acc = tgt in names_in(stmt.value)
+                expr = _substitute(stmt.value, mapping, local,
+                                   {tgt: _name(d) if d in state.live else _const(None)})
+                if self_acc:
+                    out.append(_assign(d, expr))
+                    state.live.add(d)
+                else:
+                    self.accumulate(var, expr, state, out)
+            else:
+                new = _substitute(stmt, mapping, local, {})
+                out.append(new)
+        return out
+
+    def backward_container(self, value, dt, state):
+        out = []
+        if isinstance(value, gast.Dict):
+            items = list(zip(value.keys, value.values))
+        else:
+            items = [(_const(i), e) for i, e in enumerate(value.elts)]
+        for key, elt in items:
+            if isinstance(elt, gast.Name) and elt.id in self.active:
+                item = gast.Subscript(value=_name(dt), slice=_copy.deepcopy(key), ctx=gast.Load())
+                anno.set(item, Anno.PRIM, (rules.lookup("[]"), "[]"))
+                self.accumulate(elt.id, item, state, out)
+        return out
+
+    def backward_call(self, s, value, dt, state):
+        callee = anno.get(value, Anno.CALLEE)
+        _, bwd_name = self.split_callee(callee)
+        res = self.call_residuals[id(s)]
+        args = value.args
+        grads = [self.namer.fresh(self.adj(a.id) + "_" if False else "d" + a.id)
+                 if isinstance(a, gast.Name) and a.id in self.active else "_"
+                 for a in args]
+        call = gast.Call(func=_name(bwd_name), args=[_name(res), _name(dt)], keywords=[])
+        anno.set(call, Anno.CALLEE, bwd_name)
+        out = [_assign(grads, call)]
+        for a, g in zip(args, grads):
+            if g != "_":
+                self.accumulate(a.id, _name(g), state, out)
+        return out
+
+    def backward_update(self, s, state):
+        """`x[idx] = v`: dv gets dx[idx]; the old x gets dx with zeros at idx."""
+        x = s.targets[0].value.id
+        if x not in self.active:
+            return []
+        dx = self.adj(x)
+        if dx not in state.live:
+            return []
+        idx = s.targets[0].slice
+        out = []
+        v = s.value
+        if isinstance(v, gast.Name) and v.id in self.active:
+            item = _call("rt.getitem", [_name(dx), _copy.deepcopy(_as_index_value(idx))])
+            self.accumulate(v.id, _call("rt.unbroadcast", [item, _name(v.id)]), state, out)
+        out.append(_assign(dx, _call("rt.index_clear", [_name(dx),
+                                                        _copy.deepcopy(_as_index_value(idx))])))
+        return out
+
+    def backward_push(self, s, state):
+        stack = s.value.func.value.id
+        if stack not in self.active:
+            return []
+        ds = self.adj(stack)
+        self.stack_adjoints.add(ds)
+        if ds not in state.live:
+            return []
+        item = s.value.args[0]
+        popped = _method(ds, "pop", [])
+        if isinstance(item, gast.Name) and item.id in self.active:
+            out = []
+            self.accumulate(item.id, popped, state, out)
+            return out
+        return [gast.Expr(value=popped)]
+
+    def backward_pop(self, s, state):
+        stack = s.value.func.value.id
+        v = s.targets[0].id
+        if stack not in self.active:
+            return []
+        ds = self.adj(stack)
+        self.stack_adjoints.add(ds)
+        out = []
+        if ds not in state.live:
+            out.append(_assign(ds, gast.List(elts=[], ctx=gast.Load())))
+            state.live.add(ds)
+        dv = self.adj(v)
+        item = _name(dv) if dv in state.live else _call("rt.zeros_like", [_name(v)])
+        out.append(gast.Expr(value=_method(ds, "append", [item])))
+        state.live.discard(dv)
+        return out
+
+
+class _RestoreMarker(gast.AST):
+    """Placeholder in backward code: where values saved before `stmt` are popped back."""
+    _fields = ()
+    is_marker = True
+
+    def __init__(self, stmt):
+        super().__init__()
+        self.stmt = stmt
+
+
+def _has_code(stmts):
+    return any(not isinstance(s, _RestoreMarker) for s in stmts)
+
+
+def _as_index_value(idx):
+    """An index used as a value (slices become slice(...) calls)."""
+    if isinstance(idx, gast.Slice):
+        parts = [p if p is not None else _const(None) for p in (idx.lower, idx.upper, idx.step)]
+        return gast.Call(func=_name("slice"), args=parts, keywords=[])
+    if isinstance(idx, gast.Tuple):
+        return gast.Tuple(elts=[_as_index_value(e) for e in idx.elts], ctx=gast.Load())
+    return idx
+
+
+def _bind_call(template, spelling, value):
+    """Map template parameter -> AST of the actual argument (or default) at a call site."""
+    if isinstance(value, gast.BinOp):
+        args, keywords = [value.left, value.right], []
+    elif isinstance(value, gast.UnaryOp):
+        args, keywords = [value.operand], []
+    elif isinstance(value, gast.Subscript):
+        args, keywords = [value.value, _as_index_value(value.slice)], []
+    elif isinstance(value, gast.Compare):
+        args, keywords = [value.left] + value.comparators, []
+    else:
+        args, keywords = value.args, [(k.arg, k.value) for k in value.keywords]
+    params = template.params[2:]
+    sig = template.signature
+    bound = {}
+    if len(args) > len(params):
+        return f"takes at most {len(params)} positional arguments here"
+    for p, a in zip(params, args):
+        bound[p] = a
+    for k, v in keywords:
+        if k not in params:
+            return f"argument '{k}' is not supported by its derivative rule"
+        bound[k] = v
+    for p in params:
+        if p not in bound:
+            default = sig.parameters[p].default
+            if default is sig.empty:
+                return f"missing argument '{p}'"
+            bound[p] = _const(default)
+    return bound
+
+
+def _substitute(node, mapping, local, extra):
+    node = _copy.deepcopy(node)
+
+    class Sub(gast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id in extra and not isinstance(n.ctx, gast.Store):
+                return _copy.deepcopy(extra[n.id])
+            if n.id in mapping and not isinstance(n.ctx, gast.Store):
+                return _copy.deepcopy(mapping[n.id])
+            if n.id in local and local[n.id]:
+                n.id = local[n.id]
+            return n
+
+    new = Sub().visit(node)
+    _annotate_prims(new)
+    return new
+
+
+def _annotate_prims(node):
+    """Attach primitive annotations to calls and operators in template-made code."""
+    from .anf import prim_annotation
+    for n in gast.walk(node):
+        if anno.get(n, Anno.PRIM) is None:
+            found = prim_annotation(n)
+            if found is not None:
+                anno.set(n, Anno.PRIM, found)
+
+
+def _split_self_assignments(stmts, namer):
+    """`x = f(x)` -> `t = f(x); x = t`, so a rule can read the old and the new value."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If):
+            s.body = _split_self_assignments(s.body, namer)
+            s.orelse = _split_self_assignments(s.orelse, namer)
+        elif isinstance(s, (gast.For, gast.While)):
+            s.body = _split_self_assignments(s.body, namer)
+        elif isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and \
+                not isinstance(s.value, (gast.Name, gast.Constant)) and not is_pop(s) and \
+                s.targets[0].id in names_in(s.value):
+            target = s.targets[0].id
+            tmp = namer.fresh(_temp_base(s.value, target))
+            first = gast.copy_location(_assign(tmp, s.value), s)
+            anno.copy(s, first)
+            out.append(first)
+            out.append(gast.copy_location(_assign(target, _name(tmp)), s))
+            continue
+        out.append(s)
+    return out
+
+
+def _temp_base(value, target):
+    found = anno.get(value, Anno.PRIM)
+    if found and found[0] is not None:
+        return found[0].name
+    return target + "_new"

@@ -1,0 +1,173 @@
+"""The primitive table: one `Primitive` per numpy function or operator, holding its rules.
+
+A rule is written as real Python (a *template*), registered right under the primitive it
+belongs to:
+
+    @rev("np.tanh", "math.tanh")
+    def tanh(dout, out, x):
+        dx = dout * (1.0 - out * out)
+
+The template's parameters are placeholders: `dout` is the adjoint of the output, `out` the
+primal output, the rest are the primitive's own parameters, named and defaulted exactly as
+the primitive takes them, so a call site binds to them like a call. The body assigns `d<p>`
+for each parameter `p` it differentiates. The reverse pass copies the body, renames the
+placeholders to the call site's variables and fresh names, and accumulates each `d<p>`
+into the adjoint of the argument. Parameters with no `d<p>` get no gradient.
+
+Spellings: "np.tanh" (how generated code calls it), or an operator symbol ("+", "u-",
+"[]" for subscripts). Later transformations (jvp, vmap) add their own slots to `Primitive`.
+"""
+import inspect
+import operator
+import textwrap
+
+import gast
+import numpy as np
+
+import runtime as rt
+from ..errors import TransformError
+
+try:  # scipy is optional; its functions get rules only when it is installed
+    import scipy.special as _scipy_special
+except ImportError:  # pragma: no cover
+    _scipy_special = None
+
+# Operator spellings -> (gast node class, Python callable)
+BINOPS = {
+    "+": (gast.Add, operator.add), "-": (gast.Sub, operator.sub), "*": (gast.Mult, operator.mul),
+    "/": (gast.Div, operator.truediv), "**": (gast.Pow, operator.pow),
+    "@": (gast.MatMult, operator.matmul), "//": (gast.FloorDiv, operator.floordiv),
+    "%": (gast.Mod, operator.mod),
+}
+UNARYOPS = {"u-": (gast.USub, operator.neg), "u+": (gast.UAdd, operator.pos),
+            "not": (gast.Not, operator.not_), "~": (gast.Invert, operator.invert)}
+CMPOPS = {"<": gast.Lt, "<=": gast.LtE, ">": gast.Gt, ">=": gast.GtE, "==": gast.Eq,
+          "!=": gast.NotEq, "is": gast.Is, "is not": gast.IsNot, "in": gast.In,
+          "not in": gast.NotIn}
+OPERATOR_SPELLINGS = set(BINOPS) | set(UNARYOPS) | set(CMPOPS) | {"[]", "tuple", "list", "dict"}
+
+_NAMESPACE = {"np": np, "rt": rt, "math": __import__("math"), "builtins": __import__("builtins")}
+if _scipy_special is not None:
+    _NAMESPACE["scipy"] = __import__("scipy")
+
+
+class Template:
+    """A rule written as Python: parameters are placeholders, the body is copied per use."""
+
+    def __init__(self, fn):
+        src = textwrap.dedent(inspect.getsource(fn))
+        node = gast.parse(src).body[0]
+        self.name = fn.__name__
+        self.node = node
+        self.signature = inspect.signature(fn)
+        self.params = list(self.signature.parameters)
+        self.body = node.body
+        if self.body and isinstance(self.body[0], gast.Expr) and isinstance(
+                getattr(self.body[0], "value", None), gast.Constant):
+            self.body = self.body[1:]  # docstring
+        self.assigned = {t.id for s in gast.walk(node) if isinstance(s, gast.Assign)
+                         for t in s.targets if isinstance(t, gast.Name)}
+        self.differentiates = [p for p in self.params if "d" + p in self.assigned]
+
+
+class Primitive:
+    """One function of the array world and everything the transformations know about it."""
+
+    def __init__(self, name):
+        self.name = name            # readable name, used for temporaries (`tanh`, `add`)
+        self.spellings = []         # how generated code calls it: "np.tanh", "+", ...
+        self.rev = None             # Template of the reverse rule, or None
+        self.nondiff = False        # outputs carry no derivative (argmax, comparisons, ...)
+        self.view = False           # result may share memory with its first argument
+        self.side_effect = False    # must not be removed even if its result is unused
+        self.container = False      # tuple/list/dict literal: structural rule
+
+    def __deepcopy__(self, memo):
+        return self  # the table is shared: copying an annotated AST must not copy rules
+
+    def __repr__(self):
+        return f"<primitive {self.name}: {', '.join(self.spellings)}>"
+
+
+_BY_SPELLING = {}   # "np.tanh" -> Primitive
+_BY_OBJECT = {}     # id(np.tanh) -> (Primitive, "np.tanh")
+_OBJECTS = []       # keep objects alive so ids stay unique
+
+
+def _object_of(spelling):
+    if spelling in OPERATOR_SPELLINGS:
+        return None
+    try:
+        return eval(spelling, dict(_NAMESPACE))  # noqa: S307 - our own table's spellings
+    except (AttributeError, NameError):
+        return None
+
+
+def _register(spellings, name):
+    prim = None
+    for s in spellings:
+        if s in _BY_SPELLING:
+            prim = _BY_SPELLING[s]
+    if prim is None:
+        prim = Primitive(name)
+    for s in spellings:
+        obj = _object_of(s)
+        if obj is None and s not in OPERATOR_SPELLINGS:
+            continue  # e.g. scipy not installed, or a numpy function this version lacks
+        if s not in prim.spellings:
+            prim.spellings.append(s)
+        _BY_SPELLING[s] = prim
+        if obj is not None and id(obj) not in _BY_OBJECT:
+            _BY_OBJECT[id(obj)] = (prim, s)
+            _OBJECTS.append(obj)
+    return prim
+
+
+def rev(*spellings, view=False):
+    """Register the reverse-mode template below it for the primitive(s) spelled so."""
+    def decorate(fn):
+        prim = _register(spellings, fn.__name__)
+        prim.rev = Template(fn)
+        prim.view = prim.view or view
+        return fn
+    return decorate
+
+
+def register_container(kind):
+    """Container literals: their rule is structural and lives in the reverse pass."""
+    prim = _register([kind], kind)
+    prim.container = True
+    return prim
+
+
+def nondiff(*spellings, view=False, side_effect=False, name=None):
+    """Mark primitives whose outputs carry no derivative (integer or boolean results)."""
+    for s in spellings:
+        prim = _register([s], name or s.rsplit(".", 1)[-1].replace("[]", "getitem"))
+        prim.nondiff = True
+        prim.view = prim.view or view
+        prim.side_effect = prim.side_effect or side_effect
+
+
+def lookup_object(obj):
+    """(Primitive, spelling) for a Python callable, or None if it is not in the table."""
+    return _BY_OBJECT.get(id(obj))
+
+
+def lookup(spelling):
+    return _BY_SPELLING.get(spelling)
+
+
+def all_primitives():
+    seen = []
+    for p in _BY_SPELLING.values():
+        if p not in seen:
+            seen.append(p)
+    return seen
+
+
+def no_rule_error(fn_name):
+    return TransformError(
+        f"{fn_name} has no derivative rule.\n  hint: add one in transpile/rules/ (one "
+        f"template under @rev(\"{fn_name}\"), see docs/adding_a_primitive.md), mark it "
+        f"@nondiff if it has no derivative, or wrap your use in @tp.custom_vjp.")

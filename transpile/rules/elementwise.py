@@ -1,0 +1,200 @@
+"""Elementwise functions and arithmetic operators: reverse rules.
+
+Binary rules unbroadcast each adjoint back to its argument's shape.
+"""
+from .core import nondiff, rev
+import numpy as np  # noqa: F401  (templates refer to np and rt)
+import runtime as rt  # noqa: F401
+
+# ---------------------------------------------------------------- arithmetic operators
+
+@rev("+", "np.add")
+def add(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout, x1)
+    dx2 = rt.unbroadcast(dout, x2)
+
+
+@rev("-", "np.subtract")
+def subtract(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout, x1)
+    dx2 = rt.unbroadcast(-dout, x2)
+
+
+@rev("*", "np.multiply")
+def multiply(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * x2, x1)
+    dx2 = rt.unbroadcast(dout * x1, x2)
+
+
+@rev("/", "np.divide", "np.true_divide")
+def divide(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout / x2, x1)
+    dx2 = rt.unbroadcast(-dout * out / x2, x2)
+
+
+@rev("**", "np.power")
+def power(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * x2 * x1 ** (x2 - 1), x1)
+    dx2 = rt.unbroadcast(dout * out * np.log(np.where(x1 > 0, x1, 1.0)), x2)
+
+
+@rev("u-", "np.negative")
+def negative(dout, out, x):
+    dx = -dout
+
+
+@rev("u+", "np.positive")
+def positive(dout, out, x):
+    dx = dout
+
+
+nondiff("//", "%", "np.floor_divide", "np.mod", "np.remainder", "np.floor", "np.ceil",
+        "np.round", "np.rint", "np.trunc", "np.fix", "np.sign", "not", "~",
+        "<", "<=", ">", ">=", "==", "!=", "is", "is not", "in", "not in",
+        "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
+        "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
+        "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor", "math.ceil",
+        "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like")
+
+# ---------------------------------------------------------------- exponentials and logs
+
+@rev("np.exp", "math.exp")
+def exp(dout, out, x):
+    dx = dout * out
+
+
+@rev("np.exp2")
+def exp2(dout, out, x):
+    dx = dout * out * 0.6931471805599453
+
+
+@rev("np.expm1", "math.expm1")
+def expm1(dout, out, x):
+    dx = dout * (out + 1.0)
+
+
+@rev("np.log", "math.log")
+def log(dout, out, x):
+    dx = dout / x
+
+
+@rev("np.log2", "math.log2")
+def log2(dout, out, x):
+    dx = dout / (x * 0.6931471805599453)
+
+
+@rev("np.log10", "math.log10")
+def log10(dout, out, x):
+    dx = dout / (x * 2.302585092994046)
+
+
+@rev("np.log1p", "math.log1p")
+def log1p(dout, out, x):
+    dx = dout / (1.0 + x)
+
+
+@rev("np.sqrt", "math.sqrt")
+def sqrt(dout, out, x):
+    dx = dout * 0.5 / out
+
+
+@rev("np.square")
+def square(dout, out, x):
+    dx = dout * 2.0 * x
+
+
+@rev("np.reciprocal")
+def reciprocal(dout, out, x):
+    dx = -dout * out * out
+
+# ---------------------------------------------------------------- trigonometric, hyperbolic
+
+@rev("np.sin", "math.sin")
+def sin(dout, out, x):
+    dx = dout * np.cos(x)
+
+
+@rev("np.cos", "math.cos")
+def cos(dout, out, x):
+    dx = -dout * np.sin(x)
+
+
+@rev("np.tan", "math.tan")
+def tan(dout, out, x):
+    dx = dout * (1.0 + out * out)
+
+
+@rev("np.arcsin", "math.asin")
+def arcsin(dout, out, x):
+    dx = dout / np.sqrt(1.0 - x * x)
+
+
+@rev("np.arccos", "math.acos")
+def arccos(dout, out, x):
+    dx = -dout / np.sqrt(1.0 - x * x)
+
+
+@rev("np.arctan", "math.atan")
+def arctan(dout, out, x):
+    dx = dout / (1.0 + x * x)
+
+
+@rev("np.arctan2", "math.atan2")
+def arctan2(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * x2 / (x1 * x1 + x2 * x2), x1)
+    dx2 = rt.unbroadcast(-dout * x1 / (x1 * x1 + x2 * x2), x2)
+
+
+@rev("np.sinh", "math.sinh")
+def sinh(dout, out, x):
+    dx = dout * np.cosh(x)
+
+
+@rev("np.cosh", "math.cosh")
+def cosh(dout, out, x):
+    dx = dout * np.sinh(x)
+
+
+@rev("np.tanh", "math.tanh")
+def tanh(dout, out, x):
+    dx = dout * (1.0 - out * out)
+
+# ---------------------------------------------------------------- piecewise
+
+@rev("np.abs", "np.absolute", "abs", "math.fabs")
+def absolute(dout, out, x):
+    dx = dout * np.sign(x)
+
+
+@rev("np.maximum", "np.fmax", "max")
+def maximum(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * rt.tie_share(x1 > x2, x1 == x2), x1)
+    dx2 = rt.unbroadcast(dout * rt.tie_share(x2 > x1, x1 == x2), x2)
+
+
+@rev("np.minimum", "np.fmin", "min")
+def minimum(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * rt.tie_share(x1 < x2, x1 == x2), x1)
+    dx2 = rt.unbroadcast(dout * rt.tie_share(x2 < x1, x1 == x2), x2)
+
+
+@rev("np.where")
+def where(dout, out, condition, x, y):
+    dx = rt.unbroadcast(np.where(condition, dout, 0.0), x)
+    dy = rt.unbroadcast(np.where(condition, 0.0, dout), y)
+
+
+@rev("np.clip")
+def clip(dout, out, a, a_min, a_max):
+    da = dout * rt.inside(a, a_min, a_max)
+
+
+@rev("np.hypot", "math.hypot")
+def hypot(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * x1 / out, x1)
+    dx2 = rt.unbroadcast(dout * x2 / out, x2)
+
+
+@rev("float", "np.float64", "np.asarray", "np.array")
+def identity(dout, out, x):
+    dx = dout

@@ -1,0 +1,40 @@
+"""Subscripts and containers: reading `x[idx]` and building tuples, lists and dicts.
+
+`x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
+pass applies its rule (see reverse.py), since it updates a variable rather than making one.
+"""
+from .core import register_container as _register_container, rev
+import runtime as rt  # noqa: F401
+
+
+@rev("[]", "rt.getitem", view=True)
+def getitem(dout, out, x, idx):
+    dx = rt.index_add(dx, x, idx, dout)
+
+
+@rev("rt.index_add")
+def index_add(dout, out, dx, x, idx, dy):
+    ddx = dout
+    ddy = rt.getitem(dout, idx)
+
+
+@rev("rt.index_update")
+def index_update(dout, out, x, idx, v):
+    dx = rt.index_clear(dout, idx)
+    dv = rt.unbroadcast(rt.getitem(dout, idx), v)
+
+
+@rev("rt.index_clear")
+def index_clear(dout, out, g, idx):
+    dg = rt.index_clear(dout, idx)
+
+
+# Container literals `(a, b)`, `[a, b]`, `{"k": v}`: the reverse pass gives element i the
+# adjoint `dout[i]` (any number of elements, so these have no template).
+for _kind in ("tuple", "list", "dict"):
+    _register_container(_kind)
+
+
+@rev("rt.to_tuple", "rt.to_list")
+def to_sequence(dout, out, x):
+    dx = rt.to_like(dout, x)
