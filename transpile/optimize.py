@@ -56,6 +56,7 @@ def _dce_block(stmts, live):
             orelse, lo = _dce_block(s.orelse, set(live))
             if not _has_code(body) and not _has_code(orelse):
                 continue
+            s = _shallow(s)
             s.body = body or [gast.Pass()]
             s.orelse = orelse
             live = lb | lo | reads(s)
@@ -63,7 +64,7 @@ def _dce_block(stmts, live):
         elif isinstance(s, (gast.For, gast.While)):
             loop_live = set(live) | reads(s)
             for _ in range(10):
-                body, body_live = _dce_block(_copy_list(s.body), set(loop_live))
+                body, body_live = _dce_block(s.body, set(loop_live))
                 new_live = loop_live | body_live
                 if new_live == loop_live:
                     break
@@ -71,6 +72,7 @@ def _dce_block(stmts, live):
             body, body_live = _dce_block(s.body, set(loop_live))
             if not _has_code(body):
                 continue
+            s = _shallow(s)
             s.body = body
             if isinstance(s, gast.For) and s.target.id not in live:
                 body_live.discard(s.target.id)   # bound by the loop header
@@ -101,9 +103,9 @@ def _has_code(stmts):
     return any(not isinstance(s, gast.Pass) for s in stmts)
 
 
-def _copy_list(stmts):
+def _shallow(node):
     import copy
-    return copy.deepcopy(stmts)
+    return copy.copy(node)   # keeps annotations and attributes; the caller replaces bodies
 
 
 def propagate_copies(stmts):
