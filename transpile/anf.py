@@ -451,6 +451,9 @@ class Normalizer:
     def static_atom(self, value, node):
         if is_literal(value):
             return _const(value)
+        if isinstance(value, (list, dict)) or isinstance(value, tuple):
+            hint = node.id if isinstance(node, gast.Name) else "const"
+            return _name(self.program.constant(value, hint))
         if is_module(value) or callable(value) and not hasattr(value, "dtype"):
             raise self.error(node, f"{getattr(value, '__name__', value)!r} is used as a value "
                              "here; transformed code can only call functions.")
@@ -703,8 +706,12 @@ class Normalizer:
     def call_static(self, value, args, keywords, node, stmts):
         from . import api  # the public objects: Transformed functions, transformations
         if isinstance(value, api.Transformed):
-            ir_name, params = value.ir_function(self.program)
-            return self.user_call(ir_name, params, value.defaults(), args, keywords, node)
+            from .frontend import normalize_function
+            ir_name, params, _ = normalize_function(value.entry_function(), self.program)
+            prefix = [self.static_atom(v, node) for v in value.root.prefix]
+            extra = [self.static_atom(v, node) for v in value.root.extra_values()]
+            return self.user_call(ir_name, params, value.defaults(), prefix + args, keywords,
+                                  node, extra=extra)
         found = rules.lookup_object(value)
         if found is not None:
             prim, spelling = found

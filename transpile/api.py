@@ -24,6 +24,7 @@ class Root:
         if isinstance(target, Transformed):
             self.inner = target
             self.fn = None
+            self.prefix = target.root.prefix
             self.signature = target.signature
             self.key = target.key
             return

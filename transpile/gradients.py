@@ -43,6 +43,41 @@ def _all_reads(stmts):
     return out
 
 
+def _needed_reads(stmts, restores):
+    """Names the backward code reads, counting an if/loop header only if its body does
+    something: real code, or a restore of a saved value (`restores(marker)` is non-empty)."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, _RestoreMarker):
+            continue
+        if isinstance(s, gast.If):
+            inner = _needed_reads(s.body, restores) | _needed_reads(s.orelse, restores)
+            if _does_something(s.body + s.orelse, restores):
+                out |= inner | names_in(s.test)
+        elif isinstance(s, (gast.For, gast.While)):
+            if _does_something(s.body, restores):
+                out |= _needed_reads(s.body, restores) | names_in(s.iter)
+        else:
+            out |= names_in(s)
+    return out
+
+
+def _does_something(stmts, restores):
+    for s in stmts:
+        if isinstance(s, _RestoreMarker):
+            if restores(s):
+                return True
+        elif isinstance(s, gast.If):
+            if _does_something(s.body + s.orelse, restores):
+                return True
+        elif isinstance(s, (gast.For, gast.While)):
+            if _does_something(s.body, restores):
+                return True
+        elif not isinstance(s, gast.Pass):
+            return True
+    return False
+
+
 def _where(fir):
     line = fir.source.line_of(fir.node)
     return f"{fir.source.filename}:{line} ({fir.source.name})"
@@ -51,17 +86,28 @@ def _where(fir):
 class Saves:
     """Which primal names the backward pass needs saved, and the push/pop code for them."""
 
-    def __init__(self, rev, fwd, bwd, params):
+    def __init__(self, rev, fwd, bwd, params, fwd_of):
         self.rev = rev
-        needed = _all_reads(bwd)
         sites = loop_depth_sites(fwd)
-        self.saved = []
-        for name in sorted(needed):
-            where = [(s, in_loop) for s, in_loop in sites.get(name, [])
-                     if not getattr(s, "_no_save", False)]
-            n_sites = len(where) + (name in params)
-            if where and (n_sites > 1 or any(in_loop for _, in_loop in where)):
-                self.saved.append(name)
+        saved = set()
+
+        def restores(marker):
+            orig = fwd_of.get(id(marker.stmt), marker.stmt)
+            return not getattr(orig, "_no_save", False) and bool(targets(orig) & saved)
+
+        while True:   # saving a value can make a branch test or loop range needed: iterate
+            needed = _needed_reads(bwd, restores)
+            new = set()
+            for name in needed:
+                where = [(s, in_loop) for s, in_loop in sites.get(name, [])
+                         if not getattr(s, "_no_save", False)]
+                n_sites = len(where) + (name in params)
+                if where and (n_sites > 1 or any(in_loop for _, in_loop in where)):
+                    new.add(name)
+            if new <= saved:
+                break
+            saved |= new
+        self.saved = sorted(saved)
         self.stacks = {n: rev.namer.stack(n) for n in self.saved}
         self.defined = definitely_defined(fwd, params)
         self.need_init = set()
@@ -175,7 +221,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     ret = gast.Return(value=result)
     fwd_of = _forward_map(rev, rev.body, fwd)
     bwd = optimize.dce(bwd + [ret], set())
-    saves = Saves(rev, fwd, bwd, params)
+    saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
     bwd = saves.backward(bwd, fwd_of)
     body = checks + saves.prologue() + fwd + bwd
@@ -201,9 +247,9 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     bwd = optimize.dce(bwd + [gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))],
                        {dout})
     fwd_of = _forward_map(rev, rev.body, fwd)
-    saves = Saves(rev, fwd, bwd, params)
+    saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
-    bwd = saves.backward(bwd, fwd_of)
+    bwd = optimize.dce(saves.backward(bwd, fwd_of), set())
     fwd_defined = set(params) | {t for s in walk_simple(fwd) for t in targets(s)} | \
         set(saves.stacks.values())
     residuals = sorted((_all_reads(bwd) & fwd_defined) - {dout})

@@ -211,8 +211,6 @@ class Reverse:
         for var in sorted(else_state.live - then_state.live):
             body.append(self.zeros(var))
         state.live = then_state.live | else_state.live
-        if not _has_code(body) and not _has_code(orelse):
-            return body + orelse   # only restore markers
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
         return [gast.copy_location(new, s)]
 
@@ -232,8 +230,6 @@ class Reverse:
         for var in sorted(missing_at_end):
             body.append(self.zeros(var))
         state.live = entry
-        if not _has_code(body):
-            return body
         header.body = body
         return pre + [gast.copy_location(header, s)]
 
