@@ -251,3 +251,8 @@ def to_like(g, x):
 
 def tolist(x):
     return x.tolist()
+
+
+def reversed_range(*args):
+    """`reversed(range(...))` as a range (loops in generated backward code run over it)."""
+    return range(*args)[::-1]

@@ -332,6 +332,7 @@ class Normalizer:
         fn = func.value if isinstance(func, Static) else None
         target = node.target
         prefix = []
+        spelling = "range"
         if fn is builtins.range:
             if it.keywords or not 1 <= len(it.args) <= 3:
                 raise self.error(it, "range() takes 1 to 3 positional arguments here.")
@@ -341,10 +342,20 @@ class Normalizer:
             else:
                 index = self.namer.fresh("i")
                 self.assign_target(target, _name(index), prefix, node)
+        elif fn is builtins.reversed and len(it.args) == 1 and isinstance(it.args[0], gast.Call) \
+                and isinstance(self.static(it.args[0].func), Static) \
+                and self.static(it.args[0].func).value is builtins.range:
+            bounds = [self.atom(a, stmts) for a in it.args[0].args]
+            spelling = "rt.reversed_range"
+            if isinstance(target, gast.Name):
+                index = target.id
+            else:
+                index = self.namer.fresh("i")
+                self.assign_target(target, _name(index), prefix, node)
         elif fn is builtins.enumerate or fn is builtins.zip:
             if it.keywords:
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
-            seqs = [self.atom(a, stmts, hint="seq") for a in it.args[(fn is builtins.enumerate):]]
+            seqs = [self.atom(a, stmts, hint="seq") for a in it.args]
             if fn is builtins.enumerate and len(it.args) != 1:
                 raise self.error(it, "enumerate(xs, start) is not supported.",
                                  "add the offset to the index in the loop body.")
@@ -384,7 +395,7 @@ class Normalizer:
             self._assign_item(target, prim_call("[]", [seq, _name(index)]), prefix, node)
         body = prefix + self.block(node.body)
         loop = gast.For(target=_name(index, gast.Store()),
-                        iter=prim_call("range", bounds), body=body, orelse=[],
+                        iter=prim_call(spelling, bounds), body=body, orelse=[],
                         type_comment=None)
         gast.copy_location(loop, node)
         stmts.append(loop)
@@ -670,6 +681,15 @@ class Normalizer:
         return self.call(callee, node, stmts)
 
     def call(self, callee, node, stmts):
+        if isinstance(callee, Static) and callee.value is functools.partial:
+            target = self.static(node.args[0]) if node.args else None
+            if target is None:
+                raise self.error(node, "functools.partial needs a function known while "
+                                 "transforming.")
+            if node.keywords:
+                raise self.error(node, "functools.partial with keyword arguments is not "
+                                 "supported yet.", "bind arguments by position instead.")
+            return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]], [])
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
         if isinstance(callee, LocalPartial):
@@ -719,12 +739,6 @@ class Normalizer:
                 pass  # tuple(xs)/list(xs): converting containers, see below
             else:
                 return prim_call(spelling, args, keywords)
-        if value is functools.partial:
-            target = self.static(node.args[0]) if node.args else None
-            if target is None:
-                raise self.error(node, "functools.partial needs a function known while "
-                                 "transforming.")
-            return LocalPartial(target, args[1:], keywords)
         if value in (builtins.tuple, builtins.list):
             if len(args) == 1:
                 return prim_call("rt.to_" + value.__name__, args)

@@ -15,6 +15,20 @@ from .parse import parse_function
 _CACHE = {}
 
 
+class _Identity:
+    """Hashes and compares by identity: code objects from identical text compare equal."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+
 class Root:
     """What a transformation was applied to, reduced to a plain Python function."""
 
@@ -65,7 +79,7 @@ class Root:
                     f"explicitly, or pass a tuple/dict as one parameter.")
         self.lifted = lifted_closure_names(target)
         closure = closure_values(target)
-        self.key = ("fn", target.__code__,
+        self.key = ("fn", _Identity(target.__code__),
                     tuple(id(v) for k, v in closure.items() if k not in self.lifted))
 
     def extra_values(self):
@@ -195,7 +209,7 @@ def vjp(f, *primals, has_aux=False):
     """
     t = Transformed(f, "vjp", {"has_aux": has_aux})
     gen = t.generated()
-    return gen.call(t, t.full_args(primals, {}))
+    return gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
 
 
 def is_transformation(value):

@@ -28,7 +28,8 @@ class _Cosmetic(ast.NodeTransformer):
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
                 f.value.id == "rt" and not node.keywords:
             fn = getattr(runtime, f.attr, None)
-            if fn is not None:
+            if fn is not None and hasattr(fn, "__code__") and \
+                    len(node.args) <= fn.__code__.co_argcount and not fn.__code__.co_flags & 4:
                 defaults = fn.__defaults__ or ()
                 nparams = fn.__code__.co_argcount
                 while node.args and len(node.args) > nparams - len(defaults):

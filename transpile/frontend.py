@@ -47,7 +47,7 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         raise TransformError(f"cannot transform {fn!r}: expected a Python function.")
     closure = closure_values(fn)
     lifted = lifted_closure_names(fn) if lift_closure else []
-    key = (fn.__code__, tuple(id(v) for k, v in closure.items() if k not in lifted),
+    key = (id(fn.__code__), fn.__code__, tuple(id(v) for k, v in closure.items() if k not in lifted),
            tuple(lifted))
     name, new = program.function_name(key, _hint(fn))
     if new:

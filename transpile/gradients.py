@@ -111,6 +111,24 @@ class Saves:
         self.stacks = {n: rev.namer.stack(n) for n in self.saved}
         self.defined = definitely_defined(fwd, params)
         self.need_init = set()
+        # Loop-local values (assigned once, at the top of a loop body, not read earlier in
+        # it) are pushed right after they are made and popped at the top of the backward
+        # loop body: no placeholder pushes, no None initialisation.
+        self.local = {}          # name -> forward site statement
+        self.pop_at_top = {}     # id(backward loop) -> names
+        orig_of = {id(v): k for k, v in fwd_of.items()}
+        for name in self.saved:
+            where = sites.get(name, [])
+            if len(where) != 1 or name in params:
+                continue
+            loop, site = _enclosing_loop(fwd, where[0][0])
+            if loop is None or isinstance(site, gast.For) or _read_before(loop.body, site, name):
+                continue
+            orig = orig_of.get(id(loop))
+            if orig not in rev.header_of:
+                continue
+            self.local[name] = site
+            self.pop_at_top.setdefault(orig, []).append(name)
 
     def forward(self, stmts):
         out = []
@@ -119,8 +137,9 @@ class Saves:
                 s.body, s.orelse = self.forward(s.body), self.forward(s.orelse)
             elif isinstance(s, (gast.For, gast.While)):
                 s.body = self.forward(s.body)
+            local = [n for n in sorted(targets(s) & set(self.local)) if self.local[n] is s]
             if not getattr(s, "_no_save", False):
-                for name in sorted(targets(s) & set(self.saved)):
+                for name in sorted(targets(s) & set(self.saved) - set(local)):
                     if name not in self.defined.get(id(s), set()):
                         self.need_init.add(name)
                     push = gast.Expr(value=gast.Call(
@@ -129,7 +148,19 @@ class Saves:
                         args=[_name(name)], keywords=[]))
                     out.append(push)
             out.append(s)
+            for name in local:
+                out.append(self._push(name))
         return out
+
+    def _push(self, name):
+        return gast.Expr(value=gast.Call(
+            func=gast.Attribute(value=_name(self.stacks[name]), attr="append", ctx=gast.Load()),
+            args=[_name(name)], keywords=[]))
+
+    def _pop(self, name):
+        pop = gast.Call(func=gast.Attribute(value=_name(self.stacks[name]), attr="pop",
+                                            ctx=gast.Load()), args=[], keywords=[])
+        return _assign(name, pop)
 
     def backward(self, stmts, fwd_of):
         out = []
@@ -138,17 +169,16 @@ class Saves:
                 orig = fwd_of.get(id(s.stmt), s.stmt)
                 if getattr(orig, "_no_save", False):
                     continue
-                for name in sorted(targets(orig) & set(self.saved)):
-                    pop = gast.Call(func=gast.Attribute(value=_name(self.stacks[name]),
-                                                        attr="pop", ctx=gast.Load()),
-                                    args=[], keywords=[])
-                    out.append(_assign(name, pop))
+                for name in sorted(targets(orig) & set(self.saved) - set(self.local)):
+                    out.append(self._pop(name))
                 continue
             if isinstance(s, gast.If):
                 s.body = self.backward(s.body, fwd_of) or [gast.Pass()]
                 s.orelse = self.backward(s.orelse, fwd_of)
             elif isinstance(s, (gast.For, gast.While)):
-                s.body = self.backward(s.body, fwd_of)
+                s.body = [self._pop(n) for n in self.pop_at_top.get(getattr(s, "_loop_of", None),
+                                                                    [])] + \
+                    self.backward(s.body, fwd_of)
             out.append(s)
         return out
 
@@ -156,6 +186,43 @@ class Saves:
         out = [_assign(self.stacks[n], gast.List(elts=[], ctx=gast.Load())) for n in self.saved]
         out += [_assign(n, _const(None)) for n in sorted(self.need_init)]
         return out
+
+
+def _enclosing_loop(stmts, site, loop=None):
+    """(loop, site) if `site` sits directly in the body of a loop, else (None, site)."""
+    for s in stmts:
+        if s is site:
+            return loop, site
+        if isinstance(s, gast.If):
+            found, _ = _enclosing_loop(s.body + s.orelse, site, None)
+            if found is not None or _contains(s, site):
+                return found, site
+        elif isinstance(s, (gast.For, gast.While)):
+            found, _ = _enclosing_loop(s.body, site, s)
+            if found is not None or _contains(s, site):
+                return found, site
+    return None, site
+
+
+def _contains(node, site):
+    return any(s is site for s in walk_simple(getattr(node, "body", []) +
+                                               getattr(node, "orelse", [])))
+
+
+def _read_before(body, site, name):
+    """Is `name` read in `body` before `site` (or in a nested block before it)?"""
+    for s in body:
+        if s is site:
+            return False
+        for inner in walk_simple([s]):
+            if name in _reads_of(inner):
+                return True
+    return False
+
+
+def _reads_of(s):
+    from .analysis import reads
+    return reads(s)
 
 
 def _forward_map(rev, orig, fwd):
@@ -253,11 +320,15 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     fwd_defined = set(params) | {t for s in walk_simple(fwd) for t in targets(s)} | \
         set(saves.stacks.values())
     residuals = sorted((_all_reads(bwd) & fwd_defined) - {dout})
+    end = gast.Pass()
+    surely = definitely_defined(fwd + [end], params).get(id(end), set())
+    maybe_unbound = [r for r in residuals if r not in surely and r not in saves.stacks.values()]
     saved_name = rev.namer.fresh("saved")
     result = [_copy(out), _tuple(residuals)]
     if has_aux:
         result.insert(1, _name(rev.aux))
-    fwd_body = saves.prologue() + fwd + [gast.Return(value=gast.Tuple(elts=result,
+    unbound = [_assign(r, _const(None)) for r in maybe_unbound]   # saved from one branch only
+    fwd_body = saves.prologue() + unbound + fwd + [gast.Return(value=gast.Tuple(elts=result,
                                                                       ctx=gast.Load()))]
     fwd_body = optimize.dce(fwd_body, set())
     unpack = [_assign(residuals, _name(saved_name))] if len(residuals) > 1 else \

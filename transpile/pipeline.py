@@ -37,10 +37,11 @@ class Generated:
         if kind != "vjp":
             self.call = lambda t, args, _entry=entry: _entry(*args)
 
-    def call(self, t, args):  # vjp: (out, vjp_fn[, aux])
+    def call(self, t, args, nprimals=None):  # vjp: (out, vjp_fn[, aux])
         result = self.entry(*args)
         out, saved = result[0], result[-1]
-        fn = VJPFunction(self.extra["bwd"], saved, self.nprefix, self.nuser, self.text)
+        fn = VJPFunction(self.extra["bwd"], saved, self.nprefix,
+                         self.nuser if nprimals is None else nprimals, self.text)
         if self.options.get("has_aux"):
             return out, fn, result[1]
         return out, fn

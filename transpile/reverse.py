@@ -88,6 +88,7 @@ class Reverse:
         self.adj_names = {}
         self.stack_adjoints = set()
         self.kinds = {}
+        self.header_of = {}       # id(IR loop) -> its backward loop
 
     # ---------------------------------------------------------------- names
     def adj(self, name):
@@ -231,6 +232,8 @@ class Reverse:
             body.append(self.zeros(var))
         state.live = entry
         header.body = body
+        self.header_of[id(s)] = header
+        header._loop_of = id(s)      # survives the shallow copies optimize makes
         return pre + [gast.copy_location(header, s)]
 
     def zeros(self, adj_var):
@@ -364,14 +367,23 @@ class Reverse:
         _, bwd_name = self.split_callee(callee)
         res = self.call_residuals[id(s)]
         args = value.args
-        grads = [self.namer.fresh(self.adj(a.id) + "_" if False else "d" + a.id)
-                 if isinstance(a, gast.Name) and a.id in self.active else "_"
-                 for a in args]
+        grads, direct = [], set()
+        for a in args:
+            if not (isinstance(a, gast.Name) and a.id in self.active):
+                grads.append("_")
+                continue
+            d = self.adj(a.id)
+            if d not in state.live and d not in direct:
+                direct.add(d)            # first contribution: the call assigns it directly
+                grads.append(d)
+            else:
+                grads.append(self.namer.fresh(d))
         call = gast.Call(func=_name(bwd_name), args=[_name(res), _name(dt)], keywords=[])
         anno.set(call, Anno.CALLEE, bwd_name)
         out = [_assign(grads, call)]
+        state.live |= direct
         for a, g in zip(args, grads):
-            if g != "_":
+            if g != "_" and g not in direct:
                 self.accumulate(a.id, _name(g), state, out)
         return out
 

@@ -16,5 +16,6 @@ def transpose(dout, out, a, axes=None):
 
 nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinstance",
         "rt.dtype_of", "np.arange", "np.zeros", "np.ones", "np.empty", "np.full", "np.eye",
-        "np.identity", "np.linspace", "rt.dict_keys", "np.result_type", "type")
+        "np.identity", "np.linspace", "rt.dict_keys", "np.result_type", "type", "slice",
+        "reversed", "rt.reversed_range")
 nondiff("print", side_effect=True)
