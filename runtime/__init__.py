@@ -10,4 +10,6 @@ from .adjoints import (astype, cast_like, copy, dict_keys, dot_adj_a, dot_adj_b,
                        unbroadcast_to, reversed_range)
 from .backend import array_module
 from .errors import TransformError
-from .trees import add, as_grad, check_float_input, tree_leaves, tree_map, zeros_like
+from .trees import (add, as_grad, check_float_input, pop, pop_adjoint, push, tree_leaves,
+                    tree_map,
+                    zeros_like)

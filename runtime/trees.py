@@ -61,8 +61,18 @@ def _zeros_leaf(x):
     return None
 
 
+class ZeroList(list):
+    """The zero adjoint of a list. Lists in generated code include stacks of saved values,
+    whose length changes as the program runs, so a zero adjoint made at one moment may not
+    match the list's length later: adding it to anything gives the other operand."""
+
+
 def zeros_like(x):
     """The zero adjoint of `x`: zeros for float leaves, same container structure."""
+    if isinstance(x, list):
+        return ZeroList(zeros_like(v) for v in x)
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(zeros_like(v) for v in x)
     return tree_map(_zeros_leaf, x)
 
 
@@ -77,9 +87,9 @@ def _add_leaf(a, b):
 def add(a, b):
     """Adjoint accumulation `a + b` that is also right for containers (elementwise, not concat)."""
     if is_container(a) or is_container(b):
-        if a is None:
+        if a is None or isinstance(a, ZeroList):
             return b
-        if b is None:
+        if b is None or isinstance(b, ZeroList):
             return a
         return tree_map(_add_leaf, a, b)
     return _add_leaf(a, b)
@@ -133,3 +143,18 @@ def check_float_input(x, name, where):
                 f"{type(leaf).__name__}{'' if getattr(leaf, 'dtype', None) is None else ' with dtype ' + str(leaf.dtype)}"
                 f", which has no derivative.\n  hint: pass floats (e.g. x.astype(float) or 1.0 "
                 f"instead of 1), or leave this argument out of argnums.")
+
+
+def pop_adjoint(adjoints, value):
+    """Adjoint of `stack.append(value)`: the top of the adjoint stack, or zero if the code
+    being differentiated never popped that value (its bottom-of-stack leftovers)."""
+    return adjoints.pop() if adjoints else zeros_like(value)
+
+
+def push(stack, value):
+    """Save `value` for the backward pass (generated code's stacks are plain lists)."""
+    stack.append(value)
+
+
+def pop(stack):
+    return stack.pop()

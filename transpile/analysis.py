@@ -22,16 +22,48 @@ def names_in(node):
             and not isinstance(n.ctx, gast.Store)}
 
 
+def _is_rt(func, attr):
+    return isinstance(func, gast.Attribute) and func.attr == attr and \
+        isinstance(func.value, gast.Name) and func.value.id == "rt"
+
+
 def is_push(s):
-    return (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)
-            and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == "append"
-            and isinstance(s.value.func.value, gast.Name))
+    """`rt.push(stack, v)` (a stack of saved values) or `xs.append(v)` (a user list)."""
+    return push_parts(s) is not None
+
+
+def is_stack_push(s):
+    return is_push(s) and _is_rt(s.value.func, "push")
+
+
+def push_parts(s):
+    """(list name, item) of a push statement, else None."""
+    if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)):
+        return None
+    f, args = s.value.func, s.value.args
+    if _is_rt(f, "push") and len(args) == 2 and isinstance(args[0], gast.Name):
+        return args[0].id, args[1]
+    if isinstance(f, gast.Attribute) and f.attr == "append" and isinstance(f.value, gast.Name) \
+            and len(args) == 1:
+        return f.value.id, args[0]
+    return None
 
 
 def is_pop(s):
-    return (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
-            and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == "pop"
-            and isinstance(s.value.func.value, gast.Name) and not s.value.args)
+    """`v = rt.pop(s)`, or `v = rt.pop_adjoint(s, like)` (a pop that may find s empty)."""
+    return pop_stack(s) is not None
+
+
+def pop_stack(s):
+    """The stack name a pop statement pops from, else None."""
+    if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call)
+            and isinstance(s.targets[0], gast.Name)):
+        return None
+    f, args = s.value.func, s.value.args
+    if (_is_rt(f, "pop") or _is_rt(f, "pop_adjoint")) and args and \
+            isinstance(args[0], gast.Name):
+        return args[0].id
+    return None
 
 
 def is_update(s):
@@ -49,10 +81,10 @@ def targets(s):
             return {e.id for e in t.elts}
         out = {t.id}
         if is_pop(s):
-            out.add(s.value.func.value.id)
+            out.add(pop_stack(s))
         return out
     if is_push(s):
-        return {s.value.func.value.id}
+        return {push_parts(s)[0]}
     if isinstance(s, gast.For):
         return {s.target.id}
     return set()
@@ -124,7 +156,7 @@ def _is_active_statement(s, active):
         if is_update(s):
             return bool((names_in(s.value) | {s.targets[0].value.id}) & active)
         if is_pop(s):
-            return s.value.func.value.id in active
+            return pop_stack(s) in active
     return bool(reads(s) & active)
 
 
@@ -162,6 +194,28 @@ def definitely_defined(stmts, params):
                 defined |= a & b
             elif isinstance(s, (gast.For, gast.While)):
                 visit(s.body, defined | ({s.target.id} if isinstance(s, gast.For) else set()))
+            else:
+                defined |= targets(s)
+        return defined
+    visit(stmts, set(params))
+    return before
+
+
+def maybe_defined(stmts, params):
+    """statement id -> names that may be bound just before it runs."""
+    before = {}
+
+    def visit(block, defined):
+        defined = set(defined)
+        for s in block:
+            before[id(s)] = before.get(id(s), set()) | defined
+            if isinstance(s, gast.If):
+                defined = visit(s.body, defined) | visit(s.orelse, defined)
+            elif isinstance(s, (gast.For, gast.While)):
+                entry = defined | ({s.target.id} if isinstance(s, gast.For) else set())
+                after = visit(s.body, entry)
+                after = visit(s.body, entry | after)   # second trip sees the first's names
+                defined |= after
             else:
                 defined |= targets(s)
         return defined

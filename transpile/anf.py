@@ -10,7 +10,8 @@ The IR a function body may contain after this pass (and `controlflow`):
     canonically (`np.tanh`, `a + b`, `x[i]`, `(a, b)`); annotated Anno.PRIM
   * `name = user_fn(atom, ...)`                    call of another IR function (Anno.CALLEE)
   * `name[index] = atom`                           update of a local array/list/dict
-  * `name.append(atom)` / `name = s.pop()`         push / pop on a local list
+  * `name.append(atom)`                            append to a local list
+  * `rt.push(s, atom)` / `name = rt.pop(s)`        stacks in generated code
   * `if name: ... else: ...`
   * `for name in range(atom, atom, atom): ...`
   * `while name: ...` whose last Anno.COND_LEN statements recompute `name`
@@ -201,7 +202,7 @@ class Normalizer:
         value = self.expr(v, stmts)
         if isinstance(value, gast.Call) and anno.get(value, Anno.PRIM):
             prim = anno.get(value, Anno.PRIM)[0]
-            if prim is not None and prim.side_effect:
+            if prim is not None and (prim.side_effect or prim.stateful):
                 stmts.append(gast.copy_location(gast.Expr(value=value), node))
                 return stmts
         if isinstance(value, (gast.Name, gast.Constant)):
@@ -797,10 +798,6 @@ class Normalizer:
             return prim_call(VARARG_METHODS[name], [obj] + args, keywords)
         if name in ARRAY_METHODS:
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
-        if name == "pop" and not args:
-            call = gast.Call(func=gast.Attribute(value=obj, attr="pop", ctx=gast.Load()),
-                             args=[], keywords=[])
-            return call
         raise self.error(node, f"method '.{name}()' is not supported in transformed code.",
                          "call the numpy function instead (np.<name>(x, ...)); supported "
                          "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS)))

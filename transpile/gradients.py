@@ -17,7 +17,8 @@ and pops, removes dead code and wraps everything in function definitions.
 import gast
 
 from . import anno, optimize, rules
-from .analysis import definitely_defined, loop_depth_sites, names_in, targets, walk_simple
+from .analysis import (definitely_defined, loop_depth_sites, maybe_defined, names_in, targets,
+                       walk_simple)
 from .anno import Anno
 from .reverse import Reverse, _RestoreMarker, _assign, _call, _const, _name
 
@@ -110,7 +111,9 @@ class Saves:
         self.saved = sorted(saved)
         self.stacks = {n: rev.namer.stack(n) for n in self.saved}
         self.defined = definitely_defined(fwd, params)
+        self.maybe = maybe_defined(fwd, params)
         self.need_init = set()
+        self.unbound_at = set()
         # Loop-local values (assigned once, at the top of a loop body, not read earlier in
         # it) are pushed right after they are made and popped at the top of the backward
         # loop body: no placeholder pushes, no None initialisation.
@@ -140,27 +143,22 @@ class Saves:
             local = [n for n in sorted(targets(s) & set(self.local)) if self.local[n] is s]
             if not getattr(s, "_no_save", False):
                 for name in sorted(targets(s) & set(self.saved) - set(local)):
+                    if name not in self.maybe.get(id(s), set()):
+                        self.unbound_at.add((id(s), name))   # nothing to save yet
+                        continue
                     if name not in self.defined.get(id(s), set()):
                         self.need_init.add(name)
-                    push = gast.Expr(value=gast.Call(
-                        func=gast.Attribute(value=_name(self.stacks[name]), attr="append",
-                                            ctx=gast.Load()),
-                        args=[_name(name)], keywords=[]))
-                    out.append(push)
+                    out.append(self._push(name))
             out.append(s)
             for name in local:
                 out.append(self._push(name))
         return out
 
     def _push(self, name):
-        return gast.Expr(value=gast.Call(
-            func=gast.Attribute(value=_name(self.stacks[name]), attr="append", ctx=gast.Load()),
-            args=[_name(name)], keywords=[]))
+        return gast.Expr(value=_call("rt.push", [_name(self.stacks[name]), _name(name)]))
 
     def _pop(self, name):
-        pop = gast.Call(func=gast.Attribute(value=_name(self.stacks[name]), attr="pop",
-                                            ctx=gast.Load()), args=[], keywords=[])
-        return _assign(name, pop)
+        return _assign(name, _call("rt.pop", [_name(self.stacks[name])]))
 
     def backward(self, stmts, fwd_of):
         out = []
@@ -170,7 +168,8 @@ class Saves:
                 if getattr(orig, "_no_save", False):
                     continue
                 for name in sorted(targets(orig) & set(self.saved) - set(self.local)):
-                    out.append(self._pop(name))
+                    if (id(orig), name) not in self.unbound_at:
+                        out.append(self._pop(name))
                 continue
             if isinstance(s, gast.If):
                 s.body = self.backward(s.body, fwd_of) or [gast.Pass()]

@@ -10,7 +10,7 @@ result is). Loops are analysed to a fixed point.
 import gast
 
 from . import anno
-from .analysis import is_pop, is_push, is_update, names_in, reads, targets
+from .analysis import is_pop, is_push, is_update, names_in, pop_stack, reads, targets
 from .anno import Anno
 
 
@@ -21,9 +21,6 @@ def _side_effect(s):
         found = anno.get(s.value, Anno.PRIM)
         if found and found[0] is not None and found[0].side_effect:
             return True
-        if isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Attribute) \
-                and s.value.func.attr == "pop":
-            return False
         return True
     if isinstance(s, gast.Assign):
         v = s.value
@@ -93,7 +90,7 @@ def _dce_block(stmts, live):
                 live -= defs
             live |= reads(s)
             if is_pop(s):
-                live.add(s.value.func.value.id)
+                live.add(pop_stack(s))
             out.append(s)
     out.reverse()
     return out, live

@@ -21,7 +21,7 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_update,
+from .analysis import (assigned_in, is_stack_push, pop_stack, push_parts, definitely_defined, is_pop, is_push, is_update,
                        loop_depth_sites, names_in, reads, targets, varied, walk_simple)
 from .anno import Anno
 from .errors import error_at
@@ -107,6 +107,9 @@ class Reverse:
         self.body = _split_self_assignments(body[:-1], self.namer)
         self.out = ret.value
         self.active = varied(self.body, self.wrt)
+        # Lists this function pops are stacks: their adjoints are stacks too. Lists it only
+        # appends to are containers (user lists): an append's adjoint is read by position.
+        self.push_index = {}
         self._infer_kinds()
         self.call_residuals = {}
         fwd = self.forward(self.body)
@@ -176,6 +179,13 @@ class Reverse:
                 anno.set(call, Anno.CALLEE, fwd_name)
                 new = _assign([target, res], call)
                 out.append(anno.copy(s, gast.copy_location(new, s)))
+            elif is_push(s) and not is_stack_push(s) and push_parts(s)[0] in self.active:
+                lst = push_parts(s)[0]
+                index = self.namer.fresh(lst + "_len")
+                self.push_index[id(s)] = index
+                length = _call("len", [_name(lst)])
+                out.append(_assign(index, length))
+                out.append(s)
             else:
                 out.append(s)
         return out
@@ -406,23 +416,36 @@ class Reverse:
         return out
 
     def backward_push(self, s, state):
-        stack = s.value.func.value.id
+        stack, item = push_parts(s)
         if stack not in self.active:
             return []
         ds = self.adj(stack)
-        self.stack_adjoints.add(ds)
         if ds not in state.live:
             return []
-        item = s.value.args[0]
-        popped = _method(ds, "pop", [])
-        if isinstance(item, gast.Name) and item.id in self.active:
+        if id(s) in self.push_index:   # a user list: the item's adjoint is at its position
+            if not (isinstance(item, gast.Name) and item.id in self.active):
+                return []
             out = []
-            self.accumulate(item.id, popped, state, out)
+            at = _call("rt.getitem", [_name(ds), _name(self.push_index[id(s)])])
+            self.accumulate(item.id, at, state, out)
             return out
-        return [gast.Expr(value=popped)]
+        self.stack_adjoints.add(ds)
+        # Pops that the code we differentiate never made (dead code removed them) leave
+        # values at the bottom of the stack: their adjoints are zero.
+        popped = _call("rt.pop_adjoint", [_name(ds), _copy.deepcopy(item)])
+        if isinstance(item, gast.Name) and item.id in self.active:
+            d = self.adj(item.id)
+            if d in state.live:
+                tmp = self.namer.fresh(d)
+                out = [_assign(tmp, popped)]
+                self.accumulate(item.id, _name(tmp), state, out)
+                return out
+            state.live.add(d)
+            return [_assign(d, popped)]
+        return [_assign(self.namer.fresh("_"), popped)]
 
     def backward_pop(self, s, state):
-        stack = s.value.func.value.id
+        stack = pop_stack(s)
         v = s.targets[0].id
         if stack not in self.active:
             return []
@@ -434,7 +457,7 @@ class Reverse:
             state.live.add(ds)
         dv = self.adj(v)
         item = _name(dv) if dv in state.live else _call("rt.zeros_like", [_name(v)])
-        out.append(gast.Expr(value=_method(ds, "append", [item])))
+        out.append(gast.Expr(value=_call("rt.push", [_name(ds), item])))
         state.live.discard(dv)
         return out
 

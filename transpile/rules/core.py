@@ -81,6 +81,7 @@ class Primitive:
         self.view = False           # result may share memory with its first argument
         self.side_effect = False    # must not be removed even if its result is unused
         self.container = False      # tuple/list/dict literal: structural rule
+        self.stateful = False       # mutates its first argument (a stack pop)
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -137,6 +138,14 @@ def register_container(kind):
     """Container literals: their rule is structural and lives in the reverse pass."""
     prim = _register([kind], kind)
     prim.container = True
+    return prim
+
+
+def stateful(spelling, name):
+    """Calls that change a variable in place (rt.pop_adjoint pops its first argument); their
+    rule is the pop rule in reverse.py."""
+    prim = _register([spelling], name)
+    prim.stateful = True
     return prim
 
 

@@ -1,5 +1,5 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
-from .core import nondiff, rev
+from .core import nondiff, rev, stateful
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -48,3 +48,6 @@ def astype(dout, out, x, dtype):
 nondiff("rt.seed", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
         "rt.zeros_like", "rt.dtype_of")
 nondiff("rt.check_float_input", side_effect=True)
+stateful("rt.pop_adjoint", "pop_adjoint")
+stateful("rt.push", "push")
+stateful("rt.pop", "pop")

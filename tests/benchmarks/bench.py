@@ -1,0 +1,422 @@
+#!/usr/bin/env python
+"""Benchmarks: tp.grad against hand-written NumPy backprop, autograd and jax.jit(jax.grad).
+
+A script, not a test (pytest does not collect it: no test_ prefix, no test_ functions):
+
+    python tests/benchmarks/bench.py            # full run, about 2-3 minutes
+    python tests/benchmarks/bench.py --quick    # fewer repeats, about 20 seconds
+
+What it measures (docs/benchmarks.md has the numbers and notes):
+
+  1. MLP 784-512-512-10, tanh hidden layers, mean squared error, batch 128, float64 and
+     float32: tp.grad(loss) vs a hand-written NumPy backprop of the same loss.
+     Target: ratio <= 1.10. autograd.grad and jax.jit(jax.grad) are extra columns.
+  2. Tiny MLP 10-32-32-1, batch 8: ratio to hand NumPy <= 1.5, and faster than autograd.
+  3. First transformation of the MLP loss: a fresh function (new code object, transpile's
+     cache cleared), from tp.grad(loss) to the first result, minus one steady-state call.
+     Target: <= 50 ms. The jax column is jit's first call (trace + compile), same way.
+  4. Per-call overhead of tp.grad(f) for f(x) = x * x on a Python float, in microseconds,
+     against calling the generated entry function directly.
+
+Method: every competitor is warmed up, then timed in interleaved rounds (the order rotates
+each round); one sample is a loop of calls long enough to dwarf the timer, the garbage
+collector is off while sampling (as timeit does). Times are medians over rounds; ratios are
+medians of the per-round ratios (paired samples, robust to a noisy shared machine). Thread
+settings are left at their defaults for all competitors (OpenBLAS and XLA use all cores);
+the header prints them. Gradients of every competitor are checked against the hand-written
+ones before timing; the script exits with status 1 if tp.grad's do not match.
+"""
+import argparse
+import gc
+import itertools
+import linecache
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import transpile as tp
+import transpile.api
+
+try:
+    import autograd
+    import autograd.numpy as anp
+except Exception:  # pragma: no cover - optional competitor
+    autograd = anp = None
+
+try:
+    import jax
+    jax.config.update("jax_enable_x64", True)  # float64 must stay float64 in jax too
+    import jax.numpy as jnp
+except Exception:  # pragma: no cover - optional competitor
+    jax = jnp = None
+
+
+# The loss, written the way a user writes it. The same text is compiled against numpy (for
+# transpile), autograd.numpy and jax.numpy, so every competitor runs exactly this math.
+LOSS_SRC = '''\
+def loss(params, x, y):
+    for W, b in params[:-1]:
+        x = np.tanh(x @ W + b)
+    W, b = params[-1]
+    pred = x @ W + b
+    return np.mean((pred - y) ** 2)
+'''
+
+SQUARE_SRC = '''\
+def square(x):
+    return x * x
+'''
+
+_counter = itertools.count()
+
+
+def compile_fn(src, name, np_module):
+    """A fresh function object (new code object, new file name) compiled from `src`.
+
+    The text is registered in linecache, so inspect.getsource (and transpile) can read it.
+    """
+    filename = f"<bench-{name}-{next(_counter)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    ns = {"np": np_module, "__name__": "bench_generated"}
+    exec(compile(src, filename, "exec"), ns)  # noqa: S102
+    return ns[name]
+
+
+# ---------------------------------------------------------------------------- hand-written
+def hand_grad(params, x, y):
+    """d loss / d params by hand: the backprop a careful engineer writes for LOSS_SRC."""
+    hs = [x]                          # inputs of each layer
+    h = x
+    for W, b in params[:-1]:
+        z = h @ W
+        z += b
+        h = np.tanh(z, out=z)
+        hs.append(h)
+    W, b = params[-1]
+    d = h @ W                         # d becomes dL/dpred = 2 (pred - y) / size
+    d += b
+    d -= y
+    d *= 2.0 / d.size
+    grads = [None] * len(params)
+    for layer in range(len(params) - 1, -1, -1):
+        h = hs[layer]
+        grads[layer] = (h.T @ d, d.sum(axis=0))
+        if layer == 0:
+            break                     # no gradient for the input batch
+        dh = d @ params[layer][0].T
+        t = h * h                     # tanh' = 1 - h^2, h = output of the layer below
+        np.subtract(1.0, t, out=t)
+        dh *= t
+        d = dh
+    return grads
+
+
+def hand_square_grad(x):
+    return 2.0 * x
+
+
+# ---------------------------------------------------------------------------- data
+def make_problem(sizes, batch, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    params = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        W = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(dtype)
+        b = (0.1 * rng.standard_normal(n_out)).astype(dtype)
+        params.append((W, b))
+    x = rng.standard_normal((batch, sizes[0])).astype(dtype)
+    y = rng.standard_normal((batch, sizes[-1])).astype(dtype)
+    return params, x, y
+
+
+def to_jax(params, x, y):
+    return ([(jnp.asarray(W), jnp.asarray(b)) for W, b in params], jnp.asarray(x),
+            jnp.asarray(y))
+
+
+def leaves(tree):
+    if isinstance(tree, (list, tuple)):
+        return [leaf for t in tree for leaf in leaves(t)]
+    return [tree]
+
+
+def grads_match(got, want, dtype):
+    """Same structure, shapes and dtype, and allclose leaf by leaf."""
+    g, w = leaves(got), leaves(want)
+    if len(g) != len(w):
+        return False, f"{len(g)} leaves, expected {len(w)}"
+    rtol = 1e-9 if dtype == np.float64 else 2e-4
+    for i, (a, b) in enumerate(zip(g, w)):
+        a = np.asarray(a)
+        if a.shape != b.shape:
+            return False, f"leaf {i}: shape {a.shape}, expected {b.shape}"
+        if a.dtype != b.dtype:
+            return False, f"leaf {i}: dtype {a.dtype}, expected {b.dtype}"
+        atol = rtol * float(np.max(np.abs(b)))
+        if not np.allclose(a, b, rtol=rtol, atol=atol):
+            err = float(np.max(np.abs(a.astype(np.float64) - b)))
+            return False, f"leaf {i}: max abs error {err:.3g}"
+    return True, "ok"
+
+
+# ---------------------------------------------------------------------------- timing
+def _calibrate(fn, target_s):
+    """Calls per sample so that one sample lasts about target_s."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= target_s / 4 or n >= 1 << 20:
+            return max(1, int(round(n * target_s / max(dt, 1e-9))))
+        n *= 4
+
+
+def measure(fns, rounds, target_s):
+    """{name: per-call times, one per round}, competitors interleaved round by round."""
+    names = list(fns)
+    for name in names:                   # warm up: caches, BLAS buffers, jit compilation
+        for _ in range(3):
+            fns[name]()
+    loops = {name: _calibrate(fns[name], target_s) for name in names}
+    samples = {name: [] for name in names}
+    gc_was_enabled = gc.isenabled()
+    try:
+        for r in range(rounds):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:   # rotate who goes first
+                fn, n = fns[name], loops[name]
+                gc.disable()
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                dt = time.perf_counter() - t0
+                if gc_was_enabled:
+                    gc.enable()
+                samples[name].append(dt / n)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return samples
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def paired_ratio(a, b):
+    return med([x / y for x, y in zip(a, b)])
+
+
+# ---------------------------------------------------------------------------- benchmarks
+class Row:
+    def __init__(self, bench, dtype, tp_ms=None, hand_ms=None, ratio=None, ag_ms=None,
+                 jax_ms=None, target="", met=None):
+        self.cells = [bench, dtype, tp_ms, hand_ms, ratio, ag_ms, jax_ms, target,
+                      "" if met is None else ("yes" if met else "NO")]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def competitors(sizes, batch, dtype, check=True):
+    """Zero-argument callables for each competitor, after checking their gradients."""
+    params, x, y = make_problem(sizes, batch, dtype)
+    loss = compile_fn(LOSS_SRC, "loss", np)
+    g = tp.grad(loss)
+    want = hand_grad(params, x, y)
+    got = g(params, x, y)
+    name = f"MLP {'-'.join(map(str, sizes))} batch {batch} {np.dtype(dtype).name}"
+    ok, why = grads_match(got, want, dtype)
+    if not ok:
+        fail(f"{name}: tp.grad does not match the hand-written gradient ({why})")
+    print(f"check {name}: tp.grad matches hand-written numpy backprop (np.allclose, "
+          f"{len(leaves(want))} arrays)", flush=True)
+    fns = {"tp": lambda: g(params, x, y), "hand": lambda: hand_grad(params, x, y)}
+    if autograd is not None:
+        ag = autograd.grad(compile_fn(LOSS_SRC, "loss", anp))
+        ok, why = grads_match(ag(params, x, y), want, dtype)
+        print(f"check {name}: autograd {'matches' if ok else 'DOES NOT MATCH: ' + why}")
+        fns["autograd"] = lambda: ag(params, x, y)
+    if jax is not None:
+        jg = jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp)))
+        jp, jx, jy = to_jax(params, x, y)
+        jgot = jax.tree_util.tree_map(np.asarray, jg(jp, jx, jy))
+        ok, why = grads_match([tuple(t) for t in jgot], want, dtype)
+        print(f"check {name}: jax.jit(jax.grad) "
+              f"{'matches' if ok else 'DOES NOT MATCH: ' + why}")
+        fns["jax"] = lambda: jax.block_until_ready(jg(jp, jx, jy))
+    return fns
+
+
+def bench_mlp(label, sizes, batch, dtype, rounds, target_s, target_ratio, vs_autograd):
+    fns = competitors(sizes, batch, dtype)
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    met = ratio <= target_ratio
+    target = f"ratio <= {target_ratio:g}"
+    if vs_autograd and "autograd" in s:
+        met = met and ms["tp"] < ms["autograd"]
+        target += ", < autograd"
+    return Row(label, np.dtype(dtype).name, ms["tp"], ms["hand"], ratio, ms.get("autograd"),
+               ms.get("jax"), target, met)
+
+
+def bench_first_transform(sizes, batch, reps, run_ms):
+    """Median of `reps` times: fresh function, cleared cache, tp.grad(f)(...) first result."""
+    params, x, y = make_problem(sizes, batch, np.float64)
+    times, jax_times = [], []
+    for i in range(reps + 1):
+        loss = compile_fn(LOSS_SRC, "loss", np)      # new code object: a new cache key
+        transpile.api._CACHE.clear()
+        gc.collect()
+        t0 = time.perf_counter()
+        g = tp.grad(loss)
+        g(params, x, y)
+        dt = time.perf_counter() - t0
+        if i:                                         # the first one pays for imports
+            times.append(1e3 * dt - run_ms["tp"])
+    if jax is not None:
+        jp, jx, jy = to_jax(params, x, y)
+        for i in range(max(3, reps // 2) + 1):
+            loss = compile_fn(LOSS_SRC, "loss", jnp)
+            gc.collect()
+            t0 = time.perf_counter()
+            jax.block_until_ready(jax.jit(jax.grad(loss))(jp, jx, jy))
+            dt = time.perf_counter() - t0
+            if i:
+                jax_times.append(1e3 * dt - run_ms["jax"])
+    tp_ms = med(times)
+    return Row(f"first transform MLP {'-'.join(map(str, sizes))}", "float64", tp_ms,
+               jax_ms=med(jax_times) if jax_times else None, target="<= 50 ms",
+               met=tp_ms <= 50.0), times
+
+
+def bench_overhead(rounds, target_s):
+    square = compile_fn(SQUARE_SRC, "square", np)
+    g = tp.grad(square)
+    entry = g.generated().entry
+    if g(3.0) != 6.0 or entry(3.0) != 6.0:
+        fail(f"tp.grad(x * x)(3.0) = {g(3.0)!r}, expected 6.0")
+    fns = {"tp": lambda: g(3.0), "entry": lambda: entry(3.0),
+           "plain": lambda: hand_square_grad(3.0)}
+    if autograd is not None:
+        ag = autograd.grad(compile_fn(SQUARE_SRC, "square", anp))
+        fns["autograd"] = lambda: ag(3.0)
+    if jax is not None:
+        jg = jax.jit(jax.grad(compile_fn(SQUARE_SRC, "square", jnp)))
+        fns["jax"] = lambda: jg(3.0).block_until_ready()
+    s = measure(fns, rounds, target_s)
+    us = {k: 1e6 * med(v) for k, v in s.items()}
+    row = Row("call overhead x*x [us]: tp.grad vs entry", "float", us["tp"], us["entry"],
+              paired_ratio(s["tp"], s["entry"]), us.get("autograd"), us.get("jax"),
+              "report", None)
+    return row, us
+
+
+# ---------------------------------------------------------------------------- report
+def machine_info():
+    lines = []
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    lines.append(f"CPU: {model}, {os.cpu_count()} logical cores; {platform.platform()}")
+    lines.append(f"Python {platform.python_version()}, numpy {np.__version__}"
+                 + (f", autograd {getattr(autograd, '__version__', '?')}" if autograd else
+                    ", autograd not installed")
+                 + (f", jax {jax.__version__} ({jax.default_backend()})" if jax else
+                    ", jax not installed"))
+    try:
+        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        lines.append(f"BLAS: {cfg.get('name')} {cfg.get('version')}")
+    except Exception:
+        pass
+    env = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                      "MKL_NUM_THREADS", "XLA_FLAGS") if k in os.environ}
+    lines.append("thread settings: " + (", ".join(f"{k}={v}" for k, v in env.items())
+                                        if env else "defaults (none of OMP_/OPENBLAS_/MKL_"
+                                        "NUM_THREADS, XLA_FLAGS set)"))
+    return lines
+
+
+def fmt(v, width):
+    if v is None:
+        s = "-"
+    elif isinstance(v, float):
+        s = f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    else:
+        s = str(v)
+    return s.ljust(width)
+
+
+def print_table(rows):
+    header = ["benchmark", "dtype", "transpile (ms)", "hand numpy (ms)", "ratio",
+              "autograd (ms)", "jax.jit (ms)", "target", "met?"]
+    cells = [[fmt(c, 0).strip() for c in r.cells] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"
+    print(line)
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in cells:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        rounds_big, rounds_small, target_s, reps_first = 7, 9, 0.02, 5
+    else:
+        rounds_big, rounds_small, target_s, reps_first = 31, 41, 0.05, 11
+
+    t_start = time.perf_counter()
+    for line in machine_info():
+        print(line)
+    print(f"mode: {'quick' if args.quick else 'full'}; {rounds_big} rounds (big MLP), "
+          f"{rounds_small} rounds (tiny MLP, overhead), ~{target_s * 1e3:.0f} ms per sample",
+          flush=True)
+
+    rows = []
+    big = (784, 512, 512, 10)
+    run_ms = None
+    for dtype in (np.float64, np.float32):
+        row = bench_mlp("MLP 784-512-512-10, batch 128", big, 128, dtype, rounds_big,
+                        target_s, 1.10, vs_autograd=False)
+        rows.append(row)
+        if dtype is np.float64:
+            run_ms = {"tp": row.cells[2], "jax": row.cells[6]}
+    rows.append(bench_mlp("tiny MLP 10-32-32-1, batch 8", (10, 32, 32, 1), 8, np.float64,
+                          rounds_small, target_s, 1.5, vs_autograd=True))
+    first_row, first_times = bench_first_transform(big, 128, reps_first, run_ms)
+    rows.append(first_row)
+    over_row, us = bench_overhead(rounds_small, target_s)
+    rows.append(over_row)
+
+    print()
+    print_table(rows)
+    print()
+    print(f"first transform (ms, each minus one {run_ms['tp']:.2f} ms call): "
+          + ", ".join(f"{t:.1f}" for t in first_times))
+    print(f"call overhead of tp.grad(f)(3.0): {us['tp']:.2f} us total, {us['entry']:.2f} us "
+          f"in the generated function, {us['tp'] - us['entry']:.2f} us in the Transformed "
+          f"wrapper; a plain Python `2.0 * x`: {us['plain']:.3f} us")
+    print(f"total wall time: {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
