@@ -76,23 +76,22 @@ def zeros_like(x):
     return tree_map(_zeros_leaf, x)
 
 
-def _add_leaf(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
 def add(a, b):
-    """Adjoint accumulation `a + b` that is also right for containers (elementwise, not concat)."""
-    if is_container(a) or is_container(b):
-        if a is None or isinstance(a, ZeroList):
-            return b
-        if b is None or isinstance(b, ZeroList):
-            return a
-        return tree_map(_add_leaf, a, b)
-    return _add_leaf(a, b)
+    """Adjoint accumulation `a + b`, elementwise through containers (never concatenation).
+
+    None and ZeroList stand for zero, at any depth."""
+    if a is None or isinstance(a, ZeroList):
+        return b
+    if b is None or isinstance(b, ZeroList):
+        return a
+    if isinstance(a, tuple):
+        items = [add(x, y) for x, y in zip(a, b)]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    if isinstance(a, list):
+        return [add(x, y) for x, y in zip(a, b)]
+    if isinstance(a, dict):
+        return {k: add(a[k], b[k]) for k in a}
+    return a + b
 
 
 def _finish_leaf(g, x):
