@@ -6,7 +6,7 @@ its own (possibly unfinished) IR function by name.
 """
 import inspect
 
-from . import controlflow
+from . import aliasing, controlflow
 from .anf import Normalizer
 from .errors import TransformError
 from .parse import parse_function
@@ -58,6 +58,7 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         program.functions[name] = None
         fir = normalizer.run(fdef)
         controlflow.transform(fir.node, normalizer.namer)
+        aliasing.check(fir)
         program.functions[name] = fir
     params = list(inspect.signature(fn).parameters)
     if bound_self is not None:

@@ -20,7 +20,8 @@ from . import anno, optimize, rules
 from .analysis import (definitely_defined, loop_depth_sites, maybe_defined, names_in, targets,
                        walk_simple)
 from .anno import Anno
-from .reverse import Reverse, _RestoreMarker, _assign, _call, _const, _name
+from .analysis import is_update
+from .reverse import Reverse, _RestoreMarker, _as_index_value, _assign, _call, _const, _name
 
 
 def _funcdef(name, params, body, origin):
@@ -149,10 +150,20 @@ class Saves:
                     if name not in self.defined.get(id(s), set()):
                         self.need_init.add(name)
                     out.append(self._push(name))
+            if is_update(s) and s.targets[0].value.id in self.saved:
+                s = self._functional_update(s)
             out.append(s)
             for name in local:
                 out.append(self._push(name))
         return out
+
+    @staticmethod
+    def _functional_update(s):
+        """`x[i] = v` -> `x = rt.index_update(x, i, v)`: the saved old `x` must not change."""
+        target = s.targets[0]
+        call = _call("rt.index_update", [_name(target.value.id), _as_index_value(target.slice),
+                                         s.value])
+        return gast.copy_location(_assign(target.value.id, call), s)
 
     def _push(self, name):
         return gast.Expr(value=_call("rt.push", [_name(self.stacks[name]), _name(name)]))

@@ -291,32 +291,42 @@ def bench_mlp(label, sizes, batch, dtype, rounds, target_s, target_ratio, vs_aut
                ms.get("jax"), target, met)
 
 
-def bench_first_transform(sizes, batch, reps, run_ms):
+def _first_result_ms(make, call):
+    """ms from make() to the first result of call(made), minus one steady call.
+
+    The steady call is the median of three calls right after, so both sides of the
+    subtraction see the same machine load.
+    """
+    gc.collect()
+    t0 = time.perf_counter()
+    made = make()
+    call(made)
+    first = time.perf_counter() - t0
+    steady = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        call(made)
+        steady.append(time.perf_counter() - t0)
+    return 1e3 * (first - med(steady))
+
+
+def bench_first_transform(sizes, batch, reps):
     """Median of `reps` times: fresh function, cleared cache, tp.grad(f)(...) first result."""
     params, x, y = make_problem(sizes, batch, np.float64)
-    times, jax_times, cold = [], [], None
-    for i in range(reps + 1):
+
+    def make_tp():
         loss = compile_fn(LOSS_SRC, "loss", np)      # new code object: a new cache key
         transpile.api._CACHE.clear()
-        gc.collect()
-        t0 = time.perf_counter()
-        g = tp.grad(loss)
-        g(params, x, y)
-        dt = time.perf_counter() - t0
-        if i:                                         # the first one pays for imports
-            times.append(1e3 * dt - run_ms["tp"])
-        else:
-            cold = 1e3 * dt - run_ms["tp"]
+        return tp.grad(loss)
+
+    times = [_first_result_ms(make_tp, lambda g: g(params, x, y)) for _ in range(reps + 1)]
+    cold, times = times[0], times[1:]                 # the first one pays for imports
+    jax_times = []
     if jax is not None:
         jp, jx, jy = to_jax(params, x, y)
-        for i in range(max(3, reps // 2) + 1):
-            loss = compile_fn(LOSS_SRC, "loss", jnp)
-            gc.collect()
-            t0 = time.perf_counter()
-            jax.block_until_ready(jax.jit(jax.grad(loss))(jp, jx, jy))
-            dt = time.perf_counter() - t0
-            if i:
-                jax_times.append(1e3 * dt - run_ms["jax"])
+        jax_times = [_first_result_ms(
+            lambda: jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp))),
+            lambda g: jax.block_until_ready(g(jp, jx, jy))) for _ in range(max(3, reps // 2))]
     tp_ms = med(times)
     return Row(f"first transform MLP {'-'.join(map(str, sizes))}", "float64", tp_ms,
                jax_ms=med(jax_times) if jax_times else None, target="<= 50 ms",
@@ -359,7 +369,7 @@ def machine_info():
         pass
     lines.append(f"CPU: {model}, {os.cpu_count()} logical cores; {platform.platform()}")
     lines.append(f"Python {platform.python_version()}, numpy {np.__version__}"
-                 + (f", autograd {getattr(autograd, '__version__', '?')}" if autograd else
+                 + (f", autograd {_version('autograd')}" if autograd else
                     ", autograd not installed")
                  + (f", jax {jax.__version__} ({jax.default_backend()})" if jax else
                     ", jax not installed"))
@@ -374,6 +384,14 @@ def machine_info():
                                         if env else "defaults (none of OMP_/OPENBLAS_/MKL_"
                                         "NUM_THREADS, XLA_FLAGS set)"))
     return lines
+
+
+def _version(dist):
+    try:
+        from importlib.metadata import version
+        return version(dist)
+    except Exception:
+        return "?"
 
 
 def _openblas_runtime():
@@ -421,7 +439,7 @@ def main(argv=None):
                          "threads) for every competitor; default: leave the defaults")
     args = ap.parse_args(argv)
     if args.quick:
-        rounds_big, rounds_small, target_s, reps_first = 7, 9, 0.02, 5
+        rounds_big, rounds_small, target_s, reps_first = 15, 21, 0.02, 7
     else:
         rounds_big, rounds_small, target_s, reps_first = 31, 41, 0.05, 11
 
@@ -434,16 +452,13 @@ def main(argv=None):
 
     rows = []
     big = (784, 512, 512, 10)
-    run_ms = None
     for dtype in (np.float64, np.float32):
         row = bench_mlp("MLP 784-512-512-10, batch 128", big, 128, dtype, rounds_big,
                         target_s, 1.10, vs_autograd=False)
         rows.append(row)
-        if dtype is np.float64:
-            run_ms = {"tp": row.cells[2], "jax": row.cells[6]}
     rows.append(bench_mlp("tiny MLP 10-32-32-1, batch 8", (10, 32, 32, 1), 8, np.float64,
                           rounds_small, target_s, 1.5, vs_autograd=True))
-    first_row, first_times, cold = bench_first_transform(big, 128, reps_first, run_ms)
+    first_row, first_times, cold = bench_first_transform(big, 128, reps_first)
     rows.append(first_row)
     over_row, us = bench_overhead(rounds_small, target_s)
     rows.append(over_row)
@@ -451,7 +466,7 @@ def main(argv=None):
     print()
     print_table(rows)
     print()
-    print(f"first transform (ms, each minus one {run_ms['tp']:.2f} ms call): "
+    print("first transform (ms, each minus one steady call): "
           + ", ".join(f"{t:.1f}" for t in first_times)
           + f"; the first in this process (not counted): {cold:.1f}")
     print(f"call overhead of tp.grad(f)(3.0): {us['tp']:.2f} us total, {us['entry']:.2f} us "
