@@ -100,7 +100,10 @@ def _read_after(name, site, all_stmts, order, loops):
         if s is site or name not in reads(s):
             continue
         if order[id(s)] > after:
-            return True
+            if not any(after < order[id(a)] < order[id(s)] and name in targets(a)
+                       for a in all_stmts):
+                return True   # no fresh assignment in between: it still sees the old data
+            continue
         shared = [l for l in loops[id(site)] if any(l is m for m in loops[id(s)])]
         if shared:
             start = order[id(shared[-1])]
