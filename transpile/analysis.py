@@ -221,3 +221,28 @@ def maybe_defined(stmts, params):
         return defined
     visit(stmts, set(params))
     return before
+
+
+def free_reads(stmts, defined=frozenset()):
+    """Names read before any assignment in `stmts` (the inputs a function body needs)."""
+    free = set()
+
+    def visit(block, defined):
+        defined = set(defined)
+        for s in block:
+            if isinstance(s, gast.If):
+                free.update(names_in(s.test) - defined)
+                a, b = visit(s.body, defined), visit(s.orelse, defined)
+                defined |= a & b
+            elif isinstance(s, (gast.For, gast.While)):
+                header = names_in(s.iter) if isinstance(s, gast.For) else names_in(s.test)
+                free.update(header - defined)
+                inner = defined | ({s.target.id} if isinstance(s, gast.For) else set())
+                visit(s.body, inner)
+            else:
+                free.update(reads(s) - defined)
+                if not is_update(s) and not is_push(s):
+                    defined |= targets(s)
+        return defined
+    visit(stmts, defined)
+    return free

@@ -17,7 +17,7 @@ and pops, removes dead code and wraps everything in function definitions.
 import gast
 
 from . import anno, optimize, rules
-from .analysis import (definitely_defined, loop_depth_sites, maybe_defined, names_in, targets,
+from .analysis import (definitely_defined, free_reads, loop_depth_sites, maybe_defined, names_in, targets,
                        walk_simple)
 from .anno import Anno
 from .analysis import is_update
@@ -329,7 +329,7 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     bwd = optimize.dce(saves.backward(bwd, fwd_of), set())
     fwd_defined = set(params) | {t for s in walk_simple(fwd) for t in targets(s)} | \
         set(saves.stacks.values())
-    residuals = sorted((_all_reads(bwd) & fwd_defined) - {dout})
+    residuals = sorted((free_reads(bwd) & fwd_defined) - {dout})
     end = gast.Pass()
     surely = definitely_defined(fwd + [end], params).get(id(end), set())
     maybe_unbound = [r for r in residuals if r not in surely and r not in saves.stacks.values()]

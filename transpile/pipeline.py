@@ -136,6 +136,8 @@ def generate(t):
         extra["bwd_name"] = bwd
     else:
         raise ValueError(t.kind)
+    if t.kind in ("transform", "grad") and not root.prefix and not root.extra_values():
+        _set_defaults(roots[0], t.defaults())
     functions = _reachable(program, roots, generated)
     for d in generated:
         if d not in functions:
@@ -150,6 +152,18 @@ def generate(t):
     gen.namespace = dict(program.namespace)
     gen.entry_name = entry_name
     return gen
+
+
+def _set_defaults(fdef, defaults):
+    """Give the entry function the user's literal default values (callable as written)."""
+    from .program import is_literal
+    params = [a.id for a in fdef.args.args]
+    values = []
+    for p in reversed(params):
+        if p not in defaults or not is_literal(defaults[p]):
+            break
+        values.insert(0, gast.Constant(value=defaults[p], kind=None))
+    fdef.args.defaults = values
 
 
 def _fresh(fir):

@@ -1,0 +1,289 @@
+"""Adjoint helpers for reductions and shape operations (called by generated code as `rt.*`).
+
+Each helper is linear in its first argument `g` (the adjoint being moved back); its rule in
+`transpile/rules/` is the numpy function it undoes (`cumsum_adj` <-> `np.cumsum`,
+`concatenate_adj` <-> `np.concatenate`, `tile_adj` <-> `np.tile`, ...), so generated code
+that calls these helpers can be differentiated again.
+"""
+import numbers
+
+import numpy as np
+
+from .backend import array_module
+from .errors import TransformError
+from .adjoints import unbroadcast
+
+
+def _axes(axis, ndim):
+    """A tuple of non-negative axes (all axes for None)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, numbers.Integral):
+        return (int(axis) % max(ndim, 1),)
+    return tuple(int(a) % max(ndim, 1) for a in axis)
+
+
+def _float_dtype(x):
+    dt = getattr(x, "dtype", None)
+    return dt if dt is not None and dt.kind in "fc" else np.dtype(np.float64)
+
+
+# ---------------------------------------------------------------- reductions
+
+def extremum_share(a, out, axis=None, keepdims=False):
+    """Share of the adjoint of max/min that each element of `a` gets.
+
+    1 where `a` equals the reduced value (`out`), split evenly between ties, 0 elsewhere.
+    Piecewise constant in `a`, so it has no derivative (marked nondiff).
+    """
+    xp = array_module(a)
+    shape = np.shape(a)
+    axes = _axes(axis, len(shape))
+    o = out
+    if axis is not None and not keepdims:
+        o = xp.expand_dims(out, axes)
+    elif axis is None and not keepdims:
+        o = xp.reshape(out, (1,) * len(shape))
+    hit = xp.asarray(a == o)
+    count = xp.sum(hit, axis=axes, keepdims=True)
+    share = hit / count
+    return share.astype(_float_dtype(a)) if shape else _float_dtype(a).type(share)
+
+
+def cumsum_adj(g, a, axis=None):
+    """Adjoint of `np.cumsum(a, axis)`: a reversed cumulative sum, in `a`'s shape."""
+    xp = array_module(g)
+    if axis is None:
+        flat = xp.reshape(g, (-1,))
+        r = xp.flip(xp.cumsum(xp.flip(flat)))
+        return xp.reshape(r, np.shape(a))
+    return xp.flip(xp.cumsum(xp.flip(g, axis), axis), axis)
+
+
+def sum_adj(g, xs, start=0):
+    """Adjoint of the builtin `sum(xs)` for each item of `xs`: a list/tuple of adjoints
+    (each reduced to its item's shape), or, when `xs` is an array, `g` broadcast along axis 0.
+    """
+    if isinstance(xs, (tuple, list)):
+        return type(xs)(unbroadcast(g, x) for x in xs)
+    xp = array_module(g)
+    if np.ndim(xs) == 0:
+        raise TransformError("sum() of a 0-d array: it is not iterable")
+    item = unbroadcast(g, xs[0]) if np.ndim(g) > np.ndim(xs) - 1 else g
+    return xp.broadcast_to(item, np.shape(xs))
+
+
+def sum_adj_t(d, g):
+    """Transpose of `sum_adj(., xs)`: the items of `d` broadcast to `g`'s shape and added."""
+    xp = array_module(g)
+    shape = np.shape(g)
+    total = xp.zeros(shape, dtype=_float_dtype(g))
+    for item in d:
+        if item is not None:
+            total = total + xp.broadcast_to(item, shape)
+    return total
+
+
+# ---------------------------------------------------------------- joining and splitting
+
+def _pieces(g, sizes, axis):
+    """Split `g` along `axis` into consecutive pieces of the given sizes."""
+    bounds = np.cumsum(sizes)[:-1]
+    return array_module(g).split(g, bounds, axis=axis)
+
+
+def _like(items, pieces):
+    out = [p for p in pieces]
+    return tuple(out) if isinstance(items, tuple) else out
+
+
+def concatenate_adj(g, arrays, axis=0):
+    """Adjoint of `np.concatenate(arrays, axis)`: `g` cut back into one piece per array."""
+    xp = array_module(g)
+    if axis is None:
+        sizes = [int(np.size(a)) for a in arrays]
+        pieces = _pieces(xp.reshape(g, (-1,)), sizes, 0)
+        return _like(arrays, [xp.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)])
+    sizes = [np.shape(a)[axis] for a in arrays]
+    return _like(arrays, _pieces(g, sizes, axis))
+
+
+def stack_adj(g, arrays, axis=0):
+    """Adjoint of `np.stack(arrays, axis)`: the slices of `g` along `axis`."""
+    xp = array_module(g)
+    axis = axis % np.ndim(g)
+    return _like(arrays, [xp.take(g, i, axis=axis) for i in range(np.shape(g)[axis])])
+
+
+def vstack_adj(g, tup):
+    """Adjoint of `np.vstack(tup)` (1-D items count as rows)."""
+    xp = array_module(g)
+    sizes = [np.shape(np.atleast_2d(t))[0] for t in tup]
+    return _like(tup, [xp.reshape(p, np.shape(t)) for p, t in zip(_pieces(g, sizes, 0), tup)])
+
+
+def hstack_adj(g, tup):
+    """Adjoint of `np.hstack(tup)` (joins along axis 0 for 1-D items, else axis 1)."""
+    xp = array_module(g)
+    items = [np.atleast_1d(t) for t in tup]
+    axis = 0 if items[0].ndim == 1 else 1
+    sizes = [np.shape(t)[axis] for t in items]
+    return _like(tup, [xp.reshape(p, np.shape(t))
+                       for p, t in zip(_pieces(g, sizes, axis), tup)])
+
+
+def tile_adj(g, A, reps):
+    """Adjoint of `np.tile(A, reps)`: the tiles of `g` added up, in `A`'s shape."""
+    xp = array_module(g)
+    reps = (int(reps),) if isinstance(reps, numbers.Integral) else tuple(reps)
+    shape = np.shape(A)
+    n = max(len(shape), len(reps))
+    s = (1,) * (n - len(shape)) + tuple(shape)
+    r = (1,) * (n - len(reps)) + reps
+    inter = []
+    for ri, si in zip(r, s):
+        inter += [ri, si]
+    t = xp.reshape(g, inter)
+    t = xp.sum(t, axis=tuple(range(0, 2 * n, 2)))
+    return xp.reshape(t, shape)
+
+
+def repeat_adj(g, a, repeats, axis=None):
+    """Adjoint of `np.repeat(a, repeats, axis)`: the copies of each element added up."""
+    xp = array_module(g)
+    shape = np.shape(a)
+    if axis is None:
+        n = int(np.size(a))
+        g = xp.reshape(g, (-1,))
+        ax = 0
+    else:
+        ax = axis % len(shape)
+        n = shape[ax]
+    counts = np.broadcast_to(np.asarray(repeats), (n,))
+    owner = np.repeat(np.arange(n), counts)
+    moved = xp.moveaxis(g, ax, 0)
+    out = xp.zeros((n,) + moved.shape[1:], dtype=_float_dtype(g))
+    np.add.at(out, owner, moved)
+    out = xp.moveaxis(out, 0, ax)
+    return xp.reshape(out, shape) if axis is None else out
+
+
+def unpad(g, array, pad_width, mode="constant"):
+    """Adjoint of `np.pad(array, pad_width)` (constant mode): the inner block of `g`."""
+    if mode != "constant":
+        raise TransformError(
+            f"np.pad(..., mode={mode!r}) has no derivative rule; only mode='constant' is "
+            f"supported.\n  hint: build the padding with np.concatenate, or use "
+            f"@tp.custom_vjp.")
+    nd = np.ndim(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    idx = tuple(slice(int(lo), np.shape(g)[i] - int(hi)) for i, (lo, hi) in enumerate(widths))
+    return g[idx]
+
+
+def pad_value_adj(g, array, pad_width):
+    """Adjoint of a scalar `constant_values` of np.pad: the sum of `g` over the padding."""
+    xp = array_module(g)
+    return xp.sum(g) - xp.sum(unpad(g, array, pad_width))
+
+
+def _diag_index(shape, offset, axis1, axis2):
+    """Index arrays of the `offset` diagonal in the plane (axis1, axis2) of `shape`."""
+    n1, n2 = shape[axis1], shape[axis2]
+    if offset >= 0:
+        k = max(0, min(n1, n2 - offset))
+        rows, cols = np.arange(k), np.arange(k) + offset
+    else:
+        k = max(0, min(n1 + offset, n2))
+        rows, cols = np.arange(k) - offset, np.arange(k)
+    return rows, cols
+
+
+def diagonal_adj(g, a, offset=0, axis1=0, axis2=1):
+    """Adjoint of `np.diagonal(a, offset, axis1, axis2)`: `g` placed on that diagonal."""
+    xp = array_module(g)
+    shape = np.shape(a)
+    nd = len(shape)
+    axis1, axis2 = axis1 % nd, axis2 % nd
+    rest = [i for i in range(nd) if i not in (axis1, axis2)]
+    perm = rest + [axis1, axis2]
+    moved = tuple(shape[i] for i in perm)
+    out = xp.zeros(moved, dtype=_float_dtype(g))
+    rows, cols = _diag_index(shape, offset, axis1, axis2)
+    out[..., rows, cols] = g
+    return xp.transpose(out, np.argsort(perm))
+
+
+def trace_adj(g, a, offset=0, axis1=0, axis2=1):
+    """Adjoint of `np.trace(a, offset, axis1, axis2)`: `g` on every element of the diagonal."""
+    shape = np.shape(a)
+    nd = len(shape)
+    rows, _ = _diag_index(shape, offset, axis1 % nd, axis2 % nd)
+    xp = array_module(g)
+    full = xp.broadcast_to(xp.expand_dims(xp.asarray(g), -1), np.shape(g) + (len(rows),))
+    return diagonal_adj(full, a, offset, axis1, axis2)
+
+
+def diag_adj(g, v, k=0):
+    """Adjoint of `np.diag(v, k)`: read the diagonal back (1-D `v`) or place `g` on it (2-D)."""
+    if np.ndim(v) == 1:
+        return array_module(g).diagonal(g, k)
+    return diagonal_adj(g, v, k, 0, 1)
+
+
+def diff_adj(g, a, n=1, axis=-1):
+    """Adjoint of `np.diff(a, n, axis)`."""
+    xp = array_module(g)
+    for _ in range(n):
+        widths = [(0, 0)] * np.ndim(g)
+        widths[axis] = (1, 1)
+        g = -xp.diff(xp.pad(g, widths), axis=axis)
+    return g
+
+
+# ---------------------------------------------------------------- sorting
+
+def _sort_order(a, axis):
+    if axis is None:
+        return np.argsort(np.reshape(a, (-1,)), kind="stable"), None
+    return np.argsort(a, axis=axis, kind="stable"), axis
+
+
+def unsort(g, a, axis=-1):
+    """Adjoint of `np.sort(a, axis)`: `g` moved back to where each element came from."""
+    xp = array_module(g)
+    order, ax = _sort_order(a, axis)
+    if ax is None:
+        out = xp.zeros(np.size(a), dtype=_float_dtype(g))
+        out[order] = g
+        return xp.reshape(out, np.shape(a))
+    out = xp.zeros(np.shape(a), dtype=_float_dtype(g))
+    xp.put_along_axis(out, order, g, axis=ax)
+    return out
+
+
+def sort_like(g, a, axis=-1):
+    """`g` permuted the way `np.sort(a, axis)` permutes `a` (transpose of `unsort`)."""
+    xp = array_module(g)
+    order, ax = _sort_order(a, axis)
+    if ax is None:
+        return xp.reshape(g, (-1,))[order]
+    return xp.take_along_axis(g, order, axis=ax)
+
+
+# ---------------------------------------------------------------- elementwise masks
+
+def below(a, lo):
+    """1.0 where `a < lo` (clip replaced `a` by the lower bound there), else 0."""
+    if lo is None:
+        return 0.0
+    return np.asarray(a < lo).astype(_float_dtype(a)) if np.ndim(a) or np.ndim(lo) \
+        else float(a < lo)
+
+
+def above(a, hi):
+    """1.0 where `a > hi` (clip replaced `a` by the upper bound there), else 0."""
+    if hi is None:
+        return 0.0
+    return np.asarray(a > hi).astype(_float_dtype(a)) if np.ndim(a) or np.ndim(hi) \
+        else float(a > hi)
