@@ -7,6 +7,7 @@ is written `if not x: y`).
 import ast
 import copy
 import itertools
+import re
 import linecache
 
 import astor
@@ -58,17 +59,59 @@ class _Cosmetic(ast.NodeTransformer):
         return node
 
 
-def function_source(fdef):
+_COMMENT = "#@@ "
+
+
+def _line_comments(stmts, src, last=None):
+    """Insert markers (emitted as comments) where the user line a statement comes from
+    changes: `# 12: x = np.tanh(x @ W + b)` before the forward statements of line 12 and
+    `# adjoint of 12: ...` before its backward statements."""
+    from . import anno
+    from .anno import Anno
+    out = []
+    for s in stmts:
+        origin = anno.get(s, Anno.ORIGIN)
+        if origin is not None and getattr(origin, "lineno", None):
+            line = src.line_of(origin)
+            text = src.lines[origin.lineno - 1].strip() if origin.lineno <= len(src.lines) \
+                else ""
+            key = (line, getattr(s, "_adjoint_of", False))
+            if key != last and text:
+                label = f"adjoint of {line}" if key[1] else str(line)
+                out.append(gast.Expr(value=gast.Constant(value=f"{_COMMENT}{label}: {text}",
+                                                         kind=None)))
+                last = key
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            s = copy.copy(s)
+            s.body = _line_comments(s.body, src, last)
+            if isinstance(s, gast.If):
+                s.orelse = _line_comments(s.orelse, src, last)
+        out.append(s)
+    return out
+
+
+def function_source(fdef, src=None):
+    if src is not None:
+        fdef = copy.copy(fdef)
+        fdef.body = _line_comments(fdef.body, src)
     node = gast.gast_to_ast(copy.deepcopy(fdef))
     node = _Cosmetic().visit(node)
     ast.fix_missing_locations(node)
-    return astor.to_source(node, indent_with="    ")
+    text = astor.to_source(node, indent_with="    ")
+    return _MARKER_LINE.sub(lambda m: m.group(1) + "# " + _unescape(m.group(3)), text)
+
+
+_MARKER_LINE = re.compile(r"^(\s*)(\"\"\"|'|\")#@@ (.*?)\2\s*$", re.M)
+
+
+def _unescape(s):
+    return s.encode("utf-8").decode("unicode_escape") if "\\" in s else s
 
 
 def module_source(functions, doc):
     parts = [HEADER.format(doc=doc)]
     for fdef in functions:
-        parts.append("\n" + function_source(fdef))
+        parts.append("\n" + function_source(fdef, getattr(fdef, "_source", None)))
     return "\n".join(parts)
 
 

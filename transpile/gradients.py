@@ -35,6 +35,11 @@ def _funcdef(name, params, body, origin):
     return gast.copy_location(node, origin)
 
 
+def _with_source(fdef, fir):
+    fdef._source = fir.source      # emit writes `# line: source` comments from it
+    return fdef
+
+
 def _all_reads(stmts):
     out = set()
     for s in walk_simple(stmts):
@@ -301,9 +306,9 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
     bwd = saves.backward(bwd, fwd_of)
-    body = checks + saves.prologue() + fwd + bwd
+    body = checks + saves.prologue() + fwd + optimize.simplify(bwd)
     body = optimize.dce(body, set())
-    return _funcdef(name, params, body, fir.node)
+    return _with_source(_funcdef(name, params, body, fir.node), fir)
 
 
 def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
@@ -344,9 +349,9 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     unpack = [_assign(residuals, _name(saved_name))] if len(residuals) > 1 else \
         [_assign(residuals[0], gast.Subscript(value=_name(saved_name), slice=_const(0),
                                               ctx=gast.Load()))] if residuals else []
-    bwd_body = unpack + bwd
-    return (_funcdef(fwd_name, params, fwd_body, fir.node),
-            _funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node))
+    bwd_body = unpack + optimize.simplify(bwd)
+    return (_with_source(_funcdef(fwd_name, params, fwd_body, fir.node), fir),
+            _with_source(_funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node), fir))
 
 
 def _tuple(names):

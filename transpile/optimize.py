@@ -111,3 +111,53 @@ def propagate_copies(stmts):
 
 
 __all__ = ["dce", "propagate_copies", "names_in"]
+
+
+class _Simplify(gast.NodeTransformer):
+    """Constant folding and identities: `x ** (2 - 1)` -> `x`, `d * 1` -> `d`, `g + 0` -> `g`."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = node.left, node.right
+        lc, rc = _number(left), _number(right)
+        if lc is not None and rc is not None:
+            try:
+                value = _FOLD[type(node.op)](lc, rc)
+            except (KeyError, ArithmeticError, ValueError):
+                return node
+            return gast.Constant(value=value, kind=None)
+        op = type(node.op)
+        if op is gast.Pow and _is(rc, 1):
+            return left
+        if op is gast.Mult and _is(rc, 1) or op is gast.Div and _is(rc, 1):
+            return left
+        if op is gast.Mult and _is(lc, 1):
+            return right
+        if op in (gast.Add, gast.Sub) and _is(rc, 0):
+            return left
+        if op is gast.Add and _is(lc, 0):
+            return right
+        return node
+
+
+def _number(node):
+    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _is(value, target):
+    # Integer identities only: `x * 1.0` would turn an int into a float.
+    return value is not None and type(value) is int and value == target
+
+
+_FOLD = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
+         gast.Mult: lambda a, b: a * b, gast.Pow: lambda a, b: a ** b}
+
+
+def simplify(stmts):
+    """Fold constants and drop identity operations in every statement of `stmts`."""
+    return [_Simplify().visit(s) for s in stmts]

@@ -204,7 +204,13 @@ class Reverse:
                                   body=[], orelse=[], type_comment=None)
                 out.extend(self.backward_loop(s, state, s.body, header))
             else:
-                out.extend(self.backward_simple(s, state))
+                made = self.backward_simple(s, state)
+                origin = anno.get(s, Anno.ORIGIN)
+                if origin is not None:
+                    for new in made:
+                        anno.set(new, Anno.ORIGIN, origin)
+                        new._adjoint_of = True
+                out.extend(made)
             out.append(_RestoreMarker(s))
         return out
 

@@ -54,7 +54,21 @@ nondiff("//", "%", "np.floor_divide", "np.mod", "np.remainder", "np.floor", "np.
         "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
         "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
         "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor", "math.ceil",
-        "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like")
+        "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like", "np.around",
+        "np.heaviside", "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf",
+        "np.bitwise_and", "np.bitwise_or", "np.bitwise_xor", "np.invert",
+        "np.left_shift", "np.right_shift", "np.gcd", "np.lcm", "math.trunc", "math.isnan",
+        "math.isinf", "math.isfinite", "round")
+
+# Random numbers carry no derivative. Each call advances the global random state, so calls
+# are kept even when their result is unused (marked side_effect).
+nondiff("np.random.randn", "np.random.rand", "np.random.normal", "np.random.uniform",
+        "np.random.standard_normal", "np.random.random", "np.random.random_sample",
+        "np.random.randint", "np.random.choice", "np.random.permutation",
+        "np.random.binomial", "np.random.poisson", "np.random.exponential",
+        "np.random.gamma", "np.random.beta", "np.random.laplace", "np.random.logistic",
+        "np.random.lognormal", "np.random.multivariate_normal", "np.random.standard_t",
+        "np.random.seed", "np.random.shuffle", side_effect=True)
 
 # ---------------------------------------------------------------- exponentials and logs
 
@@ -93,9 +107,26 @@ def log1p(dout, out, x):
     dx = dout / (1.0 + x)
 
 
+@rev("np.logaddexp")
+def logaddexp(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * np.exp(x1 - out), x1)
+    dx2 = rt.unbroadcast(dout * np.exp(x2 - out), x2)
+
+
+@rev("np.logaddexp2")
+def logaddexp2(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * np.exp2(x1 - out), x1)
+    dx2 = rt.unbroadcast(dout * np.exp2(x2 - out), x2)
+
+
 @rev("np.sqrt", "math.sqrt")
 def sqrt(dout, out, x):
     dx = dout * 0.5 / out
+
+
+@rev("np.cbrt")
+def cbrt(dout, out, x):
+    dx = dout / (3.0 * out * out)
 
 
 @rev("np.square")
@@ -159,9 +190,34 @@ def cosh(dout, out, x):
 def tanh(dout, out, x):
     dx = dout * (1.0 - out * out)
 
+
+@rev("np.arcsinh", "math.asinh")
+def arcsinh(dout, out, x):
+    dx = dout / np.sqrt(x * x + 1.0)
+
+
+@rev("np.arccosh", "math.acosh")
+def arccosh(dout, out, x):
+    dx = dout / np.sqrt(x * x - 1.0)
+
+
+@rev("np.arctanh", "math.atanh")
+def arctanh(dout, out, x):
+    dx = dout / (1.0 - x * x)
+
+
+@rev("np.deg2rad", "np.radians", "math.radians")
+def deg2rad(dout, out, x):
+    dx = dout * 0.017453292519943295
+
+
+@rev("np.rad2deg", "np.degrees", "math.degrees")
+def rad2deg(dout, out, x):
+    dx = dout * 57.29577951308232
+
 # ---------------------------------------------------------------- piecewise
 
-@rev("np.abs", "np.absolute", "abs", "math.fabs")
+@rev("np.abs", "np.absolute", "abs", "math.fabs", "np.fabs")
 def absolute(dout, out, x):
     dx = dout * np.sign(x)
 
@@ -185,8 +241,10 @@ def where(dout, out, condition, x, y):
 
 
 @rev("np.clip")
-def clip(dout, out, a, a_min, a_max):
+def clip(dout, out, a, a_min=None, a_max=None):
     da = dout * rt.inside(a, a_min, a_max)
+    da_min = rt.unbroadcast(dout * rt.below(a, a_min), a_min)
+    da_max = rt.unbroadcast(dout * rt.above(a, a_max), a_max)
 
 
 @rev("np.hypot", "math.hypot")
@@ -198,3 +256,16 @@ def hypot(dout, out, x1, x2):
 @rev("float", "np.float64", "np.asarray", "np.array")
 def identity(dout, out, x):
     dx = dout
+
+
+@rev("np.conj", "np.conjugate")
+def conj(dout, out, x):
+    dx = np.conj(dout)
+
+
+@rev("np.real")
+def real(dout, out, val):
+    dval = np.real(dout)
+
+
+nondiff("rt.below", "rt.above")

@@ -1,18 +1,87 @@
-"""Reductions (sum, mean, max, ...): reverse rules broadcast the adjoint back."""
+"""Reductions (sum, mean, max, var, ...) and scans: reverse rules broadcast the adjoint back.
+
+Parameters follow numpy's positional order. numpy's own `out=` parameter cannot be spelled
+in a template (`out` is the primal output), so it appears as the placeholder `out_`: it keeps
+later positional arguments (keepdims, ddof) in their numpy positions. A keyword `out=` is
+rejected, as writing into an array is not differentiable.
+
+Known limits: prod and cumprod divide by the input (zeros give nan, as in autograd); the
+derivative of max/min is split evenly between ties.
+"""
 from .core import nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
 
-@rev("np.sum", "sum")
-def sum(dout, out, a, axis=None, keepdims=False):  # noqa: A001 - numpy's name
+@rev("np.sum")
+def sum(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):  # noqa: A001
     da = rt.expand(dout, a, axis, keepdims)
 
 
+@rev("sum")
+def total(dout, out, iterable, start=0):
+    """Python's builtin sum of a list/tuple of arrays (or over the first axis of an array)."""
+    diterable = rt.sum_adj(dout, iterable)
+    dstart = rt.unbroadcast(dout, start)
+
+
+@rev("rt.sum_adj")
+def sum_adj(dout, out, g, xs, start=0):
+    dg = rt.sum_adj_t(dout, g)
+
+
+@rev("rt.sum_adj_t")
+def sum_adj_t(dout, out, d, g):
+    dd = rt.sum_adj(dout, d)
+
+
 @rev("np.mean")
-def mean(dout, out, a, axis=None, keepdims=False):
+def mean(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) / rt.reduced_size(a, axis)
 
 
+@rev("np.prod")
+def prod(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
+    da = rt.expand(dout * out, a, axis, keepdims) / a
+
+
+@rev("np.max", "np.amax")
+def amax(dout, out, a, axis=None, out_=None, keepdims=False):
+    da = rt.expand(dout, a, axis, keepdims) * rt.extremum_share(a, out, axis, keepdims)
+
+
+@rev("np.min", "np.amin")
+def amin(dout, out, a, axis=None, out_=None, keepdims=False):
+    da = rt.expand(dout, a, axis, keepdims) * rt.extremum_share(a, out, axis, keepdims)
+
+
+@rev("np.var")
+def var(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    centered = a - np.mean(a, axis, keepdims=True)
+    da = rt.expand(dout, a, axis, keepdims) * centered * (2.0 / (rt.reduced_size(a, axis) - ddof))
+
+
+@rev("np.std")
+def std(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    centered = a - np.mean(a, axis, keepdims=True)
+    da = rt.expand(dout / out, a, axis, keepdims) * centered / (rt.reduced_size(a, axis) - ddof)
+
+
+@rev("np.cumsum")
+def cumsum(dout, out, a, axis=None, dtype=None, out_=None):
+    da = rt.cumsum_adj(dout, a, axis)
+
+
+@rev("rt.cumsum_adj")
+def cumsum_adj(dout, out, g, a, axis=None):
+    dg = np.cumsum(dout, axis)
+
+
+@rev("np.cumprod")
+def cumprod(dout, out, a, axis=None, dtype=None, out_=None):
+    da = rt.cumsum_adj(dout * out, a, axis) / a
+
+
 nondiff("np.argmax", "np.argmin", "np.argsort", "np.any", "np.all", "np.count_nonzero",
-        "np.nonzero", "np.searchsorted")
+        "np.nonzero", "np.searchsorted", "np.argwhere", "np.flatnonzero", "np.unique",
+        "np.isclose", "np.allclose", "np.array_equal", "rt.extremum_share")
