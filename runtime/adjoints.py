@@ -14,6 +14,12 @@ from .trees import add, is_container, zeros_like
 
 def unbroadcast(g, x):
     """Sum `g` over the axes that broadcasting added to `x`, giving `x`'s shape."""
+    try:
+        if g.shape == x.shape:      # the common case, kept fast: no broadcasting happened
+            return g
+    except AttributeError:
+        if type(x) is float and getattr(g, "ndim", 0) == 0:
+            return g
     shape = np.shape(x)
     gshape = np.shape(g)
     if gshape == shape:
@@ -33,6 +39,9 @@ def unbroadcast_to(g, shape):
 
 def seed(out, where):
     """The adjoint 1 of a scalar output; a non-scalar output is an error (grad needs a scalar)."""
+    t = type(out)
+    if t is float or t is np.float64 or t is np.float32:
+        return t(1.0)
     if is_container(out) or np.ndim(out) != 0:
         raise TransformError(
             f"{where}: grad needs a function with a scalar output, but it returned "

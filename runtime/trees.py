@@ -61,6 +61,10 @@ def _zeros_leaf(x):
     return None
 
 
+_ARRAY_TYPES = (np.ndarray, float, np.float64, np.float32)
+_ARRAY_TYPES = frozenset(_ARRAY_TYPES)
+
+
 class ZeroList(list):
     """The zero adjoint of a list. Lists in generated code include stacks of saved values,
     whose length changes as the program runs, so a zero adjoint made at one moment may not
@@ -80,6 +84,8 @@ def add(a, b):
     """Adjoint accumulation `a + b`, elementwise through containers (never concatenation).
 
     None and ZeroList stand for zero, at any depth."""
+    if type(a) in _ARRAY_TYPES and type(b) in _ARRAY_TYPES:
+        return a + b
     if a is None or isinstance(a, ZeroList):
         return b
     if b is None or isinstance(b, ZeroList):
@@ -119,6 +125,11 @@ def _finish_leaf(g, x):
 
 def as_grad(g, x):
     """Finish the adjoint `g` of input `x`: same structure, shape and dtype as `x`."""
+    if type(x) is np.ndarray and type(g) is np.ndarray and g.dtype == x.dtype and \
+            g.shape == x.shape and g.flags.writeable:
+        return g
+    if type(x) is float and type(g) in _ARRAY_TYPES and np.ndim(g) == 0:
+        return float(g)
     return _finish_tree(g, x)
 
 
@@ -135,6 +146,9 @@ def _finish_tree(g, x):
 
 def check_float_input(x, name, where):
     """Reject differentiation with respect to a non-float value (ints, bools, strings)."""
+    t = type(x)
+    if t is float or (t is np.ndarray and x.dtype.kind in "fc"):
+        return
     for leaf in tree_leaves(x):
         if not is_float_leaf(leaf):
             raise TransformError(

@@ -82,6 +82,9 @@ class Root:
         self.key = ("fn", _Identity(target.__code__),
                     tuple(id(v) for k, v in closure.items() if k not in self.lifted))
 
+    def has_extra(self):
+        return bool(self.inner.root.has_extra() if self.inner is not None else self.lifted)
+
     def extra_values(self):
         """Values passed after the user's arguments: lifted closure variables."""
         if self.inner is not None:
@@ -103,6 +106,7 @@ class Transformed:
         self.signature = self.root.signature
         self.key = (kind, tuple(sorted(self.options.items())), self.root.key)
         self._generated = None
+        self._fast = None
         self._nparams = len(self.signature.parameters)
         functools.update_wrapper(self, target, updated=())
 
@@ -143,7 +147,12 @@ class Transformed:
         return self.root.prefix + tuple(self.bind(args, kwargs)) + self.root.extra_values()
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == self._nparams:
+            return fast(*args)          # no defaults, prefix or closure values to add
         gen = self._generated or self.generated()
+        if self.kind != "vjp" and not self.root.prefix and not self.root.has_extra():
+            self._fast = gen.entry
         return gen.call(self, self.full_args(args, kwargs))
 
     def __get__(self, obj, objtype=None):
