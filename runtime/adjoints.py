@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from .backend import array_module
-from .errors import TransformError
+from .errors import TransformError, located
 from .trees import add, is_container, zeros_like
 
 
@@ -43,15 +43,14 @@ def seed(out, where):
     if t is float or t is np.float64 or t is np.float32:
         return t(1.0)
     if is_container(out) or np.ndim(out) != 0:
-        raise TransformError(
-            f"{where}: grad needs a function with a scalar output, but it returned "
-            f"{_describe(out)}.\n  hint: reduce it to a scalar (e.g. np.sum), use has_aux=True "
-            f"to return extra values as (scalar, aux), or use tp.vjp for non-scalar outputs.")
+        raise located(where, f"grad needs a function with a scalar output, but it returned "
+                      f"{_describe(out)}.", "reduce it to a scalar (e.g. np.sum), use "
+                      "has_aux=True to return extra values as (scalar, aux), or use tp.vjp "
+                      "for non-scalar outputs.")
     dtype = getattr(out, "dtype", None)
     if dtype is not None and dtype.kind not in "fc":
-        raise TransformError(
-            f"{where}: grad needs a floating-point output, but it returned dtype {dtype}.\n"
-            f"  hint: make sure the output depends on float inputs.")
+        raise located(where, f"grad needs a floating-point output, but it returned dtype "
+                      f"{dtype}.", "make sure the output depends on float inputs.")
     return np.ones((), dtype=dtype) if dtype is not None else 1.0
 
 

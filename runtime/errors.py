@@ -8,3 +8,21 @@ example when `grad` finds a non-scalar output, and generated code never imports 
 
 class TransformError(Exception):
     """Raised for code the transformer refuses: the message names the file, line and source."""
+
+
+def located(where, message, hint):
+    """A TransformError raised by generated code at run time, pointing at the user's line.
+
+    `where` is 'file:line (function)', written into the generated code by the transformer;
+    the source line is read back with linecache, as tracebacks do."""
+    import linecache
+    head, _, func = where.rpartition(" (")
+    filename, _, line = head.rpartition(":")
+    parts = [f'File "{filename}", line {line}, in {func.rstrip(")")}']
+    text = linecache.getline(filename, int(line)) if line.isdigit() else ""
+    if text.strip():
+        parts.append("    " + text.strip())
+        parts.append("    ^")
+    parts.append(message)
+    parts.append("  hint: " + hint)
+    return TransformError("\n".join(parts))

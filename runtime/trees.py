@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from .backend import array_module
-from .errors import TransformError
+from .errors import TransformError, located
 
 
 def is_container(x):
@@ -151,11 +151,12 @@ def check_float_input(x, name, where):
         return
     for leaf in tree_leaves(x):
         if not is_float_leaf(leaf):
-            raise TransformError(
-                f"{where}: argument '{name}' is differentiated but holds a value of type "
-                f"{type(leaf).__name__}{'' if getattr(leaf, 'dtype', None) is None else ' with dtype ' + str(leaf.dtype)}"
-                f", which has no derivative.\n  hint: pass floats (e.g. x.astype(float) or 1.0 "
-                f"instead of 1), or leave this argument out of argnums.")
+            dtype = getattr(leaf, "dtype", None)
+            raise located(where, f"argument '{name}' is differentiated but holds a value of "
+                          f"type {type(leaf).__name__}"
+                          f"{'' if dtype is None else ' with dtype ' + str(dtype)}, which has "
+                          "no derivative.", "pass floats (e.g. x.astype(float) or 1.0 instead "
+                          "of 1), or leave this argument out of argnums.")
 
 
 def pop_adjoint(adjoints, value):

@@ -132,6 +132,7 @@ class Normalizer:
         self.ir_name = ir_name
         self.local_fns = {}                   # name -> LocalFunction / LocalPartial / Static
         self.local_imports = {}
+        self.params = set()
         self.namer = None
         self.locals = set()
 
@@ -145,6 +146,7 @@ class Normalizer:
                            "list the parameters explicitly, or pass a tuple/dict as one "
                            "parameter (pytrees are supported).", pass_name="anf")
         params = [a.id for a in args.posonlyargs + args.args]
+        self.params = set(params)
         self.locals = _assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
         body = self.block(fdef.body)
@@ -191,6 +193,10 @@ class Normalizer:
         if isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) \
                 and v.func.attr == "append" and isinstance(v.func.value, gast.Name) \
                 and v.func.value.id in self.locals and len(v.args) == 1:
+            if v.func.value.id in self.params or v.func.value.id in self.lifted:
+                raise self.error(v, f"appending to '{v.func.value.id}' changes a list the "
+                                 "caller can see.", f"build a new list: {v.func.value.id} = "
+                                 f"list({v.func.value.id}) first, or return the new items.")
             stmts = []
             item = self.atom(v.args[0], stmts)
             push = gast.Expr(value=gast.Call(func=gast.Attribute(
@@ -712,7 +718,7 @@ class Normalizer:
             if value.keywords:
                 raise self.error(node, "functools.partial with keyword arguments is not "
                                  "supported yet.", "bind keywords by position instead.")
-            return self.call(Static(value.func), _call_like(node, pargs, args, keywords), stmts)
+            return self.call_static(value.func, pargs + args, keywords, node, stmts)
         return self.call_static(value, args, keywords, node, stmts)
 
     def atom_of(self, value, stmts, hint):

@@ -8,7 +8,7 @@ import functools
 import inspect
 
 from . import pipeline
-from .errors import TransformError
+from .errors import TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .parse import parse_function
 
@@ -72,11 +72,13 @@ class Root:
         self.signature = inspect.signature(target)
         for p in self.signature.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
-                parse_function(target)  # raises with the location if it cannot parse
-                raise TransformError(
-                    f"{target.__qualname__}: *args, **kwargs and keyword-only parameters are "
-                    f"not supported (parameter '{p.name}').\n  hint: list the parameters "
-                    f"explicitly, or pass a tuple/dict as one parameter.")
+                fdef, src = parse_function(target)
+                a = fdef.args
+                node = a.vararg or a.kwarg or (a.kwonlyargs[0] if a.kwonlyargs else fdef)
+                raise error_at(node, src, f"{target.__qualname__}: *args, **kwargs and "
+                               f"keyword-only parameters are not supported (parameter "
+                               f"'{p.name}').", "list the parameters explicitly, or pass a "
+                               "tuple/dict as one parameter.")
         self.lifted = lifted_closure_names(target)
         closure = closure_values(target)
         self.key = ("fn", _Identity(target.__code__),

@@ -85,8 +85,10 @@ def _does_something(stmts, restores):
     return False
 
 
-def _where(fir):
-    line = fir.source.line_of(fir.node)
+def _where(fir, node=None):
+    """'file:line (function)' for run-time errors; the runtime adds the source line."""
+    line = fir.source.line_of(node if node is not None and getattr(node, "lineno", None)
+                              else fir.node)
     return f"{fir.source.filename}:{line} ({fir.source.name})"
 
 
@@ -282,24 +284,29 @@ def _split_aux(fir, rev):
     rev.aux = aux_name
 
 
-def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee):
+def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee,
+                  single=True):
     """`grad_f(params...)`: forward, seed, backward, return the adjoints of `argnums`."""
     params = fir.params
     wrt = [params[i] for i in argnums]
+    ret_line = _where(fir, fir.node.body[-1])
     rev, fwd = build_reverse(program, fir, wrt, split_callee, has_aux)
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
-    seed = [_assign(dout, _call("rt.seed", [_copy(out), _const(_where(fir))]))]
+    seed = [_assign(dout, _call("rt.seed", [_copy(out), _const(ret_line)]))]
     checks = [gast.Expr(value=_call("rt.check_float_input", [_name(p), _const(p),
                                                              _const(_where(fir))]))
               for p in wrt]
     bwd = rev.backward_from(seed, dout)
     grads = [_call("rt.as_grad", [rev.param_adjoint(p) or _const(None), _name(p)]) for p in wrt]
-    result = grads[0] if len(grads) == 1 else gast.Tuple(elts=grads, ctx=gast.Load())
+    result = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
+    value = _copy(out)
     if has_aux:
-        result = gast.Tuple(elts=[result, _name(rev.aux)], ctx=gast.Load())
+        value = gast.Tuple(elts=[value, _name(rev.aux)], ctx=gast.Load())
     if with_value:
-        result = gast.Tuple(elts=[_copy(out), result], ctx=gast.Load())
+        result = gast.Tuple(elts=[value, result], ctx=gast.Load())
+    elif has_aux:
+        result = gast.Tuple(elts=[result, _name(rev.aux)], ctx=gast.Load())
     ret = gast.Return(value=result)
     fwd_of = _forward_map(rev, rev.body, fwd)
     bwd = optimize.dce(bwd + [ret], set())

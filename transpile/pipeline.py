@@ -119,9 +119,8 @@ def generate(t):
         entry_name = program.namer.fresh(("value_and_grad_" if opts["value"] else "grad_")
                                          + fir.name)
         node = gradients.grad_function(program, _fresh(fir), entry_name, argnums,
-                                       opts["has_aux"], opts["value"], split_callee)
-        if opts["single"] and len(argnums) == 1:
-            pass
+                                       opts["has_aux"], opts["value"], split_callee,
+                                       single=opts["single"])
         roots = [node]
         generated.insert(0, node)
     elif t.kind == "vjp":

@@ -54,7 +54,7 @@ nondiff("//", "%", "np.floor_divide", "np.mod", "np.remainder", "np.floor", "np.
         "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
         "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
         "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor", "math.ceil",
-        "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like", "np.around",
+        "np.zeros_like", "np.ones_like", "np.empty_like", "np.around",
         "np.heaviside", "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf",
         "np.bitwise_and", "np.bitwise_or", "np.bitwise_xor", "np.invert",
         "np.left_shift", "np.right_shift", "np.gcd", "np.lcm", "math.trunc", "math.isnan",

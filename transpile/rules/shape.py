@@ -59,9 +59,14 @@ def flip(dout, out, m, axis=None):
     dm = np.flip(dout, axis)
 
 
-@rev("np.fliplr", "np.flipud", view=True)
-def flip_lr_ud(dout, out, m):
-    dm = rt.flip_like(dout, m)
+@rev("np.fliplr", view=True)
+def fliplr(dout, out, m):
+    dm = np.fliplr(dout)
+
+
+@rev("np.flipud", view=True)
+def flipud(dout, out, m):
+    dm = np.flipud(dout)
 
 
 @rev("np.roll")
@@ -217,10 +222,20 @@ def pad_value_adj(dout, out, g, array, pad_width):
     dg = np.broadcast_to(dout, np.shape(g)) - np.pad(rt.expand(dout, array), pad_width)
 
 
+@rev("np.full")
+def full(dout, out, shape, fill_value, dtype=None):
+    dfill_value = rt.unbroadcast(dout, fill_value)
+
+
+@rev("np.full_like")
+def full_like(dout, out, a, fill_value, dtype=None):
+    dfill_value = rt.unbroadcast(dout, fill_value)
+
+
 nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinstance",
-        "rt.dtype_of", "np.arange", "np.zeros", "np.ones", "np.empty", "np.full", "np.eye",
+        "rt.dtype_of", "np.arange", "np.zeros", "np.ones", "np.empty", "np.eye",
         "np.identity", "np.linspace", "rt.dict_keys", "np.result_type", "type",
-        "np.logspace", "np.meshgrid", "np.indices", "np.tri", "np.diag_indices",
+        "np.logspace", "np.indices", "np.tri", "np.diag_indices",
         "np.tril_indices", "np.triu_indices", "np.broadcast_shapes", "np.iscomplexobj",
         "np.isrealobj", "np.isscalar")
 nondiff("print", side_effect=True)

@@ -1,0 +1,22 @@
+"""scipy.special functions (registered only when scipy is installed).
+
+Generated modules import only numpy and `runtime`, so a scipy function is spelled through
+its re-export in `runtime` (`rt.logsumexp` is scipy.special.logsumexp itself): the first
+spelling given to `rev` is the one generated code uses.
+"""
+from .core import rev
+import numpy as np  # noqa: F401
+import runtime as rt  # noqa: F401
+
+
+@rev("rt.logsumexp", "scipy.special.logsumexp")
+def logsumexp(dout, out, a, axis=None, b=None, keepdims=False, return_sign=False):
+    w = rt.expand(dout, a, axis, keepdims) * np.exp(a - rt.expand(out, a, axis, keepdims))
+    da = rt.weight(w, b, return_sign)
+    db = rt.unbroadcast(w, b)
+
+
+@rev("rt.weight")
+def weight(dout, out, w, b=None, return_sign=False):
+    dw = rt.weight(dout, b)
+    db = rt.unbroadcast(dout * w, b)
