@@ -104,7 +104,8 @@ class Reverse:
         body = self.node.body
         ret = body[-1]
         assert isinstance(ret, gast.Return), "controlflow leaves one return at the end"
-        self.body = _split_self_assignments(body[:-1], self.namer)
+        self.body = _freeze_branch_tests(_split_self_assignments(body[:-1], self.namer),
+                                         self.namer)
         self.out = ret.value
         self.active = varied(self.body, self.wrt)
         # Lists this function pops are stacks: their adjoints are stacks too. Lists it only
@@ -571,6 +572,24 @@ def _split_self_assignments(stmts, namer):
             out.append(first)
             out.append(gast.copy_location(_assign(target, _name(tmp)), s))
             continue
+        out.append(s)
+    return out
+
+
+def _freeze_branch_tests(stmts, namer):
+    """`if broke: ... broke = True ...` -> `taken = broke; if taken: ...`: the backward pass
+    re-tests the branch after the branch has run, so the test must not change inside it."""
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If):
+            s.body = _freeze_branch_tests(s.body, namer)
+            s.orelse = _freeze_branch_tests(s.orelse, namer)
+            if isinstance(s.test, gast.Name) and s.test.id in assigned_in(s.body + s.orelse):
+                frozen = namer.fresh(s.test.id + "_taken")
+                out.append(gast.copy_location(_assign(frozen, _name(s.test.id)), s))
+                s.test = _name(frozen)
+        elif isinstance(s, (gast.For, gast.While)):
+            s.body = _freeze_branch_tests(s.body, namer)
         out.append(s)
     return out
 
