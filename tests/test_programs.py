@@ -565,6 +565,34 @@ def chebyshev_sum(x, coeffs):
     return total
 
 
+def log_magnitudes_while(xs):
+    i = 0
+    acc = 0.0
+    while i < len(xs):
+        x = xs[i]
+        i += 1
+        if abs(x) < 0.5:
+            continue
+        acc = acc + np.log(x * x) * i
+    return acc
+
+
+def _mixed_magnitudes(rng, n=6):
+    small = rng.uniform(0.1, 0.3, n)
+    big = rng.uniform(0.8, 2.0, n)
+    return np.where(rng.random(n) < 0.5, small, big) * rng.choice([-1.0, 1.0], n)
+
+
+def nested_break(A):
+    total = 0.0
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if A[i, j] < 0.0:
+                break
+            total = total + A[i, j] ** 2 * (j + 1)
+    return total
+
+
 # ---- classic losses --------------------------------------------------------------
 def logistic_loss(w, b, X, y):
     margins = y * (X @ w + b)
@@ -680,6 +708,8 @@ PROGRAMS = [
     (power_iteration, lambda rng: (_n(rng, 4, 4), _n(rng, 4))),
     (quadratic_form_loops, lambda rng: (_n(rng, 3, 3), _n(rng, 3))),
     (chebyshev_sum, lambda rng: (rng.uniform(-0.9, 0.9, 3), _n(rng, 5))),
+    (log_magnitudes_while, lambda rng: (_mixed_magnitudes(rng),)),
+    (nested_break, lambda rng: (_signed_away_from_zero(rng, 12).reshape(3, 4),)),
     (logistic_loss, lambda rng: (_n(rng, 3), 0.1, _n(rng, 6, 3), rng.choice([-1.0, 1.0], 6))),
     (where_clip, lambda rng: (np.array([-6.0, -1.5, -0.4, 0.5, 1.2, 2.6])
                               + rng.uniform(-0.1, 0.1, 6),)),
@@ -829,6 +859,11 @@ def test_unused_input_gets_zeros_of_right_shape():
     assert g32.dtype == np.float32 and g32.shape == (2, 2) and not np.any(g32)
     gf = tp.grad(lambda a, b: a * 3.0, argnums=1)(1.0, 2.0)
     assert gf == 0.0 and isinstance(gf, float)
+    gp = tp.grad(lambda p, x: np.sum(x ** 2), argnums=0)({"a": np.ones(2), "b": (1.5, np.ones(3))}, x)
+    assert set(gp) == {"a", "b"} and isinstance(gp["b"], tuple)
+    assert gp["a"].shape == (2,) and not np.any(gp["a"])
+    assert gp["b"][0] == 0.0 and isinstance(gp["b"][0], float)
+    assert gp["b"][1].shape == (3,) and not np.any(gp["b"][1])
 
 
 def loss_with_aux(w, x):

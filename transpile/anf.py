@@ -359,6 +359,18 @@ class Normalizer:
             else:
                 index = self.namer.fresh("i")
                 self.assign_target(target, _name(index), prefix, node)
+        elif fn is builtins.enumerate and len(it.args) == 1 and isinstance(it.args[0], gast.Call) \
+                and isinstance(self.static(it.args[0].func), Static) \
+                and self.static(it.args[0].func).value is builtins.zip \
+                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            # for i, (a, b) in enumerate(zip(xs, ys))
+            inner = gast.For(target=target.elts[1], iter=it.args[0], body=[], orelse=[],
+                             type_comment=None)
+            zipped = self.stmt_For(gast.copy_location(inner, node))
+            loop = zipped[-1]
+            self.assign_target(target.elts[0], _name(loop.target.id), prefix, node)
+            loop.body = loop.body + prefix + self.block(node.body)
+            return stmts + zipped
         elif fn is builtins.enumerate or fn is builtins.zip:
             if it.keywords:
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
@@ -472,6 +484,8 @@ class Normalizer:
         if isinstance(value, (list, dict)) or isinstance(value, tuple):
             hint = node.id if isinstance(node, gast.Name) else "const"
             return _name(self.program.constant(value, hint))
+        if isinstance(value, type):   # classes as values: isinstance(t, tuple), dtypes
+            return _name(self.program.constant(value, getattr(value, "__name__", "cls")))
         if is_module(value) or callable(value) and not hasattr(value, "dtype"):
             raise self.error(node, f"{getattr(value, '__name__', value)!r} is used as a value "
                              "here; transformed code can only call functions.")

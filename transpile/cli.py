@@ -54,6 +54,11 @@ def _literal_source(value, name):
         return repr(value)
     if isinstance(value, float):
         return f"float({repr(str(value))})"
+    if isinstance(value, type) and getattr(__builtins__, "get", lambda k: None)(value.__name__) \
+            is value or isinstance(value, type) and value.__module__ == "builtins":
+        return value.__name__
+    if isinstance(value, type) and value.__module__ == "numpy":
+        return f"np.{value.__name__}"
     if isinstance(value, np.ndarray):
         if value.size > MAX_ARRAY_ELEMENTS:
             raise TransformError(f"cannot dump global '{name}': an array of {value.size} "

@@ -5,7 +5,7 @@ A script, not a test (pytest does not collect it: no test_ prefix, no test_ func
 
     python tests/benchmarks/bench.py            # full run, about 2-3 minutes
     python tests/benchmarks/bench.py --quick    # fewer repeats, about 20 seconds
-    python tests/benchmarks/bench.py --threads 1   # one BLAS/XLA thread for everyone
+    python tests/benchmarks/bench.py --threads 0   # leave BLAS/XLA thread defaults alone
 
 What it measures (docs/benchmarks.md has the numbers and notes):
 
@@ -22,10 +22,13 @@ What it measures (docs/benchmarks.md has the numbers and notes):
 Method: every competitor is warmed up, then timed in interleaved rounds (the order rotates
 each round); one sample is a loop of calls long enough to dwarf the timer, the garbage
 collector is off while sampling (as timeit does). Times are medians over rounds; ratios are
-medians of the per-round ratios (paired samples, robust to a noisy shared machine). Thread
-settings are left at their defaults for all competitors (OpenBLAS and XLA use all cores)
-unless --threads is given; the header prints them. Gradients of every competitor are checked against the hand-written
-ones before timing; the script exits with status 1 if tp.grad's do not match.
+medians of the per-round ratios (paired samples, robust to a noisy shared machine). Every
+competitor runs with one BLAS/XLA thread by default (--threads N to change, --threads 0 to
+leave the environment alone): on a small shared machine a multi-threaded OpenBLAS stalls
+whenever a neighbour takes a core, which swamps the differences measured here. The header
+prints the settings in force and the load average (other work on the machine). Gradients of
+every competitor are checked against the hand-written ones before timing; the script exits
+with status 1 if tp.grad's do not match.
 """
 import argparse
 import gc
@@ -40,16 +43,17 @@ import time
 
 
 def _early_threads(argv):
-    """--threads N must take effect before numpy (OpenBLAS) and jax (XLA) are imported."""
+    """--threads N (default 1; 0 leaves the environment alone) must take effect before numpy
+    (OpenBLAS) and jax (XLA) are imported, so it is read here, not by argparse."""
     for i, a in enumerate(argv):
         if a == "--threads" and i + 1 < len(argv):
             return argv[i + 1]
         if a.startswith("--threads="):
             return a.split("=", 1)[1]
-    return None
+    return "1"
 
 
-if __name__ == "__main__" and _early_threads(sys.argv[1:]):
+if __name__ == "__main__" and _early_threads(sys.argv[1:]) not in ("0", ""):
     _n = _early_threads(sys.argv[1:])
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[_var] = _n
@@ -384,13 +388,20 @@ def machine_info():
         lines.append(f"BLAS: {cfg.get('name')} {cfg.get('version')}" + _openblas_runtime())
     except Exception:
         pass
-    env = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                      "MKL_NUM_THREADS", "XLA_FLAGS",
-                                      "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_") if k in os.environ}
-    lines.append("thread settings: " + (", ".join(f"{k}={v}" for k, v in env.items())
-                                        if env else "defaults (none of OMP_/OPENBLAS_/MKL_"
-                                        "NUM_THREADS, XLA_FLAGS set)"))
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS",
+             "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+    env = {k: os.environ[k] for k in names if k in os.environ}
+    lines.append("environment: " + (", ".join(f"{k}={v}" for k, v in env.items()) if env
+                                    else "defaults (no thread or malloc variables set)"))
+    lines.append(_load())
     return lines
+
+
+def _load():
+    try:
+        return "load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "load average: unknown"
 
 
 def _version(dist):
@@ -441,9 +452,10 @@ def print_table(rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="set OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op "
-                         "threads) for every competitor; default: leave the defaults")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
+                         "for every competitor; default 1; 0 leaves the environment as is "
+                         "(OpenBLAS and XLA then use every core)")
     args = ap.parse_args(argv)
     if args.quick:
         rounds_big, rounds_small, target_s, reps_first = 15, 21, 0.02, 7
@@ -480,7 +492,7 @@ def main(argv=None):
     print(f"call overhead of tp.grad(f)(3.0): {us['tp']:.2f} us total, {us['entry']:.2f} us "
           f"in the generated function, {us['tp'] - us['entry']:.2f} us in the Transformed "
           f"wrapper; a plain Python `2.0 * x`: {us['plain']:.3f} us")
-    print(f"total wall time: {time.perf_counter() - t_start:.0f} s")
+    print(f"total wall time: {time.perf_counter() - t_start:.0f} s; at the end, {_load()}")
     return 0
 
 

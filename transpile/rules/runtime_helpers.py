@@ -51,3 +51,7 @@ nondiff("rt.check_float_input", side_effect=True)
 stateful("rt.pop_adjoint", "pop_adjoint")
 stateful("rt.push", "push")
 stateful("rt.pop", "pop")
+
+# Python builtins that generated code uses around indices and loops.
+nondiff("slice", "reversed", "rt.reversed_range", "len", "range", "isinstance", "type",
+        "zip", "enumerate")
