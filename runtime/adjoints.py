@@ -264,3 +264,15 @@ def tolist(x):
 def reversed_range(*args):
     """`reversed(range(...))` as a range (loops in generated backward code run over it)."""
     return range(*args)[::-1]
+
+
+def written_part(g, idx):
+    """`g[idx]` for the adjoint of `x[idx] = v`: with a repeated integer index, NumPy keeps
+    the last write, so the earlier duplicates of `v` get a zero adjoint."""
+    picked = g[idx]
+    if _is_basic_index(idx):
+        return picked
+    ids = np.arange(np.size(picked)).reshape(np.shape(picked))
+    last_writer = np.full(np.shape(g), -1)
+    last_writer[idx] = ids
+    return picked * (last_writer[idx] == ids)

@@ -416,7 +416,7 @@ class Reverse:
         out = []
         v = s.value
         if isinstance(v, gast.Name) and v.id in self.active:
-            item = _call("rt.getitem", [_name(dx), _copy.deepcopy(_as_index_value(idx))])
+            item = _call("rt.written_part", [_name(dx), _copy.deepcopy(_as_index_value(idx))])
             self.accumulate(v.id, _call("rt.unbroadcast", [item, _name(v.id)]), state, out)
         out.append(_assign(dx, _call("rt.index_clear", [_name(dx),
                                                         _copy.deepcopy(_as_index_value(idx))])))

@@ -21,7 +21,7 @@ def index_add(dout, out, dx, x, idx, dy):
 @rev("rt.index_update")
 def index_update(dout, out, x, idx, v):
     dx = rt.index_clear(dout, idx)
-    dv = rt.unbroadcast(rt.getitem(dout, idx), v)
+    dv = rt.unbroadcast(rt.written_part(dout, idx), v)
 
 
 @rev("rt.index_clear")
@@ -38,3 +38,8 @@ for _kind in ("tuple", "list", "dict"):
 @rev("rt.to_tuple", "rt.to_list")
 def to_sequence(dout, out, x):
     dx = rt.to_like(dout, x)
+
+
+@rev("rt.written_part")
+def written_part(dout, out, g, idx):
+    dg = rt.index_update(rt.zeros_like(g), idx, dout)
