@@ -70,6 +70,14 @@ class LocalFunction:
         self.defaults = defaults
 
 
+class LocalTransformed:
+    """`tp.grad(nested_fn)`: a Transformed of the lifted function, plus its free variables."""
+
+    def __init__(self, transformed, freevars):
+        self.transformed = transformed
+        self.freevars = freevars
+
+
 class LocalPartial:
     def __init__(self, target, args, keywords):
         self.target = target          # Static or LocalFunction
@@ -224,7 +232,7 @@ class Normalizer:
             if self._bind_local_function(target, node.value, stmts):
                 return stmts
             value = self.expr(node.value, stmts, hint=target)
-            if isinstance(value, (Static, LocalFunction, LocalPartial)):
+            if isinstance(value, (Static, LocalFunction, LocalPartial, LocalTransformed)):
                 self.local_fns[target] = value
                 return stmts
             if (stmts and isinstance(stmts[-1], gast.Assign) and isinstance(value, gast.Name)
@@ -471,7 +479,7 @@ class Normalizer:
             return value
         if isinstance(value, Static):
             return self.static_atom(value.value, node)
-        if isinstance(value, (LocalFunction, LocalPartial)):
+        if isinstance(value, (LocalFunction, LocalPartial, LocalTransformed)):
             raise self.error(node, "a function value can only be called here, not stored or "
                              "passed.", "call it directly, or pass its result.")
         tmp = self.namer.fresh(hint or _temp_name(value))
@@ -693,7 +701,7 @@ class Normalizer:
         if callee is None:
             if isinstance(func, gast.Call):
                 callee = self.expr(func, stmts)
-                if not isinstance(callee, Static):
+                if not isinstance(callee, (Static, LocalTransformed)):
                     raise self.error(func, "this call does not produce a function known "
                                      "while transforming.")
             else:
@@ -702,6 +710,13 @@ class Normalizer:
         return self.call(callee, node, stmts)
 
     def call(self, callee, node, stmts):
+        from . import api
+        if isinstance(callee, Static) and api.is_transformation(callee.value):
+            return self.transformation(callee.value, node)
+        if isinstance(callee, LocalTransformed):
+            args = [self.atom(a, stmts) for a in node.args] + \
+                [_name(v) for v in callee.freevars]
+            return self.call_static(callee.transformed, args, [], node, stmts)
         if isinstance(callee, Static) and callee.value is functools.partial:
             target = self.static(node.args[0]) if node.args else None
             if target is None:
@@ -763,8 +778,6 @@ class Normalizer:
         if value in (builtins.tuple, builtins.list):
             if len(args) == 1:
                 return prim_call("rt.to_" + value.__name__, args)
-        if api.is_transformation(value):
-            return api.apply_statically(value, node, self, stmts)
         if inspect.isfunction(value) or inspect.ismethod(value):
             ir_name, params, defaults = self.program_function(value, node)
             return self.user_call(ir_name, params, defaults, args, keywords, node)
@@ -822,6 +835,29 @@ class Normalizer:
                          "call the numpy function instead (np.<name>(x, ...)); supported "
                          "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS)))
 
+    def transformation(self, transform, node):
+        """`tp.grad(g, ...)` inside transformed code: applied now, while transforming.
+
+        A nested g is compiled from its lifted IR (free variables become trailing
+        parameters, passed at each call), so an outer transformation sees how the inner
+        result depends on them: no perturbation confusion."""
+        if not node.args or any(not isinstance(a, gast.Constant) for a in node.args[1:]) or \
+                any(not isinstance(k.value, (gast.Constant, gast.Tuple)) for k in node.keywords):
+            raise self.error(node, f"{transform.__name__}() inside transformed code needs a "
+                             "function and constant options.",
+                             f"write {transform.__name__}(f, argnums=0) with literal options.")
+        options = {k.arg: _literal(k.value) for k in node.keywords}
+        extra = [a.value for a in node.args[1:]]
+        target = self.static(node.args[0])
+        if isinstance(target, Static):
+            return Static(transform(target.value, *extra, **options))
+        if isinstance(target, LocalFunction):
+            from .pipeline import compile_ir_function
+            fn = compile_ir_function(self.program, target.ir_name)
+            return LocalTransformed(transform(fn, *extra, **options), target.freevars)
+        raise self.error(node.args[0], f"{transform.__name__}() needs a function known while "
+                         "transforming.")
+
     # ------------------------------------------------------------------ lifting
     def _bind_local_function(self, target, value, stmts):
         if isinstance(value, gast.Lambda):
@@ -877,6 +913,14 @@ _EXPR_HINTS = {
     "NamedExpr": "assign with a separate statement.",
     "JoinedStr": "f-strings are only supported inside print().",
 }
+
+
+def _literal(node):
+    if isinstance(node, gast.Tuple):
+        return tuple(_literal(e) for e in node.elts)
+    if isinstance(node, gast.Constant):
+        return node.value
+    raise ValueError(node)
 
 
 def _call_like(node, pargs, args, keywords):

@@ -226,6 +226,3 @@ def vjp(f, *primals, has_aux=False):
 def is_transformation(value):
     return value in (grad, value_and_grad, transform)
 
-
-def apply_statically(value, node, normalizer, stmts):
-    return pipeline.apply_statically(value, node, normalizer, stmts)
