@@ -15,6 +15,7 @@ from .trees import (add, as_grad, check_float_input, pop, pop_adjoint, push, tre
                     zeros_like)
 from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,
                              inner_spec, logsumexp, solve, solve_spec, tensordot_spec, weight)
+from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: F811 (any ranks)
 from .shape_helpers import (above, below, concatenate_adj, cumsum_adj, diag_adj, diagonal_adj,
                             diff_adj, extremum_share, hstack_adj, pad_value_adj, repeat_adj,
                             sort_like, stack_adj, sum_adj, sum_adj_t, tile_adj, trace_adj,

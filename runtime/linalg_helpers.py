@@ -11,6 +11,7 @@ import string
 
 import numpy as np
 
+from .adjoints import unbroadcast
 from .backend import array_module
 from .errors import TransformError
 
@@ -20,6 +21,41 @@ except ImportError:  # pragma: no cover
     logsumexp = None
 
 _LETTERS = string.ascii_letters
+
+
+# ---------------------------------------------------------------- matmul
+
+def matmul_adj_x1(g, x2, x1):
+    """Adjoint of `x1 @ x2` with respect to x1, for any ranks (1-D operands included).
+
+    Replaces the version in adjoints.py, which got a 1-D operand next to a batched one wrong.
+    """
+    xp = array_module(g, x2)
+    n1, n2 = np.ndim(x1), np.ndim(x2)
+    if n1 == 1 and n2 == 1:
+        out = g * x2
+    elif n2 == 1:                       # x1 (..., n, k) @ x2 (k,) -> g (..., n)
+        out = xp.expand_dims(g, -1) * x2
+    elif n1 == 1:                       # x1 (k,) @ x2 (..., k, m) -> g (..., m)
+        out = xp.matmul(xp.expand_dims(g, -2), xp.swapaxes(x2, -1, -2))[..., 0, :]
+    else:
+        out = xp.matmul(g, xp.swapaxes(x2, -1, -2))
+    return unbroadcast(out, x1)
+
+
+def matmul_adj_x2(x1, g, x2):
+    """Adjoint of `x1 @ x2` with respect to x2, for any ranks (1-D operands included)."""
+    xp = array_module(g, x1)
+    n1, n2 = np.ndim(x1), np.ndim(x2)
+    if n1 == 1 and n2 == 1:
+        out = x1 * g
+    elif n1 == 1:                       # x1 (k,) @ x2 (..., k, m) -> g (..., m)
+        out = xp.expand_dims(x1, -1) * xp.expand_dims(g, -2)
+    elif n2 == 1:                       # x1 (..., n, k) @ x2 (k,) -> g (..., n)
+        out = xp.matmul(xp.swapaxes(x1, -1, -2), xp.expand_dims(g, -1))[..., 0]
+    else:
+        out = xp.matmul(xp.swapaxes(x1, -1, -2), g)
+    return unbroadcast(out, x2)
 
 
 # ---------------------------------------------------------------- einsum

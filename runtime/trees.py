@@ -73,6 +73,11 @@ class ZeroList(list):
 
 def zeros_like(x):
     """The zero adjoint of `x`: zeros for float leaves, same container structure."""
+    t = type(x)
+    if t is np.ndarray and x.dtype.kind in "fc":
+        return np.zeros(x.shape, x.dtype)
+    if t is float:
+        return 0.0
     if isinstance(x, list):
         return ZeroList(zeros_like(v) for v in x)
     if isinstance(x, tuple) and not hasattr(x, "_fields"):

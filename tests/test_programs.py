@@ -593,6 +593,52 @@ def nested_break(A):
     return total
 
 
+def pairwise_distances(X):
+    n = X.shape[0]
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = np.sqrt(np.sum((X[i] - X[j]) ** 2))
+            D[i, j] = d
+            D[j, i] = d
+    return np.sum(np.exp(-D))
+
+
+def local_list_and_dict_writes(x, w):
+    hs = [x, 2.0 * x, x ** 2]
+    hs[1] = hs[1] * w
+    cache = {}
+    cache["a"] = np.sum(hs[0] * hs[1])
+    cache["b"] = np.sum(hs[2])
+    cache["a"] = cache["a"] + cache["b"] * 0.5
+    return cache["a"] * cache["b"]
+
+
+def reversed_and_newaxis(x):
+    rev = x[::-1]
+    outer = x[:, np.newaxis] * rev[np.newaxis, :]
+    scale = x.ndim + x.size
+    return np.sum(outer ** 2) / scale + np.sum(x[-2::-2])
+
+
+def integer_array_write(x, v, idx):
+    y = np.zeros(x.shape[0] + 2)
+    y[idx] = v * x[idx]
+    y[:x.shape[0]] += x
+    return np.sum(np.sin(y) * y)
+
+
+def depth_sum(xs, depth):
+    if depth == 0:
+        return np.sum(xs ** 2)
+    total = 0.0
+    for k in range(2):
+        total = total + depth_sum(np.tanh(xs * (k + 1.0)), depth - 1)
+        if depth == 1 and k == 1:
+            return total * 0.5
+    return total
+
+
 # ---- classic losses --------------------------------------------------------------
 def logistic_loss(w, b, X, y):
     margins = y * (X @ w + b)
@@ -710,6 +756,11 @@ PROGRAMS = [
     (chebyshev_sum, lambda rng: (rng.uniform(-0.9, 0.9, 3), _n(rng, 5))),
     (log_magnitudes_while, lambda rng: (_mixed_magnitudes(rng),)),
     (nested_break, lambda rng: (_signed_away_from_zero(rng, 12).reshape(3, 4),)),
+    (pairwise_distances, lambda rng: (_n(rng, 4, 2),)),
+    (local_list_and_dict_writes, lambda rng: (_n(rng, 3), _n(rng, 3))),
+    (reversed_and_newaxis, lambda rng: (_n(rng, 5),)),
+    (integer_array_write, lambda rng: (_n(rng, 4), _n(rng, 2), np.array([1, 5]))),
+    (depth_sum, lambda rng: (_n(rng, 3), 2)),
     (logistic_loss, lambda rng: (_n(rng, 3), 0.1, _n(rng, 6, 3), rng.choice([-1.0, 1.0], 6))),
     (where_clip, lambda rng: (np.array([-6.0, -1.5, -0.4, 0.5, 1.2, 2.6])
                               + rng.uniform(-0.1, 0.1, 6),)),
@@ -783,6 +834,9 @@ def test_float32_inputs_give_float32_grads():
     for g, p in zip(tree_leaves(grads), tree_leaves((params, x))):
         assert g.dtype == np.float32, g.dtype
         assert g.shape == p.shape
+    gc, gx32 = tp.grad(lambda c, x: np.sum(horner(c, x)), argnums=(0, 1))(
+        rng.standard_normal(4).astype(np.float32), x[0])
+    assert gc.dtype == np.float32 and gx32.dtype == np.float32
     ref = tp.grad(mlp_loss, argnums=(0, 1))(tree_map(lambda a: a.astype(np.float64), params),
                                             x.astype(np.float64), y.astype(np.float64))
     assert _tree_allclose(grads, ref, rtol=1e-3, atol=1e-4)

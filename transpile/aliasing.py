@@ -24,6 +24,14 @@ def _origins(stmts, params):
     while changed:
         changed = False
         for s in walk_simple(stmts):
+            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Tuple) and \
+                    isinstance(s.value, gast.Name):   # a, b = t: parts of what t refers to
+                new = set(roots.get(s.value.id, {("global", s.value.id)}))
+                for e in s.targets[0].elts:
+                    if not new <= roots.get(e.id, set()):
+                        roots[e.id] = roots.get(e.id, set()) | new
+                        changed = True
+                continue
             if not isinstance(s, gast.Assign) or not isinstance(s.targets[0], gast.Name):
                 continue
             t = s.targets[0].id

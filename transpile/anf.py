@@ -259,6 +259,18 @@ class Normalizer:
             if any(isinstance(e, gast.Starred) for e in target.elts):
                 raise self.error(target, "starred unpacking is not supported.",
                                  "index the elements explicitly.")
+            names = [e.id for e in target.elts if isinstance(e, gast.Name)]
+            if isinstance(value, gast.Name) and len(names) == len(target.elts) and \
+                    len(set(names)) == len(names) and value.id not in names:
+                # `W, b = item` stays one statement: its adjoint is the tuple (dW, db)
+                unpack = gast.Assign(targets=[gast.Tuple(elts=[_name(n, gast.Store())
+                                                               for n in names],
+                                                         ctx=gast.Store())],
+                                     value=value, type_comment=None)
+                gast.copy_location(unpack, origin)
+                anno.set(unpack, Anno.ORIGIN, origin)
+                stmts.append(unpack)
+                return
             for i, elt in enumerate(target.elts):
                 if isinstance(elt, gast.Name):
                     stmts.append(_assign(elt.id, prim_call("[]", [value, _const(i)]), origin))

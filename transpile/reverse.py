@@ -269,6 +269,8 @@ class Reverse:
             return self.backward_update(s, state)
         if not isinstance(s, gast.Assign):
             return []
+        if isinstance(s.targets[0], gast.Tuple):
+            return self.backward_unpack(s, state)
         target = s.targets[0].id
         if target not in self.active:
             return []
@@ -364,6 +366,25 @@ class Reverse:
             else:
                 new = _substitute(stmt, mapping, local, {})
                 out.append(new)
+        return out
+
+    def backward_unpack(self, s, state):
+        """`a, b = t`: the adjoint of t is the tuple (da, db), zeros where one is missing."""
+        names = [e.id for e in s.targets[0].elts]
+        adjoints = [self.adj(n) if n in self.active else None for n in names]
+        if not any(d is not None and d in state.live for d in adjoints):
+            return []
+        parts = []
+        for n, d in zip(names, adjoints):
+            parts.append(_name(d) if d is not None and d in state.live else
+                         _call("rt.zeros_like", [_name(n)]))
+            if d is not None:
+                state.live.discard(d)
+        out = []
+        if isinstance(s.value, gast.Name):
+            tup = gast.Tuple(elts=parts, ctx=gast.Load())
+            anno.set(tup, Anno.PRIM, (rules.lookup("tuple"), "tuple"))
+            self.accumulate(s.value.id, tup, state, out)
         return out
 
     def backward_container(self, value, dt, state):
