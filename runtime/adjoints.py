@@ -270,7 +270,7 @@ def written_part(g, idx):
     """`g[idx]` for the adjoint of `x[idx] = v`: with a repeated integer index, NumPy keeps
     the last write, so the earlier duplicates of `v` get a zero adjoint."""
     picked = g[idx]
-    if _is_basic_index(idx):
+    if is_container(g) or _is_basic_index(idx):
         return picked
     ids = np.arange(np.size(picked)).reshape(np.shape(picked))
     last_writer = np.full(np.shape(g), -1)

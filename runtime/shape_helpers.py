@@ -60,7 +60,7 @@ def cumsum_adj(g, a, axis=None):
     return xp.flip(xp.cumsum(xp.flip(g, axis), axis), axis)
 
 
-def sum_adj(g, xs, start=0):
+def sum_adj(g, xs):
     """Adjoint of the builtin `sum(xs)` for each item of `xs`: a list/tuple of adjoints
     (each reduced to its item's shape), or, when `xs` is an array, `g` broadcast along axis 0.
     """

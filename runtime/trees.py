@@ -139,6 +139,9 @@ def as_grad(g, x):
 
 
 def _finish_tree(g, x):
+    if type(x) is np.ndarray and type(g) is np.ndarray and g.dtype == x.dtype and \
+            g.shape == x.shape and g.flags.writeable:
+        return g
     if isinstance(x, tuple):
         items = [_finish_tree(None if g is None else g[i], xi) for i, xi in enumerate(x)]
         return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
@@ -154,6 +157,11 @@ def check_float_input(x, name, where):
     t = type(x)
     if t is float or (t is np.ndarray and x.dtype.kind in "fc"):
         return
+    if (t is list or t is tuple) and all(
+            type(v) is np.ndarray and v.dtype.kind in "fc" or type(v) is float or
+            (type(v) is tuple or type(v) is list) and all(
+                type(w) is np.ndarray and w.dtype.kind in "fc" for w in v) for v in x):
+        return   # a list of layers of float arrays: the common case, checked quickly
     for leaf in tree_leaves(x):
         if not is_float_leaf(leaf):
             dtype = getattr(leaf, "dtype", None)

@@ -623,7 +623,7 @@ def reversed_and_newaxis(x):
 
 def integer_array_write(x, v, idx):
     y = np.zeros(x.shape[0] + 2)
-    y[idx] = v * x[idx]
+    y[idx] = v * x[0]
     y[:x.shape[0]] += x
     return np.sum(np.sin(y) * y)
 
@@ -941,6 +941,29 @@ def test_value_and_grad_has_aux():
     assert np.isclose(val, np.mean((x @ w) ** 2))
     assert np.allclose(g, 2 * x.T @ (x @ w) / 5)
     assert np.allclose(aux["pred"], x @ w)
+
+
+def test_has_aux_with_argnums_tuple_and_int_args():
+    rng = np.random.default_rng()
+    E, tokens, w = _n(rng, 5, 4), np.array([0, 3, 3, 1]), _n(rng, 4)
+
+    def loss(E, tokens, w):
+        h = np.tanh(E[tokens] @ w)
+        return np.sum(h ** 2), len(tokens)
+
+    (gE, gw), n = tp.grad(loss, argnums=(0, 2), has_aux=True)(E, tokens, w)
+    assert n == 4 and gE.shape == E.shape and gw.shape == w.shape
+    h = np.tanh(E[tokens] @ w)
+    dh = 2 * h * (1 - h ** 2)
+    expected_E = np.zeros_like(E)
+    np.add.at(expected_E, tokens, np.outer(dh, w))
+    assert np.allclose(gE, expected_E) and np.allclose(gw, E[tokens].T @ dh)
+
+
+def test_grad_of_transform_equals_grad():
+    rng = np.random.default_rng()
+    args = _rnn_args(rng)
+    assert _tree_allclose(tp.grad(tp.transform(rnn_loss))(*args), tp.grad(rnn_loss)(*args))
 
 
 def test_value_and_grad():

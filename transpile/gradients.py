@@ -122,10 +122,12 @@ class Saves:
         self.maybe = maybe_defined(fwd, params)
         self.need_init = set()
         self.unbound_at = set()
+        reads = _reads_of
         # Loop-local values (assigned once, at the top of a loop body, not read earlier in
         # it) are pushed right after they are made and popped at the top of the backward
         # loop body: no placeholder pushes, no None initialisation.
         self.local = {}          # name -> forward site statement
+        self.recomputed = set()
         self.pop_at_top = {}     # id(backward loop) -> names
         orig_of = {id(v): k for k, v in fwd_of.items()}
         for name in self.saved:
@@ -140,6 +142,49 @@ class Saves:
                 continue
             self.local[name] = site
             self.pop_at_top.setdefault(orig, []).append(name)
+        # Cheap loop-local values (an element of a container or array, or parts of a tuple)
+        # whose inputs are still there in the backward pass are recomputed, not saved.
+        self.remat = {}          # id(IR loop) -> statements recomputed at the top
+        for orig, names in self.pop_at_top.items():
+            loop = fwd_of[orig]
+            index = loop.target.id if isinstance(loop, gast.For) else None
+            available = {index}
+            kept, stmts = [], []
+
+            def resolvable(st, depth=0):
+                """Can `st` be redone at the top of the backward body (with what it needs)?"""
+                if depth > 8 or not _cheap(st) or not any(b is st for b in loop.body):
+                    return None
+                needs = []
+                for r in reads(st):
+                    if r in available or _invariant(r, sites, params):
+                        continue
+                    where = sites.get(r, [])
+                    if len(where) != 1:
+                        return None
+                    more = resolvable(where[0][0], depth + 1)
+                    if more is None:
+                        return None
+                    needs += more
+                return needs + [st]
+
+            for name in sorted(names, key=lambda n: _position(loop.body, self.local[n])):
+                chain = resolvable(self.local[name])
+                if chain is None or not all(t in names or t not in self.saved
+                                            for st in chain for t in targets(st)):
+                    kept.append(name)
+                    continue
+                for st in chain:
+                    if not any(st is x for x in stmts):
+                        stmts.append(st)
+                        available |= targets(st)
+            stmts.sort(key=lambda st: _position(loop.body, st))
+            self.pop_at_top[orig] = kept
+            self.remat[orig] = [_copy(st) for st in stmts]
+            for st in stmts:
+                for t in targets(st):
+                    self.local.pop(t, None)
+                    self.recomputed.add(t)
 
     def forward(self, stmts):
         out = []
@@ -150,7 +195,8 @@ class Saves:
                 s.body = self.forward(s.body)
             local = [n for n in sorted(targets(s) & set(self.local)) if self.local[n] is s]
             if not getattr(s, "_no_save", False):
-                for name in sorted(targets(s) & set(self.saved) - set(local)):
+                for name in sorted(targets(s) & set(self.saved) - set(local) -
+                                   self.recomputed):
                     if name not in self.maybe.get(id(s), set()):
                         self.unbound_at.add((id(s), name))   # nothing to save yet
                         continue
@@ -185,7 +231,8 @@ class Saves:
                 orig = fwd_of.get(id(s.stmt), s.stmt)
                 if getattr(orig, "_no_save", False):
                     continue
-                for name in sorted(targets(orig) & set(self.saved) - set(self.local)):
+                for name in sorted(targets(orig) & set(self.saved) - set(self.local) -
+                                   self.recomputed):
                     if (id(orig), name) not in self.unbound_at:
                         out.append(self._pop(name))
                 continue
@@ -193,8 +240,9 @@ class Saves:
                 s.body = self.backward(s.body, fwd_of) or [gast.Pass()]
                 s.orelse = self.backward(s.orelse, fwd_of)
             elif isinstance(s, (gast.For, gast.While)):
-                s.body = [self._pop(n) for n in self.pop_at_top.get(getattr(s, "_loop_of", None),
-                                                                    [])] + \
+                key = getattr(s, "_loop_of", None)
+                s.body = [_copy(r) for r in self.remat.get(key, [])] + \
+                    [self._pop(n) for n in self.pop_at_top.get(key, [])] + \
                     self.backward(s.body, fwd_of)
             out.append(s)
         return out
@@ -203,6 +251,31 @@ class Saves:
         out = [_assign(self.stacks[n], gast.List(elts=[], ctx=gast.Load())) for n in self.saved]
         out += [_assign(n, _const(None)) for n in sorted(self.need_init)]
         return out
+
+
+def _position(body, site):
+    for i, s in enumerate(body):
+        if s is site:
+            return i
+    return len(body)
+
+
+def _cheap(s):
+    """Reading an element or unpacking a tuple: cheap enough to redo in the backward pass."""
+    if not isinstance(s, gast.Assign):
+        return False
+    if isinstance(s.targets[0], gast.Tuple):
+        return isinstance(s.value, gast.Name)
+    found = anno.get(s.value, Anno.PRIM)
+    return bool(found) and found[1] == "[]" and isinstance(s.value.value, gast.Name)
+
+
+def _invariant(name, sites, params):
+    """Never reassigned: a parameter, a global, or assigned once outside every loop."""
+    where = sites.get(name, [])
+    if not where:
+        return True
+    return len(where) == 1 and not where[0][1] and name not in params
 
 
 def _enclosing_loop(stmts, site, loop=None):

@@ -26,7 +26,7 @@ def total(dout, out, iterable, start=0):
 
 
 @rev("rt.sum_adj")
-def sum_adj(dout, out, g, xs, start=0):
+def sum_adj(dout, out, g, xs):
     dg = rt.sum_adj_t(dout, g)
 
 

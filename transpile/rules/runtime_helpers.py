@@ -55,3 +55,8 @@ stateful("rt.pop", "pop")
 # Python builtins that generated code uses around indices and loops.
 nondiff("slice", "reversed", "rt.reversed_range", "len", "range", "isinstance", "type",
         "zip", "enumerate")
+
+
+@rev("rt.to_like")
+def to_like(dout, out, g, x):
+    dg = rt.to_like(dout, g)
