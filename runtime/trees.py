@@ -100,8 +100,8 @@ def add(a, b):
         return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
     if isinstance(a, list):
         return [add(x, y) for x, y in zip(a, b)]
-    if isinstance(a, dict):
-        return {k: add(a[k], b[k]) for k in a}
+    if isinstance(a, dict):   # dicts grow as a function runs: keys missing on a side are 0
+        return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
     return a + b
 
 
