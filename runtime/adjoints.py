@@ -15,9 +15,14 @@ from .trees import add, is_container, zeros_like
 def unbroadcast(g, x):
     """Sum `g` over the axes that broadcasting added to `x`, giving `x`'s shape."""
     try:
-        if g.shape == x.shape:      # the common case, kept fast: no broadcasting happened
+        gs, xs = g.shape, x.shape
+        if gs == xs:                # the common case, kept fast: no broadcasting happened
             return g
+        if len(gs) == len(xs) + 1 and gs[1:] == xs:   # a bias added to a batch
+            return g.sum(0)
     except AttributeError:
+        if g is None:
+            return zeros_like(x)
         if type(x) is float and getattr(g, "ndim", 0) == 0:
             return g
     shape = np.shape(x)
@@ -74,7 +79,7 @@ def reduced_size(x, axis=None):
     """How many elements a reduction over `axis` combines (for mean, var, std)."""
     shape = np.shape(x)
     if axis is None:
-        return int(np.prod(shape))
+        return int(np.size(x))
     axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
     return int(np.prod([shape[a] for a in axes]))
 
@@ -129,6 +134,10 @@ def index_update(x, idx, v):
 
 def index_clear(g, idx):
     """Adjoint flowing to the old array of `x[idx] = v`: `g` with zeros at `idx`."""
+    if is_container(g):
+        out = dict(g) if isinstance(g, dict) else list(g)
+        out[idx] = None
+        return out if not isinstance(g, tuple) else tuple(out)
     out = g.copy()
     out[idx] = 0
     return out

@@ -64,8 +64,8 @@ def sum_adj(g, xs):
     """Adjoint of the builtin `sum(xs)` for each item of `xs`: a list/tuple of adjoints
     (each reduced to its item's shape), or, when `xs` is an array, `g` broadcast along axis 0.
     """
-    if isinstance(xs, (tuple, list)):
-        return type(xs)(unbroadcast(g, x) for x in xs)
+    if isinstance(xs, (tuple, list)):  # a None item (a zero adjoint) gets None back
+        return type(xs)(None if x is None else unbroadcast(g, x) for x in xs)
     xp = array_module(g)
     if np.ndim(xs) == 0:
         raise TransformError("sum() of a 0-d array: it is not iterable")

@@ -72,17 +72,44 @@ class ZeroList(list):
 
 
 def zeros_like(x):
-    """The zero adjoint of `x`: zeros for float leaves, same container structure."""
+    """The zero adjoint of `x`. For a container: its slots hold None (zero, made lazily),
+    so the gradient of one layer's weights never zero-fills the others; `add`, `index_add`,
+    `part` and `as_grad` read None as zeros."""
     t = type(x)
     if t is np.ndarray and x.dtype.kind in "fc":
         return np.zeros(x.shape, x.dtype)
     if t is float:
         return 0.0
     if isinstance(x, list):
-        return ZeroList(zeros_like(v) for v in x)
-    if isinstance(x, tuple) and not hasattr(x, "_fields"):
-        return tuple(zeros_like(v) for v in x)
+        return ZeroList([None] * len(x))
+    if isinstance(x, tuple):
+        return type(x)(*[None] * len(x)) if hasattr(x, "_fields") else (None,) * len(x)
+    if isinstance(x, dict):
+        return dict.fromkeys(x)
+    return _zeros_leaf(x)
+
+
+def tangent_zeros(x):
+    """Zeros shaped like `x` all the way down (forward mode needs real arrays)."""
     return tree_map(_zeros_leaf, x)
+
+
+def part(g, key, like):
+    """Element `key` of the container adjoint `g`, as zeros shaped like `like` if unset."""
+    item = g[key]
+    return zeros_like(like) if item is None else item
+
+
+def filled(g, like):
+    """The container adjoint `g` with its unset (None) slots made zeros like `like`'s."""
+    if isinstance(g, (tuple, list)):
+        items = [zeros_like(l) if v is None else filled(v, l) for v, l in zip(g, like)]
+        return type(g)(items) if not isinstance(g, tuple) or not hasattr(g, "_fields") \
+            else type(g)(*items)
+    if isinstance(g, dict):
+        return {k: zeros_like(like[k]) if v is None else filled(v, like[k])
+                for k, v in g.items()}
+    return g
 
 
 def add(a, b):

@@ -49,12 +49,6 @@ def branchy(x):
     return np.sum(y ** 2)
 
 
-def mlp_args(rng=np.random.default_rng(0)):
-    params = [(rng.standard_normal((3, 4)), rng.standard_normal(4)),
-              (rng.standard_normal((4, 2)), rng.standard_normal(2))]
-    return params, rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
-
-
 def code_of(source):
     """The generated module without its docstring and comments (the statements only)."""
     tree = ast.parse(source)
@@ -91,7 +85,7 @@ def test_adjoint_names_come_from_user_names():
 
 
 def test_names_are_words_not_counters_or_hashes():
-    for f, args in [(mlp_loss, mlp_args()), (straight, None), (overwrite_in_loop, None)]:
+    for f in (mlp_loss, straight, overwrite_in_loop, branchy):
         source = tp.grad(f).source
         for name in assigned_names(source):
             assert not re.search(r"\d{3,}|_[0-9a-f]{6,}$|^tmp|^_t\d", name), \

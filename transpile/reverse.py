@@ -62,6 +62,7 @@ def _method(obj, attr, args):
 
 
 ARRAY_RESULT = "array"
+_ARITHMETIC = {"+", "-", "*", "/", "**", "@", "u-", "u+"}
 
 
 class Adjoints:
@@ -137,11 +138,14 @@ class Reverse:
 
     # ---------------------------------------------------------------- kinds
     def _infer_kinds(self):
+        """Names surely holding arrays or numbers (made by numpy or an operator), whose
+        adjoints can be added with `+`; anything else may be a container (`rt.add`)."""
         for s in walk_simple(self.body):
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 found = anno.get(s.value, Anno.PRIM)
-                if found and found[0] is not None and not found[0].container \
-                        and found[1] != "[]" and found[1] not in ("rt.to_tuple", "rt.to_list"):
+                numeric = bool(found) and found[0] is not None and not found[0].container \
+                    and (found[1].startswith(("np.", "math.")) or found[1] in _ARITHMETIC)
+                if numeric:
                     self.kinds.setdefault(s.targets[0].id, ARRAY_RESULT)
                 else:
                     self.kinds[s.targets[0].id] = None
@@ -325,6 +329,8 @@ class Reverse:
                              "call it as the numpy documentation shows, with the supported "
                              "arguments.")
         mapping = {"dout": _name(dt), "out": _name(target)}
+        if prim.container_out:   # its adjoint is a container whose unset slots are None
+            mapping["dout"] = _call("rt.filled", [_name(dt), _name(target)])
         for p in template.params[2:]:
             mapping[p] = actual[p]
         wanted = {}
@@ -395,8 +401,7 @@ class Reverse:
             items = [(_const(i), e) for i, e in enumerate(value.elts)]
         for key, elt in items:
             if isinstance(elt, gast.Name) and elt.id in self.active:
-                item = gast.Subscript(value=_name(dt), slice=_copy.deepcopy(key), ctx=gast.Load())
-                anno.set(item, Anno.PRIM, (rules.lookup("[]"), "[]"))
+                item = _call("rt.part", [_name(dt), _copy.deepcopy(key), _name(elt.id)])
                 self.accumulate(elt.id, item, state, out)
         return out
 
@@ -454,7 +459,7 @@ class Reverse:
             if not (isinstance(item, gast.Name) and item.id in self.active):
                 return []
             out = []
-            at = _call("rt.getitem", [_name(ds), _name(self.push_index[id(s)])])
+            at = _call("rt.part", [_name(ds), _name(self.push_index[id(s)]), _copy.deepcopy(item)])
             self.accumulate(item.id, at, state, out)
             return out
         self.stack_adjoints.add(ds)

@@ -51,10 +51,17 @@ if _scipy_special is not None:
     _NAMESPACE["scipy"] = __import__("scipy")
 
 
+# Primitives returning a tuple or list of arrays (their adjoints are containers).
+CONTAINER_OUTPUT = {"np.split", "np.array_split", "np.hsplit", "np.vsplit", "np.dsplit",
+                    "np.linalg.slogdet", "np.linalg.eigh", "np.linalg.svd", "np.linalg.qr",
+                    "np.meshgrid", "np.unstack", "rt.to_tuple", "rt.to_list",
+                    "rt.concatenate_adj", "rt.stack_adj"}
+
+
 class Template:
     """A rule written as Python: parameters are placeholders, the body is copied per use."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, forward=False):
         src = textwrap.dedent(inspect.getsource(fn))
         node = gast.parse(src).body[0]
         self.name = fn.__name__
@@ -68,6 +75,10 @@ class Template:
         self.assigned = {t.id for s in gast.walk(node) if isinstance(s, gast.Assign)
                          for t in s.targets if isinstance(t, gast.Name)}
         self.differentiates = [p for p in self.params if "d" + p in self.assigned]
+        if forward:   # which tangents each statement reads
+            self.reads = [{n.id[1:] for n in gast.walk(st) if isinstance(n, gast.Name)
+                           and n.id.startswith("d") and n.id[1:] in self.params
+                           and not isinstance(n.ctx, gast.Store)} for st in self.body]
 
 
 class Primitive:
@@ -77,11 +88,13 @@ class Primitive:
         self.name = name            # readable name, used for temporaries (`tanh`, `add`)
         self.spellings = []         # how generated code calls it: "np.tanh", "+", ...
         self.rev = None             # Template of the reverse rule, or None
+        self.fwd = None             # Template of the forward (tangent) rule, or None
         self.nondiff = False        # outputs carry no derivative (argmax, comparisons, ...)
         self.view = False           # result may share memory with its first argument
         self.side_effect = False    # must not be removed even if its result is unused
         self.container = False      # tuple/list/dict literal: structural rule
         self.stateful = False       # mutates its first argument (a stack pop)
+        self.container_out = False  # returns a tuple/list (np.split, slogdet, ...)
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -124,12 +137,17 @@ def _register(spellings, name):
     return prim
 
 
-def rev(*spellings, view=False):
-    """Register the reverse-mode template below it for the primitive(s) spelled so."""
+def rev(*spellings, view=False, container_out=False):
+    """Register the reverse-mode template below it for the primitive(s) spelled so.
+
+    container_out: the primitive returns a tuple or list; the template then receives an
+    adjoint whose unset slots are zeros (`rt.filled`)."""
     def decorate(fn):
         prim = _register(spellings, fn.__name__)
         prim.rev = Template(fn)
         prim.view = prim.view or view
+        prim.container_out = prim.container_out or container_out or \
+            any(s in CONTAINER_OUTPUT for s in spellings)
         return fn
     return decorate
 
@@ -147,6 +165,20 @@ def stateful(spelling, name):
     prim = _register([spelling], name)
     prim.stateful = True
     return prim
+
+
+def fwd(*spellings):
+    """Register the forward-mode (tangent) template below it for the primitive(s) spelled so.
+
+    Parameters: `out`, then the primitive's own parameters; the body reads the tangents
+    `d<param>` and assigns `dout`. Several `dout = ...` statements that each read one
+    tangent are summed, and those whose tangent is zero are dropped (so `x * y` with a
+    constant `y` costs one multiplication)."""
+    def decorate(fn):
+        prim = _register(spellings, fn.__name__)
+        prim.fwd = Template(fn, forward=True)
+        return fn
+    return decorate
 
 
 def nondiff(*spellings, view=False, side_effect=False, name=None):

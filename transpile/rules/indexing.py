@@ -15,7 +15,17 @@ def getitem(dout, out, x, idx):
 @rev("rt.index_add")
 def index_add(dout, out, dx, x, idx, dy):
     ddx = dout
-    ddy = rt.getitem(dout, idx)
+    ddy = rt.part(dout, idx, dy)
+
+
+@rev("rt.part")
+def part(dout, out, g, key, like):
+    dg = rt.index_add(None, g, key, dout)
+
+
+@rev("rt.filled")
+def filled(dout, out, g, like):
+    dg = dout
 
 
 @rev("rt.index_update")

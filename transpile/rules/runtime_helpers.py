@@ -60,3 +60,4 @@ nondiff("slice", "reversed", "rt.reversed_range", "len", "range", "isinstance", 
 @rev("rt.to_like")
 def to_like(dout, out, g, x):
     dg = rt.to_like(dout, g)
+nondiff("rt.tangent_zeros")

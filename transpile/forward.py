@@ -1,0 +1,307 @@
+"""Forward mode: an IR function -> the same statements, each followed by its tangent.
+
+    h = np.tanh(z)            h = np.tanh(z)
+                        ->    h_dot = z_dot * (1.0 - h * h)
+
+Tangents (`x_dot`) exist only where they can be nonzero: a statement whose inputs all have
+zero tangents gets none, and each primitive's forward template is a sum of per-argument
+terms so constant arguments cost nothing. Where control flow joins, a tangent that only one
+path made is first set to zeros. Calls of other user functions call their own forward
+function (`g_jvp`), generated on demand for the arguments that carry tangents.
+"""
+import copy as _copy
+
+import gast
+
+from . import anno, rules
+from .analysis import is_pop, is_push, is_update, pop_stack, push_parts, varied, walk_simple
+from .anno import Anno
+from .errors import error_at
+from .reverse import (_as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
+                      _name, _split_self_assignments, _substitute)
+
+TANGENT_SUFFIX = "_dot"
+
+
+class Forward:
+    def __init__(self, program, fir, wrt, callee_jvp):
+        self.program = program
+        self.fir = fir
+        self.src = fir.source
+        self.namer = program.function_namer(fir)
+        self.wrt = list(wrt)
+        self.callee_jvp = callee_jvp       # (ir_name, mask) -> jvp function name
+        self.tangents = {}
+
+    def tan(self, name):
+        if name not in self.tangents:
+            self.tangents[name] = self.namer.fresh(name + TANGENT_SUFFIX)
+        return self.tangents[name]
+
+    def error(self, node, msg, hint=None):
+        return error_at(node, self.src, msg, hint, pass_name="forward")
+
+    def run(self):
+        """Statements computing the primal and tangent outputs; returns (stmts, out, out_dot)."""
+        body = self.fir.node.body
+        ret = body[-1]
+        stmts = _split_self_assignments(body[:-1], self.namer)
+        self.active = varied(stmts, self.wrt)
+        state = {self.tan(p) for p in self.wrt}
+        new = self.block(stmts, state)
+        out = ret.value
+        if isinstance(out, gast.Name) and self.tangents.get(out.id) in state:
+            out_dot = _name(self.tangents[out.id])
+        else:
+            out_dot = _call("rt.zeros_like", [_copy.deepcopy(out)])
+        return new, out, out_dot
+
+    # ---------------------------------------------------------------- blocks
+    def block(self, stmts, state):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.If):
+                out.extend(self.branch(s, state))
+            elif isinstance(s, (gast.For, gast.While)):
+                out.extend(self.loop(s, state))
+            else:
+                out.extend(self.simple(s, state))
+        return out
+
+    def branch(self, s, state):
+        a, b = set(state), set(state)
+        body, orelse = self.block(s.body, a), self.block(s.orelse, b)
+        for var in sorted(a - b):
+            orelse.append(self.zeros(var))
+        for var in sorted(b - a):
+            body.append(self.zeros(var))
+        state |= a | b
+        new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
+        return [anno.copy(s, gast.copy_location(new, s))]
+
+    def loop(self, s, state):
+        entry = set(state)
+        pre = []
+        for _ in range(4):     # tangents a trip creates must exist before the first trip
+            trial = set(entry)
+            body = self.block(s.body, trial)
+            new = trial - entry
+            if not new:
+                break
+            pre += [self.zeros(v) for v in sorted(new)]
+            entry |= new
+        state |= entry
+        cls = type(s)
+        if cls is gast.For:
+            new = gast.For(target=s.target, iter=s.iter, body=body, orelse=[], type_comment=None)
+        else:
+            new = gast.While(test=s.test, body=body, orelse=[])
+        anno.copy(s, new)
+        return pre + [gast.copy_location(new, s)]
+
+    def zeros(self, tangent):
+        primal = next(p for p, t in self.tangents.items() if t == tangent)
+        return _assign(tangent, _call("rt.zeros_like", [_name(primal)]))
+
+    # ---------------------------------------------------------------- statements
+    def live_tangent(self, atom, state):
+        if isinstance(atom, gast.Name) and atom.id in self.active:
+            t = self.tangents.get(atom.id)
+            if t in state:
+                return t
+        return None
+
+    def tangent_or_zeros(self, atom, state):
+        t = self.live_tangent(atom, state)
+        return _name(t) if t else _call("rt.zeros_like", [_copy.deepcopy(atom)])
+
+    def simple(self, s, state):
+        if is_push(s):
+            stack, item = push_parts(s)
+            if stack not in self.active or self.tangents.get(stack) not in state:
+                return [s]
+            push = _copy.deepcopy(s)
+            call = push.value
+            if isinstance(call.func, gast.Attribute) and call.func.attr == "append":
+                call.func.value = _name(self.tangents[stack])
+                call.args = [self.tangent_or_zeros(item, state)]
+            else:
+                call.args = [_name(self.tangents[stack]), self.tangent_or_zeros(item, state)]
+            return [s, push]
+        if is_pop(s):
+            stack = pop_stack(s)
+            v = s.targets[0].id
+            if stack not in self.active or self.tangents.get(stack) not in state:
+                state.discard(self.tangents.get(v))
+                return [s]
+            call = _copy.deepcopy(s.value)
+            call.args[0] = _name(self.tangents[stack])
+            state.add(self.tan(v))
+            return [s, _assign(self.tan(v), call)]
+        if is_update(s):
+            return self.update(s, state)
+        if not isinstance(s, gast.Assign):
+            return [s]
+        if isinstance(s.targets[0], gast.Tuple):
+            return self.unpack(s, state)
+        target = s.targets[0].id
+        value = s.value
+        out = [s]
+        if target not in self.active:
+            state.discard(self.tangents.get(target))
+            return out
+        dt = self.tan(target)
+        made = self.tangent_of(s, value, target, dt, state)
+        if made is None:
+            state.discard(dt)
+            return out
+        origin = anno.get(s, Anno.ORIGIN)
+        for m in made:
+            if origin is not None:
+                anno.set(m, Anno.ORIGIN, origin)
+        state.add(dt)
+        return out + made
+
+    def tangent_of(self, s, value, target, dt, state):
+        """Statements assigning `dt`, or None when the tangent is zero."""
+        if isinstance(value, gast.Name):
+            t = self.live_tangent(value, state)
+            return [_assign(dt, _name(t))] if t else None
+        if isinstance(value, gast.Constant):
+            return None
+        callee = anno.get(value, Anno.CALLEE)
+        if callee:
+            return self.call(s, value, target, dt, state)
+        found = anno.get(value, Anno.PRIM)
+        if found is None:
+            raise self.error(s, "internal: statement without a primitive annotation")
+        prim, spelling = found
+        if prim is not None and prim.container:
+            return self.container(value, dt, state)
+        if prim is not None and prim.nondiff:
+            return None
+        if prim is None or prim.fwd is None:
+            raise self.error(s, f"{spelling} has no forward-mode rule.",
+                             f"add one under @fwd(\"{spelling}\") in transpile/rules/ (see "
+                             "docs/adding_a_primitive.md).")
+        return self.apply_template(s, prim, spelling, value, target, dt, state)
+
+    def apply_template(self, s, prim, spelling, value, target, dt, state):
+        template = prim.fwd
+        actual = _bind_call(template, spelling, value)
+        if isinstance(actual, str):
+            raise self.error(s, f"{spelling}: {actual}")
+        mapping = {"out": _name(target)}
+        live = {}
+        for p in template.params[1:]:
+            mapping[p] = actual[p]
+            t = self.live_tangent(actual[p], state)
+            if t:
+                live[p] = t
+        if not live:
+            return None
+        for p in template.params[1:]:
+            if p not in live:
+                mapping["d" + p] = _call("rt.zeros_like", [_copy.deepcopy(actual[p])])
+            else:
+                mapping["d" + p] = _name(live[p])
+        local = {}
+        for st in template.body:
+            for n in gast.walk(st):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and \
+                        n.id != "dout" and n.id not in local:
+                    local[n.id] = self.namer.fresh(n.id)
+        out, have = [], False
+        for st, needs in zip(template.body, template.reads):
+            if isinstance(st, gast.Pass):
+                continue
+            is_term = isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name) \
+                and st.targets[0].id == "dout"
+            if is_term and needs and not (needs & set(live)):
+                continue                      # a term whose tangent is zero
+            if not is_term:
+                out.append(_substitute(st, mapping, local, {}))
+                continue
+            expr = _substitute(st.value, mapping, local, {})
+            if have:
+                total = gast.BinOp(left=_name(dt), op=gast.Add(), right=expr)
+                anno.set(total, Anno.PRIM, (rules.lookup("+"), "+"))
+                out.append(_assign(dt, total))
+            else:
+                out.append(_assign(dt, expr))
+                have = True
+        return out if have else None
+
+    def container(self, value, dt, state):
+        if isinstance(value, gast.Dict):
+            items = list(value.values)
+        else:
+            items = list(value.elts)
+        if items and not any(self.live_tangent(e, state) for e in items):
+            return None
+        parts = [self.tangent_or_zeros(e, state) for e in items]
+        if isinstance(value, gast.Dict):
+            new = gast.Dict(keys=[_copy.deepcopy(k) for k in value.keys], values=parts)
+            kind = "dict"
+        elif isinstance(value, gast.Tuple):
+            new, kind = gast.Tuple(elts=parts, ctx=gast.Load()), "tuple"
+        else:
+            new, kind = gast.List(elts=parts, ctx=gast.Load()), "list"
+        anno.set(new, Anno.PRIM, (rules.lookup(kind), kind))
+        return [_assign(dt, new)]
+
+    def unpack(self, s, state):
+        names = [e.id for e in s.targets[0].elts]
+        t = self.live_tangent(s.value, state)
+        if not t:
+            for n in names:
+                state.discard(self.tangents.get(n))
+            return [s]
+        dts = [self.tan(n) for n in names]
+        state.update(dts)
+        return [s, _assign(dts, _name(t))]
+
+    def update(self, s, state):
+        """`x[i] = v`: `x_dot = rt.index_update(x_dot, i, v_dot)` (tangent kept functional)."""
+        x = s.targets[0].value.id
+        v = s.value
+        dv = self.live_tangent(v, state)
+        dx = self.tangents.get(x) if x in self.active else None
+        if not dv and (dx is None or dx not in state):
+            return [s]
+        out = [s] if dx is not None and dx in state else \
+            [_assign(self.tan(x), _call("rt.zeros_like", [_name(x)])), s]
+        idx = _as_index_value(s.targets[0].slice)
+        upd = _call("rt.index_update", [_name(self.tan(x)), idx,
+                                        _name(dv) if dv else _call("rt.zeros_like", [v])])
+        state.add(self.tan(x))
+        return out + [_assign(self.tan(x), upd)]
+
+    def call(self, s, value, target, dt, state):
+        callee = anno.get(value, Anno.CALLEE)
+        mask = tuple(bool(self.live_tangent(a, state)) for a in value.args)
+        if not any(mask):
+            return None
+        name = self.callee_jvp(callee, mask)
+        tangents = [_name(self.live_tangent(a, state)) for a, m in zip(value.args, mask) if m]
+        call = gast.Call(func=_name(name), args=list(value.args) + tangents, keywords=[])
+        anno.set(call, Anno.CALLEE, name)
+        # the primal call is replaced: the jvp function returns (out, out_dot)
+        s.value = call
+        s.targets = [gast.Tuple(elts=[_name(target, True), _name(dt, True)], ctx=gast.Store())]
+        return []
+
+
+def jvp_function(program, fir, name, wrt, callee_jvp, pair_output=True):
+    """`f_jvp(params..., tangents of wrt...) -> (out, out_dot)`."""
+    from .gradients import _funcdef, _with_source
+    from . import optimize
+    fw = Forward(program, fir, wrt, callee_jvp)
+    stmts, out, out_dot = fw.run()
+    tangent_params = [fw.tan(p) for p in wrt]
+    ret = gast.Return(value=gast.Tuple(elts=[_copy.deepcopy(out), out_dot], ctx=gast.Load()))
+    body = optimize.dce(optimize.simplify(stmts) + [ret], set())
+    return _with_source(_funcdef(name, list(fir.params) + tangent_params, body, fir.node), fir)
+
+
+__all__ = ["jvp_function", "Forward", "walk_simple", "_freeze_branch_tests"]
