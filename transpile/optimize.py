@@ -70,7 +70,7 @@ def _dce_block(stmts, live):
             if not _has_code(body):
                 continue
             s = _shallow(s)
-            s.body = body
+            s.body = _skip_on_last_trip(s, body, live) if isinstance(s, gast.For) else body
             if isinstance(s, gast.For) and s.target.id not in live:
                 body_live.discard(s.target.id)   # bound by the loop header
             live = live | body_live | reads(s)
@@ -94,6 +94,46 @@ def _dce_block(stmts, live):
             out.append(s)
     out.reverse()
     return out, live
+
+
+def _first_index(loop):
+    """`a` for a loop over `reversed(range(a, b))` or 0 for `reversed(range(n))`, else None."""
+    it = loop.iter
+    if not (isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and
+            it.func.id == "reversed" and len(it.args) == 1):
+        return None
+    r = it.args[0]
+    if not (isinstance(r, gast.Call) and isinstance(r.func, gast.Name) and r.func.id == "range"
+            and 1 <= len(r.args) <= 2):
+        return None
+    return gast.Constant(value=0, kind=None) if len(r.args) == 1 else r.args[0]
+
+
+def _skip_on_last_trip(loop, body, live_after):
+    """In a backward loop, a statement whose result only the next trip reads is skipped on
+    the last trip (`if i != 0:`): the adjoint of an input nobody asked for (the data `x` of
+    an MLP's first layer) is not computed."""
+    first = _first_index(loop)
+    if first is None or not (isinstance(first, gast.Name) or isinstance(first, gast.Constant)):
+        return body
+    out = []
+    for k, s in enumerate(body):
+        defs = targets(s) if isinstance(s, gast.Assign) else set()
+        if (defs and not (defs & live_after) and not _side_effect(s) and not is_pop(s)
+                and not is_update(s) and loop.target.id not in defs
+                and not any(defs & reads(t) for t in _flat(body[k + 1:]))
+                and not any(defs & targets(t) for t in _flat(body[k + 1:]))):
+            test = gast.Compare(left=gast.Name(id=loop.target.id, ctx=gast.Load(),
+                                               annotation=None, type_comment=None),
+                                ops=[gast.NotEq()], comparators=[first])
+            s = gast.If(test=test, body=[s], orelse=[])
+        out.append(s)
+    return out
+
+
+def _flat(stmts):
+    from .analysis import walk_simple
+    return list(walk_simple(stmts))
 
 
 def _has_code(stmts):
