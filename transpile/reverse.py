@@ -105,6 +105,8 @@ class Reverse:
         body = self.node.body
         ret = body[-1]
         assert isinstance(ret, gast.Return), "controlflow leaves one return at the end"
+        body = rename_straight_line(body, self.namer, self.fir.params)
+        ret = body[-1]
         self.body = _freeze_branch_tests(_split_self_assignments(body[:-1], self.namer),
                                          self.namer)
         self.out = ret.value
@@ -600,6 +602,64 @@ def _split_self_assignments(stmts, namer):
             continue
         out.append(s)
     return out
+
+
+def rename_straight_line(body, namer, params=()):
+    """`x = f(x)` at the top level of a function, after x was already set, binds a fresh name
+    (`x_1`) used from there on, when no later nested block assigns x: values that are never
+    overwritten need no saving, and the code reads as a sequence of distinct values."""
+    nested_later = [set() for _ in body]
+    acc = set()
+    for k in range(len(body) - 1, -1, -1):
+        nested_later[k] = set(acc)
+        s = body[k]
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            acc |= assigned_in([s])
+    seen, renames, out = set(params), {}, []
+    for k, s in enumerate(body):
+        s = _rename_reads(s, renames)
+        if isinstance(s, gast.Assign) and not is_update(s) and not is_pop(s):
+            names = [t.id for t in (s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
+                                    else [s.targets[0]])]
+            for n in names:
+                if n in seen and n not in nested_later[k]:
+                    fresh = namer.fresh(n)
+                    renames[n] = fresh
+                    _rename_store(s, n, fresh)
+                else:
+                    renames.pop(n, None)
+                seen.add(renames.get(n, n))
+                seen.add(n)
+        else:
+            for n in assigned_in([s]) if isinstance(s, (gast.If, gast.For, gast.While)) \
+                    else targets(s):
+                renames.pop(n, None)
+                seen.add(n)
+        out.append(s)
+    return out
+
+
+def _rename_reads(s, renames):
+    if not renames:
+        return s
+
+    class R(gast.NodeTransformer):
+        def visit_Name(self, n):
+            if not isinstance(n.ctx, gast.Store) and n.id in renames:
+                n.id = renames[n.id]
+            return n
+    if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript):
+        R().visit(s.value)
+        R().visit(s.targets[0].slice)
+        s.targets[0].value.id = renames.get(s.targets[0].value.id, s.targets[0].value.id)
+        return s
+    return R().visit(s)
+
+
+def _rename_store(s, old, new):
+    for n in gast.walk(s.targets[0]):
+        if isinstance(n, gast.Name) and n.id == old:
+            n.id = new
 
 
 def _freeze_branch_tests(stmts, namer):
