@@ -146,6 +146,7 @@ class Reverse:
             if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                 found = anno.get(s.value, Anno.PRIM)
                 numeric = bool(found) and found[0] is not None and not found[0].container \
+                    and not found[0].container_out \
                     and (found[1].startswith(("np.", "math.")) or found[1] in _ARITHMETIC)
                 if numeric:
                     self.kinds.setdefault(s.targets[0].id, ARRAY_RESULT)
