@@ -263,7 +263,9 @@ def to_like(g, x):
     """Adjoint of tuple(x)/list(x): the adjoint in the container type of `x`."""
     if isinstance(x, (tuple, list)):
         return type(x)(g)
-    return np.asarray(g) if not isinstance(g, (tuple, list)) else np.stack(g)
+    if not isinstance(g, (tuple, list)):
+        return np.asarray(g)
+    return np.stack([np.zeros_like(x[i]) if v is None else v for i, v in enumerate(g)])
 
 
 def tolist(x):
