@@ -4,8 +4,8 @@
     g = tp.grad(loss)        # a new Python function; print(g.source) shows it
 """
 from . import rules  # noqa: F401  (registers the primitive table)
-from .api import Transformed, grad, transform, value_and_grad, vjp
+from .api import Transformed, grad, jvp, transform, value_and_grad, vjp
 from .errors import TransformError
 
-__all__ = ["TransformError", "Transformed", "grad", "transform", "value_and_grad", "vjp"]
+__all__ = ["TransformError", "Transformed", "grad", "jvp", "transform", "value_and_grad", "vjp"]
 __version__ = "0.1.0"

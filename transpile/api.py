@@ -223,6 +223,34 @@ def vjp(f, *primals, has_aux=False):
     return gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
 
 
+def jvp(f, primals, tangents, has_aux=False):
+    """Forward mode: (f(*primals), J(primals) @ tangents), by source transformation.
+
+    Args:
+      f: a Python function (or any transformed function).
+      primals: tuple of arguments; tangents: tuple of the same structure (one per primal,
+        each shaped like its primal).
+      has_aux: f returns (out, aux); the result is then (out, tangent_out, aux).
+    Returns:
+      (out, tangent_out) with tangent_out shaped like out.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp(f, primals, tangents): primals and tangents must be tuples, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    t = Transformed(f, "jvp", {"has_aux": has_aux})
+    gen = t.generated()
+    root = t.root
+    extra = root.extra_values()
+    # tangents of the prefix (bound partial args / self) and of closure values are zero
+    from runtime.trees import tangent_zeros
+    zeros_before = tuple(tangent_zeros(v) for v in root.prefix)
+    zeros_after = tuple(tangent_zeros(v) for v in extra)
+    args = root.prefix + tuple(primals) + extra
+    return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
+
+
 def is_transformation(value):
-    return value in (grad, value_and_grad, transform)
+    return value in (grad, value_and_grad, transform, jvp)
 

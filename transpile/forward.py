@@ -292,14 +292,17 @@ class Forward:
         return []
 
 
-def jvp_function(program, fir, name, wrt, callee_jvp, pair_output=True):
-    """`f_jvp(params..., tangents of wrt...) -> (out, out_dot)`."""
-    from .gradients import _funcdef, _with_source
+def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False):
+    """`f_jvp(params..., tangents of wrt...) -> (out, out_dot)` (`(out, out_dot, aux)`)."""
+    from .gradients import _funcdef, _split_aux, _with_source
     from . import optimize
     fw = Forward(program, fir, wrt, callee_jvp)
+    if has_aux:
+        _split_aux(fir, fw)
     stmts, out, out_dot = fw.run()
     tangent_params = [fw.tan(p) for p in wrt]
-    ret = gast.Return(value=gast.Tuple(elts=[_copy.deepcopy(out), out_dot], ctx=gast.Load()))
+    results = [_copy.deepcopy(out), out_dot] + ([_name(fw.aux)] if has_aux else [])
+    ret = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     body = optimize.dce(optimize.simplify(stmts) + [ret], set())
     return _with_source(_funcdef(name, list(fir.params) + tangent_params, body, fir.node), fir)
 

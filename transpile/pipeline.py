@@ -17,7 +17,7 @@ import functools
 
 import gast
 
-from . import emit, gradients
+from . import emit, forward, gradients
 from .frontend import normalize_function
 from .program import Program
 
@@ -104,6 +104,20 @@ def generate(t):
             generated.extend(pair)
         return callee_pairs[ir_name]
 
+    jvp_variants = {}
+
+    def callee_jvp(ir_name, mask):
+        """The forward-mode function of `ir_name` for arguments carrying tangents (`mask`)."""
+        key = (ir_name, mask)
+        if key not in jvp_variants:
+            name = program.namer.fresh(ir_name + "_jvp")
+            jvp_variants[key] = name
+            callee = program.functions[ir_name]
+            wrt = [p for p, m in zip(callee.params, mask) if m]
+            generated.append(forward.jvp_function(program, _fresh(callee), name, wrt,
+                                                  callee_jvp))
+        return jvp_variants[key]
+
     opts = t.options
     extra = {}
     if t.kind == "transform":
@@ -133,6 +147,13 @@ def generate(t):
         roots = list(pair)
         entry_name = fwd
         extra["bwd_name"] = bwd
+    elif t.kind == "jvp":
+        entry_name = program.namer.fresh(fir.name + "_jvp")
+        jvp_variants[(entry_ir, None)] = entry_name
+        node = forward.jvp_function(program, _fresh(fir), entry_name, fir.params, callee_jvp,
+                                    has_aux=opts["has_aux"])
+        generated.insert(0, node)
+        roots = [node]
     else:
         raise ValueError(t.kind)
     if t.kind in ("transform", "grad") and not root.prefix and not root.extra_values():

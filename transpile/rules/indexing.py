@@ -3,7 +3,7 @@
 `x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
 pass applies its rule (see reverse.py), since it updates a variable rather than making one.
 """
-from .core import register_container as _register_container, rev
+from .core import fwd, register_container as _register_container, rev
 import runtime as rt  # noqa: F401
 
 
@@ -53,3 +53,55 @@ def to_sequence(dout, out, x):
 @rev("rt.written_part")
 def written_part(dout, out, g, idx):
     dg = rt.index_update(rt.zeros_like(g), idx, dout)
+
+
+# ---------------------------------------------------------------- forward rules
+
+@fwd("[]", "rt.getitem")
+def getitem_fwd(out, x, idx):
+    dout = rt.getitem(dx, idx)
+
+
+@fwd("rt.index_add")
+def index_add_fwd(out, dx, x, idx, dy):
+    dout = rt.index_add(ddx, x, idx, ddy)
+
+
+@fwd("rt.index_update")
+def index_update_fwd(out, x, idx, v):
+    dout = rt.index_update(dx, idx, dv)
+
+
+@fwd("rt.index_clear")
+def index_clear_fwd(out, g, idx):
+    dout = rt.index_clear(dg, idx)
+
+
+@fwd("rt.written_part")
+def written_part_fwd(out, g, idx):
+    dout = rt.written_part(dg, idx)
+
+
+@fwd("rt.part")
+def part_fwd(out, g, key, like):
+    dout = rt.part(dg, key, like)
+
+
+@fwd("rt.filled")
+def filled_fwd(out, g, like):
+    dout = rt.filled(dg, like)
+
+
+@fwd("rt.to_tuple")
+def to_tuple_fwd(out, x):
+    dout = rt.to_tuple(dx)
+
+
+@fwd("rt.to_list")
+def to_list_fwd(out, x):
+    dout = rt.to_list(dx)
+
+
+@fwd("rt.to_like")
+def to_like_fwd(out, g, x):
+    dout = rt.to_like(dg, x)

@@ -1,5 +1,5 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
-from .core import nondiff, rev, stateful
+from .core import fwd, nondiff, rev, stateful
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -61,3 +61,45 @@ nondiff("slice", "reversed", "rt.reversed_range", "len", "range", "isinstance", 
 def to_like(dout, out, g, x):
     dg = rt.to_like(dout, g)
 nondiff("rt.tangent_zeros")
+
+
+# ---------------------------------------------------------------- forward rules
+
+@fwd("rt.unbroadcast")
+def unbroadcast_fwd(out, g, x):
+    dout = rt.unbroadcast(dg, x)
+
+
+@fwd("np.broadcast_to")
+def broadcast_to_fwd(out, array, shape):
+    dout = np.broadcast_to(darray, shape)
+
+
+@fwd("rt.expand")
+def expand_fwd(out, g, x, axis=None, keepdims=False):
+    dout = rt.expand(dg, x, axis, keepdims)
+
+
+@fwd("rt.add")
+def add_fwd(out, a, b):
+    dout = rt.add(da, db)
+
+
+@fwd("rt.as_grad")
+def as_grad_fwd(out, g, x):
+    dout = rt.as_grad(dg, x)
+
+
+@fwd("rt.cast_like")
+def cast_like_fwd(out, g, x):
+    dout = rt.cast_like(dg, x)
+
+
+@fwd("rt.copy", "np.copy")
+def copy_fwd(out, x):
+    dout = rt.copy(dx)
+
+
+@fwd("rt.astype")
+def astype_fwd(out, x, dtype):
+    dout = rt.cast_like(dx, out)
