@@ -430,6 +430,13 @@ def split_indices(x):
 def array_split_(x):
     parts = np.array_split(x, 2)
     return np.sum(parts[0] ** 2) * np.sum(parts[1])
+def hsplit_vsplit(x):
+    a, b = np.hsplit(x, 2)
+    c, d = np.vsplit(x, [1])
+    return a * b + np.sum(c) * np.sum(d ** 2)
+def list_used_thrice(x, y):
+    xs = [x, y * 2.0]
+    return sum(xs) * np.stack(xs)[0] + np.vstack(xs)[1] * np.hstack(xs)[1:4]
 def tile_(x): return np.tile(x, (2, 1, 3)) ** 2
 def tile_int(x): return np.tile(x, 2) ** 2
 def repeat_(x): return np.repeat(x, 2) ** 2
@@ -480,7 +487,8 @@ SHAPE_OPS = [
     (vstack_, lambda r: (N(r, 4), N(r, 2, 4))), (hstack_, lambda r: (N(r, 4), N(r, 3))),
     (hstack_, lambda r: (N(r, 2, 4), N(r, 2, 3))),
     (split_, lambda r: (N(r, 6, 4),)), (split_indices, lambda r: (N(r, 4, 6),)),
-    (array_split_, lambda r: (N(r, 5, 2),)),
+    (array_split_, lambda r: (N(r, 5, 2),)), (hsplit_vsplit, lambda r: (N(r, 3, 4),)),
+    (list_used_thrice, lambda r: (N(r, 3), N(r, 3))),
     (tile_, lambda r: (N(r, 2, 3),)), (tile_int, lambda r: (N(r, 2, 3),)),
     (repeat_, lambda r: (N(r, 2, 3),)), (repeat_axis, lambda r: (N(r, 2, 3),)),
     (repeat_method, lambda r: (N(r, 2, 3),)),
@@ -552,9 +560,8 @@ def split_two_consumers(x):
     return np.concatenate(p) * np.stack(p).ravel()
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: reverse.py accumulates the adjoint of a "
-                   "list-valued primitive result (np.split) with `+`, concatenating lists")
 def test_split_result_used_twice():
+    """The adjoint of a list result is accumulated elementwise, never concatenated."""
     _run(split_two_consumers, lambda r: (N(r, 4),), "split_two_consumers")
 
 

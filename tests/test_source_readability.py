@@ -177,9 +177,6 @@ def test_comment_lines_name_real_lines_of_the_file():
         assert file_lines[int(number) - 1].strip() == text.strip(), (number, text)
 
 
-@pytest.mark.xfail(strict=True, reason="grad of a @tp.transform function is generated from "
-                   "the transform's generated module, so its comments name lines of "
-                   "<transpile:...> instead of the user's file")
 def test_comments_of_grad_of_a_transformed_function_point_at_user_lines():
     decorated = tp.transform(mlp_loss)
     source = tp.grad(decorated).source
@@ -230,9 +227,6 @@ def test_source_is_identical_in_a_fresh_process(tmp_path):
     assert run_script(tmp_path / "print_sources.py", script, "warm") == here
 
 
-@pytest.mark.xfail(strict=True, reason="the second-order text embeds the linecache name of the "
-                   "first-order module (<transpile:grad_g:N>), whose counter N depends on how "
-                   "many transformations ran before in the process")
 def test_second_order_source_is_identical_in_a_fresh_process(tmp_path):
     script = textwrap.dedent("""
         import sys

@@ -50,7 +50,10 @@ ARRAY_METHODS = {
 VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
 ARRAY_ATTRS = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
                "dtype": "rt.dtype_of"}
-TEMP_FOR_PRIM = {"[]": "item", "np.shape": "shape", "len": "n"}
+TEMP_FOR_PRIM = {"[]": "item", "np.shape": "shape", "len": "n", "<": "less", "<=": "less_eq",
+                 ">": "greater", ">=": "greater_eq", "==": "equal", "!=": "not_equal",
+                 "not": "negated", "is": "same", "is not": "not_same", "in": "contained",
+                 "not in": "not_contained", "~": "inverted", "//": "floordiv", "%": "mod"}
 
 
 class Static:

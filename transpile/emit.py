@@ -117,7 +117,9 @@ def module_source(functions, doc):
 
 def compile_module(text, namespace, label):
     """Execute generated `text`; returns its globals. `namespace` adds referenced objects."""
-    filename = f"<transpile:{label}:{next(_counter)}>"
+    import hashlib
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+    filename = f"<transpile:{label}:{digest}>"   # same text, same name: stable output
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     code = compile(text, filename, "exec")
     env = {"__name__": "transpile_generated", "np": np, "rt": runtime}

@@ -3,8 +3,11 @@
 One `Namer` per generated function. The same input always gives the same names, so generated
 text is stable across runs (cache keys and exact-text tests rely on it).
 """
+import builtins
 import keyword
 import re
+
+_BUILTINS = {n for n in dir(builtins) if not n.startswith("_")}
 
 ADJOINT_PREFIX = "d"          # adjoint of `x` is `dx`
 STACK_SUFFIX = "_stack"       # values of `x` saved for the backward pass: `x_stack`
@@ -28,8 +31,8 @@ class Namer:
         base = re.sub(r"\W", "_", base) or "t"
         if base[0].isdigit():
             base = "_" + base
-        if keyword.iskeyword(base) or base in ("np", "rt", "math"):
-            base += "_"
+        if keyword.iskeyword(base) or base in ("np", "rt", "math") or base in _BUILTINS:
+            base += "_"     # never shadow a builtin (`sum`, `max`) in generated code
         if base not in self.taken:
             self.taken.add(base)
             return base

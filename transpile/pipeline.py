@@ -86,8 +86,16 @@ def generate(t):
     """Run the pipeline for Transformed `t`; returns a Generated."""
     program = Program()
     root = t.root
-    fn = root.inner.entry_function() if root.inner is not None else root.fn
-    entry_ir, params, _ = normalize_function(fn, program, lift_closure=root.inner is None)
+    inner = root.inner
+    while inner is not None and inner.kind == "transform" and inner.root.inner is not None:
+        inner = inner.root.inner
+    if inner is not None and inner.kind == "transform":
+        # @tp.transform only parses: transform the user's own function, so comments and
+        # errors point at the user's file
+        fn, lift = inner.root.fn, True
+    else:
+        fn, lift = (inner.entry_function(), False) if inner is not None else (root.fn, True)
+    entry_ir, params, _ = normalize_function(fn, program, lift_closure=lift)
     fir = program.functions[entry_ir]
     nprefix = len(root.prefix)
     nuser = len(t.signature.parameters)

@@ -224,7 +224,11 @@ class Reverse:
 
     def _reversed_range(self, s):
         it = s.iter
-        rev = gast.Call(func=_name("reversed"), args=[it], keywords=[])
+        if isinstance(it, gast.Call) and anno.get(it, Anno.PRIM) and \
+                anno.get(it, Anno.PRIM)[1] == "rt.reversed_range":
+            rev = _call("range", it.args)     # the forward loop ran backwards already
+        else:
+            rev = gast.Call(func=_name("reversed"), args=[it], keywords=[])
         return gast.For(target=s.target, iter=rev, body=[], orelse=[], type_comment=None)
 
     def backward_if(self, s, state):

@@ -210,5 +210,5 @@ def all_primitives():
 def no_rule_error(fn_name):
     return TransformError(
         f"{fn_name} has no derivative rule.\n  hint: add one in transpile/rules/ (one "
-        f"template under @rev(\"{fn_name}\"), see docs/adding_a_primitive.md), mark it "
-        f"@nondiff if it has no derivative, or wrap your use in @tp.custom_vjp.")
+        f"template under @rev(\"{fn_name}\"), see docs/adding_a_primitive.md), or mark it "
+        f"nondiff if it has no derivative.")

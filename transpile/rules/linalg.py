@@ -126,7 +126,7 @@ def det(dout, out, a):
     da = np.expand_dims(dout * out, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
-@rev("np.linalg.slogdet")
+@rev("np.linalg.slogdet", container_out=True)
 def slogdet(dout, out, a):
     """`out` is the pair (sign, logabsdet); only logabsdet carries a derivative."""
     da = np.expand_dims(dout[1], (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)

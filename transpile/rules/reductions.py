@@ -25,7 +25,7 @@ def total(dout, out, iterable, start=0):
     dstart = rt.unbroadcast(dout, start)
 
 
-@rev("rt.sum_adj")
+@rev("rt.sum_adj", container_out=True)
 def sum_adj(dout, out, g, xs):
     dg = rt.sum_adj_t(dout, g)
 

@@ -1,8 +1,8 @@
 """Shape manipulation: the adjoint undoes the reshaping.
 
 Joining functions take a list/tuple of arrays; the adjoint of that argument is a list/tuple
-of arrays (`rt.concatenate_adj` and friends), whose rule joins again. `np.split` returns a
-list; its adjoint `dout` is a list, joined back with np.concatenate.
+of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule joins again.
+`np.split` returns a list; its adjoint `dout` is a list, joined back with np.concatenate.
 """
 from .core import nondiff, rev
 import numpy as np  # noqa: F401
@@ -135,7 +135,7 @@ def concatenate(dout, out, arrays, axis=0):
     darrays = rt.concatenate_adj(dout, arrays, axis)
 
 
-@rev("rt.concatenate_adj")
+@rev("rt.concatenate_adj", container_out=True)
 def concatenate_adj(dout, out, g, arrays, axis=0):
     dg = np.concatenate(dout, axis)
 
@@ -145,7 +145,7 @@ def stack(dout, out, arrays, axis=0):
     darrays = rt.stack_adj(dout, arrays, axis)
 
 
-@rev("rt.stack_adj")
+@rev("rt.stack_adj", container_out=True)
 def stack_adj(dout, out, g, arrays, axis=0):
     dg = np.stack(dout, axis)
 
@@ -155,7 +155,7 @@ def vstack(dout, out, tup):
     dtup = rt.vstack_adj(dout, tup)
 
 
-@rev("rt.vstack_adj")
+@rev("rt.vstack_adj", container_out=True)
 def vstack_adj(dout, out, g, tup):
     dg = np.vstack(dout)
 
@@ -165,22 +165,22 @@ def hstack(dout, out, tup):
     dtup = rt.hstack_adj(dout, tup)
 
 
-@rev("rt.hstack_adj")
+@rev("rt.hstack_adj", container_out=True)
 def hstack_adj(dout, out, g, tup):
     dg = np.hstack(dout)
 
 
-@rev("np.split", "np.array_split")
+@rev("np.split", "np.array_split", container_out=True)
 def split(dout, out, ary, indices_or_sections, axis=0):
     dary = np.concatenate(dout, axis)
 
 
-@rev("np.hsplit")
+@rev("np.hsplit", container_out=True)
 def hsplit(dout, out, ary, indices_or_sections):
     dary = np.hstack(dout)
 
 
-@rev("np.vsplit")
+@rev("np.vsplit", container_out=True)
 def vsplit(dout, out, ary, indices_or_sections):
     dary = np.vstack(dout)
 
