@@ -50,22 +50,33 @@ def _all_reads(stmts):
     return out
 
 
-def _needed_reads(stmts, restores):
-    """Names the backward code reads, counting an if/loop header only if its body does
-    something: real code, or a restore of a saved value (`restores(marker)` is non-empty)."""
-    out = set()
+def _needed_reads(stmts, restores, mirror="start"):
+    """name -> the moments the backward code reads it: ("after", s) / ("before", s) for a
+    forward statement s, "start" or "end" of the forward pass. An if/loop header counts
+    only if its body does something: real code, or a restore of a saved value."""
+    out = {}
+
+    def add(names, m):
+        for n in names:
+            out.setdefault(n, []).append(m)
+
     for s in stmts:
         if isinstance(s, _RestoreMarker):
             continue
+        m = getattr(s, "_mirror", mirror)
         if isinstance(s, gast.If):
-            inner = _needed_reads(s.body, restores) | _needed_reads(s.orelse, restores)
             if _does_something(s.body + s.orelse, restores):
-                out |= inner | names_in(s.test)
+                add(names_in(s.test), m)
+                for part in (s.body, s.orelse):
+                    for k, v in _needed_reads(part, restores, m).items():
+                        out.setdefault(k, []).extend(v)
         elif isinstance(s, (gast.For, gast.While)):
             if _does_something(s.body, restores):
-                out |= _needed_reads(s.body, restores) | names_in(s.iter)
+                add(names_in(s.iter), m)
+                for k, v in _needed_reads(s.body, restores, m).items():
+                    out.setdefault(k, []).extend(v)
         else:
-            out |= names_in(s)
+            add(names_in(s), m)
     return out
 
 
@@ -98,21 +109,37 @@ class Saves:
     def __init__(self, rev, fwd, bwd, params, fwd_of):
         self.rev = rev
         sites = loop_depth_sites(fwd)
+        span, loops = _spans(fwd)
         saved = set()
 
         def restores(marker):
             orig = fwd_of.get(id(marker.stmt), marker.stmt)
             return not getattr(orig, "_no_save", False) and bool(targets(orig) & saved)
 
+        def overwritten_after(name, mirror):
+            """May `name` be reassigned after the moment `mirror` reads it?"""
+            where = [s for s, _ in sites.get(name, []) if not getattr(s, "_no_save", False)]
+            if mirror == "end" or not where:
+                return False
+            if mirror == "start":
+                return True
+            kind, stmt = mirror
+            stmt = fwd_of.get(id(stmt), stmt)
+            if id(stmt) not in span:
+                return True
+            start, end = span[id(stmt)]
+            for a in where:
+                a_start, _ = span[id(a)]
+                if (a_start > end if kind == "after" else a_start >= start):
+                    return True
+                if any(l is m for l in loops[id(a)] for m in loops[id(stmt)]):
+                    return True    # a later trip of a loop around both
+            return False
+
         while True:   # saving a value can make a branch test or loop range needed: iterate
-            needed = _needed_reads(bwd, restores)
-            new = set()
-            for name in needed:
-                where = [(s, in_loop) for s, in_loop in sites.get(name, [])
-                         if not getattr(s, "_no_save", False)]
-                n_sites = len(where) + (name in params)
-                if where and (n_sites > 1 or any(in_loop for _, in_loop in where)):
-                    new.add(name)
+            reads_at = _needed_reads(bwd, restores)
+            new = {name for name, mirrors in reads_at.items()
+                   if any(overwritten_after(name, m) for m in mirrors)}
             if new <= saved:
                 break
             saved |= new
@@ -253,6 +280,26 @@ class Saves:
         return out
 
 
+def _spans(stmts):
+    """id(statement) -> (first, last) pre-order index it covers, and the loops around it."""
+    span, loops = {}, {}
+    counter = [0]
+
+    def visit(block, enclosing):
+        for s in block:
+            start = counter[0]
+            counter[0] += 1
+            loops[id(s)] = enclosing
+            if isinstance(s, gast.If):
+                visit(s.body, enclosing)
+                visit(s.orelse, enclosing)
+            elif isinstance(s, (gast.For, gast.While)):
+                visit(s.body, enclosing + [s])
+            span[id(s)] = (start, counter[0] - 1)
+    visit(stmts, [])
+    return span, loops
+
+
 def _position(body, site):
     for i, s in enumerate(body):
         if s is site:
@@ -367,6 +414,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
     seed = [_assign(dout, _call("rt.seed", [_copy(out), _const(ret_line)]))]
+    seed[0]._mirror = "end"
     checks = [gast.Expr(value=_call("rt.check_float_input", [_name(p), _const(p),
                                                              _const(_where(fir))]))
               for p in wrt]

@@ -214,8 +214,9 @@ class Reverse:
             else:
                 made = self.backward_simple(s, state)
                 origin = anno.get(s, Anno.ORIGIN)
-                if origin is not None:
-                    for new in made:
+                for new in made:
+                    new._mirror = ("after", s)   # reads primal values as they were after s
+                    if origin is not None:
                         anno.set(new, Anno.ORIGIN, origin)
                         new._adjoint_of = True
                 out.extend(made)
@@ -236,11 +237,12 @@ class Reverse:
         body = self.backward(s.body, then_state)
         orelse = self.backward(s.orelse, else_state)
         for var in sorted(then_state.live - else_state.live):
-            orelse.append(self.zeros(var))
+            orelse.append(self.zeros(var, ("before", s)))
         for var in sorted(else_state.live - then_state.live):
-            body.append(self.zeros(var))
+            body.append(self.zeros(var, ("before", s)))
         state.live = then_state.live | else_state.live
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
+        new._mirror = ("after", s)
         return [gast.copy_location(new, s)]
 
     def backward_loop(self, s, state, body_stmts, header):
@@ -254,21 +256,25 @@ class Reverse:
             if not new_at_end:
                 break
             for var in sorted(new_at_end):
-                pre.append(self.zeros(var))
+                pre.append(self.zeros(var, ("after", s)))
             entry |= new_at_end
         for var in sorted(missing_at_end):
-            body.append(self.zeros(var))
+            body.append(self.zeros(var, ("before", s)))
         state.live = entry
         header.body = body
+        header._mirror = ("after", s)
         self.header_of[id(s)] = header
         header._loop_of = id(s)      # survives the shallow copies optimize makes
         return pre + [gast.copy_location(header, s)]
 
-    def zeros(self, adj_var):
+    def zeros(self, adj_var, mirror):
         primal = next(p for p, a in self.adj_names.items() if a == adj_var)
         if adj_var in self.stack_adjoints:
-            return _assign(adj_var, gast.List(elts=[], ctx=gast.Load()))
-        return _assign(adj_var, _call("rt.zeros_like", [_name(primal)]))
+            made = _assign(adj_var, gast.List(elts=[], ctx=gast.Load()))
+        else:
+            made = _assign(adj_var, _call("rt.zeros_like", [_name(primal)]))
+        made._mirror = mirror
+        return made
 
     # ---------------------------------------------------------------- one statement
     def backward_simple(self, s, state):
