@@ -304,6 +304,7 @@ def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False):
     results = [_copy.deepcopy(out), out_dot] + ([_name(fw.aux)] if has_aux else [])
     ret = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     body = optimize.dce(optimize.simplify(stmts) + [ret], set())
+    body = optimize.propagate_copies(body, list(fir.params) + tangent_params)
     return _with_source(_funcdef(name, list(fir.params) + tangent_params, body, fir.node), fir)
 
 

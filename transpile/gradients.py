@@ -311,8 +311,8 @@ def _cheap(s):
     """Reading an element or unpacking a tuple: cheap enough to redo in the backward pass."""
     if not isinstance(s, gast.Assign):
         return False
-    if isinstance(s.targets[0], gast.Tuple):
-        return isinstance(s.value, gast.Name)
+    if isinstance(s.targets[0], gast.Tuple) or isinstance(s.value, gast.Name):
+        return isinstance(s.value, gast.Name)      # unpacking a tuple, or a plain copy
     found = anno.get(s.value, Anno.PRIM)
     return bool(found) and found[1] == "[]" and isinstance(s.value.value, gast.Name)
 
@@ -435,7 +435,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     fwd = saves.forward(fwd)
     bwd = saves.backward(bwd, fwd_of)
     body = checks + saves.prologue() + fwd + optimize.simplify(bwd)
-    body = optimize.dce(body, set())
+    body = optimize.propagate_copies(optimize.dce(body, set()), params)
     return _with_source(_funcdef(name, params, body, fir.node), fir)
 
 
@@ -473,7 +473,7 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     unbound = [_assign(r, _const(None)) for r in maybe_unbound]   # saved from one branch only
     fwd_body = saves.prologue() + unbound + fwd + [gast.Return(value=gast.Tuple(elts=result,
                                                                       ctx=gast.Load()))]
-    fwd_body = optimize.dce(fwd_body, set())
+    fwd_body = optimize.propagate_copies(optimize.dce(fwd_body, set()), params)
     unpack = [_assign(residuals, _name(saved_name))] if len(residuals) > 1 else \
         [_assign(residuals[0], gast.Subscript(value=_name(saved_name), slice=_const(0),
                                               ctx=gast.Load()))] if residuals else []

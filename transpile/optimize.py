@@ -145,9 +145,75 @@ def _shallow(node):
     return copy.copy(node)   # keeps annotations and attributes; the caller replaces bodies
 
 
-def propagate_copies(stmts):
-    """`a = b` followed by reads of `a` in straight-line code -> read `b` (both unchanged)."""
-    return stmts  # kept simple for now: generated code already avoids most copies
+def propagate_copies(stmts, params=()):
+    """`a = b; ... f(a)` -> `... f(b)` when neither name ever changes value afterwards:
+    `a` is assigned only there and `b` only once outside any loop (or is a parameter)."""
+    from .analysis import walk_simple
+    sites, in_loop = {}, set()
+
+    def count(block, looped):
+        for st in block:
+            if isinstance(st, gast.For):
+                sites[st.target.id] = sites.get(st.target.id, 0) + 1
+                in_loop.add(st.target.id)
+            for t in (targets(st) if not isinstance(st, (gast.If, gast.For, gast.While))
+                      else ()):
+                sites[t] = sites.get(t, 0) + 1
+                if looped:
+                    in_loop.add(t)
+            if isinstance(st, gast.If):
+                count(st.body, looped)
+                count(st.orelse, looped)
+            elif isinstance(st, (gast.For, gast.While)):
+                count(st.body, True)
+    count(stmts, False)
+    for p in params:
+        sites[p] = sites.get(p, 0) + 1
+    renames = {}
+    for st in walk_simple(stmts):
+        if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name) and \
+                isinstance(st.value, gast.Name):
+            a, b = st.targets[0].id, st.value.id
+            b = renames.get(b, b)
+            if sites.get(a) == 1 and sites.get(b, 0) <= 1 and b not in in_loop and a != b \
+                    and a not in params:
+                renames[a] = b
+                st._propagated = True
+    if not renames:
+        return stmts
+
+    class Rename(gast.NodeTransformer):
+        def visit_Name(self, n):
+            if not isinstance(n.ctx, gast.Store) and n.id in renames:
+                n.id = renames[n.id]
+            return n
+
+    import copy
+
+    def fresh(node):   # statements may share expression nodes (a loop's range and its mirror)
+        return Rename().visit(copy.deepcopy(node))
+
+    def rewrite(block):
+        out = []
+        for st in block:
+            if getattr(st, "_propagated", False):
+                continue
+            if isinstance(st, gast.If):
+                st = _shallow(st)
+                st.test = fresh(st.test)
+                st.body, st.orelse = rewrite(st.body) or [gast.Pass()], rewrite(st.orelse)
+            elif isinstance(st, (gast.For, gast.While)):
+                st = _shallow(st)
+                if isinstance(st, gast.For):
+                    st.iter = fresh(st.iter)
+                else:
+                    st.test = fresh(st.test)
+                st.body = rewrite(st.body)
+            else:
+                st = fresh(st)
+            out.append(st)
+        return out
+    return rewrite(stmts)
 
 
 __all__ = ["dce", "propagate_copies", "names_in"]
