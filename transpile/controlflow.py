@@ -66,7 +66,11 @@ class ControlFlow:
                           if not isinstance(s, gast.Return)))
         if simple and not _jumps(body, (gast.Break, gast.Continue), True):
             return fdef
-        self.retval = self.namer.fresh("out")
+        self.retval = self.namer.fresh("result")
+        self.reads = {}
+        for n in gast.walk(fdef):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                self.reads[n.id] = self.reads.get(n.id, 0) + 1
         if _jumps(body, (gast.Return,), True) and self._needs_flag(body):
             self.returned = self.namer.fresh("returned")
         new = self.block(body)
@@ -94,8 +98,15 @@ class ControlFlow:
         out = []
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Return):
-                out.append(gast.copy_location(gast.Assign(targets=[_name(self.retval, True)],
-                                                          value=s.value, type_comment=None), s))
+                v = s.value
+                prev = out[-1] if out else None
+                if isinstance(v, gast.Name) and self.reads.get(v.id) == 1 and \
+                        isinstance(prev, gast.Assign) and len(prev.targets) == 1 and \
+                        isinstance(prev.targets[0], gast.Name) and prev.targets[0].id == v.id:
+                    prev.targets[0].id = self.retval      # `t = x * x; out = t` -> `out = x * x`
+                else:
+                    out.append(gast.copy_location(gast.Assign(
+                        targets=[_name(self.retval, True)], value=s.value, type_comment=None), s))
                 if self.returned:
                     out.append(_set(self.returned, True))
                 return out

@@ -14,7 +14,8 @@ STACK_SUFFIX = "_stack"       # values of `x` saved for the backward pass: `x_st
 TEMP_FOR_OP = {               # temporaries are named after what computed them
     "Add": "add", "Sub": "sub", "Mult": "mul", "Div": "div", "Pow": "pow",
     "MatMult": "matmul", "FloorDiv": "floordiv", "Mod": "mod", "USub": "neg",
-    "UAdd": "pos", "Not": "not_", "Invert": "invert",
+    "UAdd": "pos", "Not": "not_", "Invert": "invert", "BitAnd": "both", "BitOr": "either",
+    "BitXor": "xor",
 }
 
 

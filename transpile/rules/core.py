@@ -37,7 +37,9 @@ BINOPS = {
     "+": (gast.Add, operator.add), "-": (gast.Sub, operator.sub), "*": (gast.Mult, operator.mul),
     "/": (gast.Div, operator.truediv), "**": (gast.Pow, operator.pow),
     "@": (gast.MatMult, operator.matmul), "//": (gast.FloorDiv, operator.floordiv),
-    "%": (gast.Mod, operator.mod),
+    "%": (gast.Mod, operator.mod), "&": (gast.BitAnd, operator.and_),
+    "|": (gast.BitOr, operator.or_), "^": (gast.BitXor, operator.xor),
+    "<<": (gast.LShift, operator.lshift), ">>": (gast.RShift, operator.rshift),
 }
 UNARYOPS = {"u-": (gast.USub, operator.neg), "u+": (gast.UAdd, operator.pos),
             "not": (gast.Not, operator.not_), "~": (gast.Invert, operator.invert)}

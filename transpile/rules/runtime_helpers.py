@@ -103,3 +103,4 @@ def copy_fwd(out, x):
 @fwd("rt.astype")
 def astype_fwd(out, x, dtype):
     dout = rt.cast_like(dx, out)
+nondiff("&", "|", "^", "<<", ">>")   # masks and bit operations carry no derivative
