@@ -7,7 +7,7 @@ from .adjoints import (astype, cast_like, copy, dict_keys, dot_adj_a, dot_adj_b,
                        expand, getitem, index_add, index_clear, index_update, inside,
                        inverse_axes, matmul_adj_x1, matmul_adj_x2, reduced_size, seed,
                        tie_share, to_like, to_list, to_tuple, tolist, unbroadcast,
-                       unbroadcast_to, reversed_range, written_part)
+                       unbroadcast_to, reversed_range, written_part, broadcast_like)
 from .backend import array_module
 from .errors import TransformError
 from .trees import (add, filled, part, tangent_zeros, as_grad, check_float_input, pop, pop_adjoint, push, tree_leaves,

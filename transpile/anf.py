@@ -726,6 +726,8 @@ class Normalizer:
 
     def call(self, callee, node, stmts):
         from . import api
+        if isinstance(callee, Static) and callee.value is api.jvp:
+            return self.jvp_call(node, stmts)
         if isinstance(callee, Static) and api.is_transformation(callee.value):
             return self.transformation(callee.value, node)
         if isinstance(callee, LocalTransformed):
@@ -872,6 +874,37 @@ class Normalizer:
             return LocalTransformed(transform(fn, *extra, **options), target.freevars)
         raise self.error(node.args[0], f"{transform.__name__}() needs a function known while "
                          "transforming.")
+
+    def jvp_call(self, node, stmts):
+        """`tp.jvp(f, (x, y), (dx, dy))` inside transformed code: a call of f's jvp function."""
+        from . import api
+        if len(node.args) != 3 or not all(isinstance(a, (gast.Tuple, gast.List))
+                                          for a in node.args[1:]) or \
+                any(k.arg != "has_aux" for k in node.keywords):
+            raise self.error(node, "tp.jvp inside transformed code needs literal tuples: "
+                             "tp.jvp(f, (x, ...), (dx, ...)).")
+        options = {k.arg: _literal(k.value) for k in node.keywords}
+        target = self.static(node.args[0])
+        if isinstance(target, Static):
+            t, extra = api.Transformed(target.value, "jvp", options), []
+        elif isinstance(target, LocalFunction):
+            from .pipeline import compile_ir_function
+            fn = compile_ir_function(self.program, target.ir_name)
+            t, extra = api.Transformed(fn, "jvp", options), target.freevars
+        else:
+            raise self.error(node.args[0], "tp.jvp needs a function known while transforming.")
+        primals = [self.atom(a, stmts) for a in node.args[1].elts] + [_name(v) for v in extra]
+        tangents = [self.atom(a, stmts) for a in node.args[2].elts]
+        zeros = []
+        for v in extra:   # closure values carry no tangent
+            z = self.namer.fresh(v + "_dot")
+            stmts.append(_assign(z, prim_call("rt.tangent_zeros", [_name(v)])))
+            zeros.append(_name(z))
+        from .frontend import normalize_function
+        ir_name, params, _ = normalize_function(t.entry_function(), self.program)
+        call = gast.Call(func=_name(ir_name), args=primals + tangents + zeros, keywords=[])
+        anno.set(call, Anno.CALLEE, ir_name)
+        return call
 
     # ------------------------------------------------------------------ lifting
     def _bind_local_function(self, target, value, stmts):

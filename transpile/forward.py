@@ -188,7 +188,7 @@ class Forward:
 
     def apply_template(self, s, prim, spelling, value, target, dt, state):
         template = prim.fwd
-        actual = _bind_call(template, spelling, value)
+        actual = _bind_call(template, spelling, value, skip=1)
         if isinstance(actual, str):
             raise self.error(s, f"{spelling}: {actual}")
         mapping = {"out": _name(target)}

@@ -159,7 +159,7 @@ def generate(t):
         entry_name = program.namer.fresh(fir.name + "_jvp")
         jvp_variants[(entry_ir, None)] = entry_name
         node = forward.jvp_function(program, _fresh(fir), entry_name, fir.params, callee_jvp,
-                                    has_aux=opts["has_aux"])
+                                    has_aux=opts.get("has_aux", False))
         generated.insert(0, node)
         roots = [node]
     else:

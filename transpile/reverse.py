@@ -532,7 +532,7 @@ def _as_index_value(idx):
     return idx
 
 
-def _bind_call(template, spelling, value):
+def _bind_call(template, spelling, value, skip=2):
     """Map template parameter -> AST of the actual argument (or default) at a call site."""
     if isinstance(value, gast.BinOp):
         args, keywords = [value.left, value.right], []
@@ -544,7 +544,7 @@ def _bind_call(template, spelling, value):
         args, keywords = [value.left] + value.comparators, []
     else:
         args, keywords = value.args, [(k.arg, k.value) for k in value.keywords]
-    params = template.params[2:]
+    params = template.params[skip:]   # after the placeholders (dout, out) or (out,)
     sig = template.signature
     bound = {}
     if len(args) > len(params):

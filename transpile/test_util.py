@@ -5,8 +5,9 @@
 Reverse mode ("rev"): for a random cotangent u and direction v, the vector-Jacobian product
 must satisfy <u, J v> == <vjp(u), v>, where J v comes from central finite differences.
 Higher orders check the gradient of <f(x), u> the same way, so `order=2` differentiates
-generated code again (grad of vjp of ...). Forward mode ("fwd") is checked the same way
-once `tp.jvp` exists; asking for it before raises.
+generated code again (grad of vjp of ...). Forward mode ("fwd") checks <u, jvp(v)> against
+the same finite differences, and its higher orders transform <jvp(f)(x, v), u> again, in
+every requested mode (jvp of jvp, grad of jvp, ...).
 """
 import itertools
 import linecache
@@ -81,6 +82,41 @@ def _check_structure(cotangents, args):
                 assert cl.dtype == al.dtype, f"cotangent dtype {cl.dtype} != {al.dtype}"
 
 
+def check_jvp(f, args, rng, atol=1e-6, rtol=1e-5, eps=1e-6):
+    from . import api
+    v = tuple(_random_like(a, rng) for a in args)
+    tangents = tuple(t if t is not None else _zero_tangent(a) for t, a in zip(v, args))
+    out, out_dot = api.jvp(f, args, tangents)
+    u = _random_like(out, rng)
+    analytic = _vdot(u, out_dot)
+    numeric = _vdot(u, numerical_jvp(f, args, v, eps))
+    if not np.isclose(analytic, numeric, atol=atol, rtol=rtol):
+        raise AssertionError(f"forward-mode check failed for {getattr(f, '__name__', f)}: "
+                             f"<u, jvp(v)> = {analytic!r} but finite differences give "
+                             f"{numeric!r}")
+    return tangents, u
+
+
+def _zero_tangent(a):
+    from runtime.trees import tangent_zeros
+    return tangent_zeros(a)
+
+
+def _jvp_scalarized(f, v, u, nargs):
+    """(a0, ...) -> <jvp(f, (a0, ...), v)[1], u>, file-backed so it can be transformed."""
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    tans = ", ".join(f"v[{i}]" for i in range(nargs)) + ("," if nargs == 1 else "")
+    text = (f"import numpy as np\nimport transpile as tp\n\n"
+            f"def jvp_scalarized({params}):\n"
+            f"    out, out_dot = tp.jvp(f, ({params}{',' if nargs == 1 else ''}), ({tans}))\n"
+            f"    return vdot(out_dot, u)\n")
+    filename = f"<transpile-check-grads-{next(_counter)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    env = {"f": f, "u": u, "v": v, "vdot": _tree_vdot_fn(u)}
+    exec(compile(text, filename, "exec"), env)  # noqa: S102
+    return env["jvp_scalarized"]
+
+
 def _scalarized(f, u, nargs):
     """A file-backed function (a0, ...) -> <f(a0, ...), u>, which transformations can parse."""
     params = ", ".join(f"a{i}" for i in range(nargs))
@@ -126,8 +162,16 @@ def check_grads(f, args, order=2, modes=("rev",), seed=None, atol=1e-6, rtol=1e-
     rng = np.random.default_rng(seed)
     args = tuple(args)
     for mode in modes:
-        if mode != "rev":
-            raise NotImplementedError(f"mode {mode!r} needs tp.jvp, which is not built yet")
+        if mode not in ("rev", "fwd"):
+            raise ValueError(f"unknown mode {mode!r}: use 'rev' and/or 'fwd'")
+    if "fwd" in modes:
+        v, u_fwd = check_jvp(f, args, rng, atol, rtol, eps)
+        if order > 1:
+            h = _jvp_scalarized(f, v, u_fwd, len(args))
+            check_grads(h, args, order - 1, modes, seed=rng.integers(1 << 31),
+                        atol=atol * 10, rtol=rtol * 10, eps=eps)
+    if "rev" not in modes:
+        return
     out, u = check_vjp(f, args, rng, atol, rtol, eps)
     if order > 1:
         from . import api

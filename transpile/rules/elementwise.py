@@ -2,7 +2,7 @@
 
 Binary rules unbroadcast each adjoint back to its argument's shape.
 """
-from .core import nondiff, rev
+from .core import fwd, nondiff, rev
 import numpy as np  # noqa: F401  (templates refer to np and rt)
 import runtime as rt  # noqa: F401
 
@@ -14,10 +14,22 @@ def add(dout, out, x1, x2):
     dx2 = rt.unbroadcast(dout, x2)
 
 
+@fwd("+", "np.add")
+def add_fwd(out, x1, x2):
+    dout = rt.broadcast_like(dx1, out)
+    dout = rt.broadcast_like(dx2, out)
+
+
 @rev("-", "np.subtract")
 def subtract(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout, x1)
     dx2 = rt.unbroadcast(-dout, x2)
+
+
+@fwd("-", "np.subtract")
+def subtract_fwd(out, x1, x2):
+    dout = rt.broadcast_like(dx1, out)
+    dout = rt.broadcast_like(-dx2, out)
 
 
 @rev("*", "np.multiply")
@@ -26,10 +38,22 @@ def multiply(dout, out, x1, x2):
     dx2 = rt.unbroadcast(dout * x1, x2)
 
 
+@fwd("*", "np.multiply")
+def multiply_fwd(out, x1, x2):
+    dout = dx1 * x2
+    dout = x1 * dx2
+
+
 @rev("/", "np.divide", "np.true_divide")
 def divide(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout / x2, x1)
     dx2 = rt.unbroadcast(-dout * out / x2, x2)
+
+
+@fwd("/", "np.divide", "np.true_divide")
+def divide_fwd(out, x1, x2):
+    dout = dx1 / x2
+    dout = -dx2 * out / x2
 
 
 @rev("**", "np.power")
@@ -38,9 +62,20 @@ def power(dout, out, x1, x2):
     dx2 = rt.unbroadcast(dout * out * np.log(np.where(x1 > 0, x1, 1.0)), x2)
 
 
+@fwd("**", "np.power")
+def power_fwd(out, x1, x2):
+    dout = dx1 * x2 * x1 ** (x2 - 1)
+    dout = dx2 * out * np.log(np.where(x1 > 0, x1, 1.0))
+
+
 @rev("u-", "np.negative")
 def negative(dout, out, x):
     dx = -dout
+
+
+@fwd("u-", "np.negative")
+def negative_fwd(out, x):
+    dout = -dx
 
 
 @rev("u+", "np.positive")
@@ -75,6 +110,11 @@ nondiff("np.random.randn", "np.random.rand", "np.random.normal", "np.random.unif
 @rev("np.exp", "math.exp")
 def exp(dout, out, x):
     dx = dout * out
+
+
+@fwd("np.exp", "math.exp")
+def exp_fwd(out, x):
+    dout = dx * out
 
 
 @rev("np.exp2")
@@ -145,9 +185,19 @@ def sin(dout, out, x):
     dx = dout * np.cos(x)
 
 
+@fwd("np.sin", "math.sin")
+def sin_fwd(out, x):
+    dout = dx * np.cos(x)
+
+
 @rev("np.cos", "math.cos")
 def cos(dout, out, x):
     dx = -dout * np.sin(x)
+
+
+@fwd("np.cos", "math.cos")
+def cos_fwd(out, x):
+    dout = -dx * np.sin(x)
 
 
 @rev("np.tan", "math.tan")
@@ -189,6 +239,11 @@ def cosh(dout, out, x):
 @rev("np.tanh", "math.tanh")
 def tanh(dout, out, x):
     dx = dout * (1.0 - out * out)
+
+
+@fwd("np.tanh", "math.tanh")
+def tanh_fwd(out, x):
+    dout = dx * (1.0 - out * out)
 
 
 @rev("np.arcsinh", "math.asinh")

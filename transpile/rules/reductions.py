@@ -8,7 +8,7 @@ rejected, as writing into an array is not differentiable.
 Known limits: prod and cumprod divide by the input (zeros give nan, as in autograd); the
 derivative of max/min is split evenly between ties.
 """
-from .core import nondiff, rev
+from .core import fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -16,6 +16,11 @@ import runtime as rt  # noqa: F401
 @rev("np.sum")
 def sum(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):  # noqa: A001
     da = rt.expand(dout, a, axis, keepdims)
+
+
+@fwd("np.sum")
+def sum_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
+    dout = np.sum(da, axis, keepdims=keepdims)
 
 
 @rev("sum")

@@ -104,3 +104,13 @@ def copy_fwd(out, x):
 def astype_fwd(out, x, dtype):
     dout = rt.cast_like(dx, out)
 nondiff("&", "|", "^", "<<", ">>")   # masks and bit operations carry no derivative
+
+
+@rev("rt.broadcast_like")
+def broadcast_like(dout, out, t, out_):
+    dt = rt.unbroadcast(dout, t)
+
+
+@fwd("rt.broadcast_like")
+def broadcast_like_fwd(out, t, out_):
+    dout = rt.broadcast_like(dt, out_)
