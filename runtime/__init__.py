@@ -10,7 +10,7 @@ from .adjoints import (astype, cast_like, copy, dict_keys, dot_adj_a, dot_adj_b,
                        unbroadcast_to, reversed_range, written_part, broadcast_like)
 from .backend import array_module
 from .errors import TransformError
-from .trees import (add, filled, part, tangent_zeros, as_grad, check_float_input, pop, pop_adjoint, push, tree_leaves,
+from .trees import (add, filled, part, tangent_zeros, tree_scale, tree_vdot, as_grad, check_float_input, pop, pop_adjoint, push, tree_leaves,
                     tree_map,
                     zeros_like)
 from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,

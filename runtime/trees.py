@@ -212,3 +212,23 @@ def push(stack, value):
 
 def pop(stack):
     return stack.pop()
+
+
+def tree_vdot(a, b):
+    """Sum over matching leaves of np.sum(a * b): the inner product of two pytrees."""
+    if isinstance(a, (tuple, list)):
+        return sum((tree_vdot(x, y) for x, y in zip(a, b)), 0.0)
+    if isinstance(a, dict):
+        return sum((tree_vdot(a[k], b[k]) for k in a), 0.0)
+    if a is None or b is None:
+        return 0.0
+    return np.sum(a * b)
+
+
+def tree_scale(x, s):
+    """Every leaf of `x` times the scalar `s`."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(tree_scale(v, s) for v in x)
+    if isinstance(x, dict):
+        return {k: tree_scale(v, s) for k, v in x.items()}
+    return None if x is None else x * s

@@ -778,6 +778,16 @@ class Normalizer:
 
     def call_static(self, value, args, keywords, node, stmts):
         from . import api  # the public objects: Transformed functions, transformations
+        from . import custom
+        if isinstance(value, custom._Custom):
+            # Generated code calls the custom object itself, so code transformed again
+            # still meets its rules.
+            name = self.program.constant(value, value.__name__)
+            self.program.custom[name] = value
+            params = list(value.signature.parameters)
+            defaults = {p.name: p.default for p in value.signature.parameters.values()
+                        if p.default is not inspect.Parameter.empty}
+            return self.user_call(name, params, defaults, args, keywords, node)
         if isinstance(value, api.Transformed):
             from .frontend import normalize_function
             ir_name, params, _ = normalize_function(value.entry_function(), self.program)

@@ -13,6 +13,7 @@ from .frontend import closure_values, lifted_closure_names
 from .parse import parse_function
 
 _CACHE = {}
+_IN_PROGRESS = set()
 
 
 class _Identity:
@@ -42,6 +43,9 @@ class Root:
             self.signature = target.signature
             self.key = target.key
             return
+        from . import custom
+        if isinstance(target, custom._Custom):   # transform a call of it, so its rules apply
+            target = custom.wrapper_for(target)
         if isinstance(target, functools.partial):
             if target.keywords:
                 raise TransformError("functools.partial with keyword arguments cannot be "
@@ -117,7 +121,17 @@ class Transformed:
         if self._generated is None:
             gen = _CACHE.get(self.key)
             if gen is None:
-                gen = pipeline.generate(self)
+                if self.key in _IN_PROGRESS:
+                    raise TransformError(
+                        f"{self!r} is needed to generate its own code (a transformation "
+                        "that calls itself through a custom rule or a transformed "
+                        "function).\n  hint: break the cycle, e.g. give the inner call "
+                        "a custom_vjp, or call the untransformed function there.")
+                _IN_PROGRESS.add(self.key)
+                try:
+                    gen = pipeline.generate(self)
+                finally:
+                    _IN_PROGRESS.discard(self.key)
                 _CACHE[self.key] = gen
             self._generated = gen
         return self._generated

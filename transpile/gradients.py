@@ -440,10 +440,12 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
 
 
 def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
-                  finish=True):
-    """`f_fwd(params) -> (out, saved)` and `f_bwd(saved, dout) -> adjoints of all params`."""
+                  finish=True, wrt=None):
+    """`f_fwd(params) -> (out, saved)` and `f_bwd(saved, dout) -> adjoints of all params`
+    (differentiating with respect to `wrt`, all parameters by default; others get zeros)."""
     params = fir.params
-    rev, fwd = build_reverse(program, fir, params, split_callee, has_aux)
+    rev, fwd = build_reverse(program, fir, params if wrt is None else wrt, split_callee,
+                             has_aux)
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
     bwd = rev.backward_from([], dout)

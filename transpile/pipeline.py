@@ -17,7 +17,7 @@ import functools
 
 import gast
 
-from . import emit, forward, gradients
+from . import custom, emit, forward, gradients
 from .frontend import normalize_function
 from .program import Program
 
@@ -102,21 +102,34 @@ def generate(t):
     callee_pairs = {}
     generated = []
 
-    def split_callee(ir_name):
-        if ir_name not in callee_pairs:
+    def split_callee(ir_name, mask=None):
+        """(fwd, bwd) names for calls of `ir_name` whose arguments `mask` carry derivatives."""
+        if ir_name in program.custom:
+            if ir_name not in callee_pairs:   # the user's rules replace the function's body
+                pair = custom.vjp_pair(program.custom[ir_name])
+                callee_pairs[ir_name] = tuple(normalize_function(fn, program)[0]
+                                              for fn in pair)
+            return callee_pairs[ir_name]
+        key = (ir_name, mask)
+        if key not in callee_pairs:
+            fir = program.functions[ir_name]
             fwd = program.namer.fresh(ir_name + "_fwd")
             bwd = program.namer.fresh(ir_name + "_bwd")
-            callee_pairs[ir_name] = (fwd, bwd)
-            pair = gradients.vjp_functions(program, _fresh(program.functions[ir_name]), fwd,
-                                           bwd, split_callee, finish=False)
+            callee_pairs[key] = (fwd, bwd)
+            wrt = fir.params if mask is None else [p for p, m in zip(fir.params, mask) if m]
+            pair = gradients.vjp_functions(program, _fresh(fir), fwd, bwd, split_callee,
+                                           finish=False, wrt=wrt)
             generated.extend(pair)
-        return callee_pairs[ir_name]
+        return callee_pairs[key]
 
     jvp_variants = {}
 
     def callee_jvp(ir_name, mask):
         """The forward-mode function of `ir_name` for arguments carrying tangents (`mask`)."""
         key = (ir_name, mask)
+        if key not in jvp_variants and ir_name in program.custom:
+            fn = custom.jvp_function(program.custom[ir_name], mask)
+            jvp_variants[key] = normalize_function(fn, program)[0]
         if key not in jvp_variants:
             name = program.namer.fresh(ir_name + "_jvp")
             jvp_variants[key] = name
@@ -148,7 +161,7 @@ def generate(t):
     elif t.kind == "vjp":
         fwd = program.namer.fresh(fir.name + "_fwd")
         bwd = program.namer.fresh(fir.name + "_bwd")
-        callee_pairs[entry_ir] = (fwd, bwd)
+        callee_pairs[(entry_ir, None)] = (fwd, bwd)
         pair = gradients.vjp_functions(program, _fresh(fir), fwd, bwd, split_callee,
                                        has_aux=opts["has_aux"], finish=True)
         generated[:0] = list(pair)

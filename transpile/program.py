@@ -30,6 +30,7 @@ class Program:
         self.namespace = {}           # name -> object referenced by generated code
         self.namer = Namer(["np", "rt", "math", "scipy"])
         self.in_progress = set()
+        self.custom = {}              # IR name -> custom_vjp / custom_jvp object
 
     def constant(self, obj, hint):
         """A name under which generated code can refer to the non-literal object `obj`."""

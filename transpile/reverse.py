@@ -179,7 +179,7 @@ class Reverse:
             elif isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and \
                     anno.get(s.value, Anno.CALLEE) and (reads(s) & self.active):
                 callee = anno.get(s.value, Anno.CALLEE)
-                fwd_name, _ = self.split_callee(callee)
+                fwd_name, _ = self.split_callee(callee, self._mask(s.value))
                 target = s.targets[0].id
                 res = self.namer.fresh(callee.split("__")[0] + "_saved")
                 self.call_residuals[id(s)] = res
@@ -418,9 +418,12 @@ class Reverse:
                 self.accumulate(elt.id, item, state, out)
         return out
 
+    def _mask(self, call):
+        return tuple(isinstance(a, gast.Name) and a.id in self.active for a in call.args)
+
     def backward_call(self, s, value, dt, state):
         callee = anno.get(value, Anno.CALLEE)
-        _, bwd_name = self.split_callee(callee)
+        _, bwd_name = self.split_callee(callee, self._mask(value))
         res = self.call_residuals[id(s)]
         args = value.args
         grads, direct = [], set()

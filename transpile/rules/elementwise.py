@@ -83,6 +83,11 @@ def positive(dout, out, x):
     dx = dout
 
 
+@fwd("u+", "np.positive")
+def positive_fwd(out, x):
+    dout = dx
+
+
 nondiff("//", "%", "np.floor_divide", "np.mod", "np.remainder", "np.floor", "np.ceil",
         "np.round", "np.rint", "np.trunc", "np.fix", "np.sign", "not", "~",
         "<", "<=", ">", ">=", "==", "!=", "is", "is not", "in", "not in",
@@ -122,9 +127,19 @@ def exp2(dout, out, x):
     dx = dout * out * 0.6931471805599453
 
 
+@fwd("np.exp2")
+def exp2_fwd(out, x):
+    dout = dx * out * 0.6931471805599453
+
+
 @rev("np.expm1", "math.expm1")
 def expm1(dout, out, x):
     dx = dout * (out + 1.0)
+
+
+@fwd("np.expm1", "math.expm1")
+def expm1_fwd(out, x):
+    dout = dx * (out + 1.0)
 
 
 @rev("np.log", "math.log")
@@ -132,9 +147,19 @@ def log(dout, out, x):
     dx = dout / x
 
 
+@fwd("np.log", "math.log")
+def log_fwd(out, x):
+    dout = dx / x
+
+
 @rev("np.log2", "math.log2")
 def log2(dout, out, x):
     dx = dout / (x * 0.6931471805599453)
+
+
+@fwd("np.log2", "math.log2")
+def log2_fwd(out, x):
+    dout = dx / (x * 0.6931471805599453)
 
 
 @rev("np.log10", "math.log10")
@@ -142,9 +167,19 @@ def log10(dout, out, x):
     dx = dout / (x * 2.302585092994046)
 
 
+@fwd("np.log10", "math.log10")
+def log10_fwd(out, x):
+    dout = dx / (x * 2.302585092994046)
+
+
 @rev("np.log1p", "math.log1p")
 def log1p(dout, out, x):
     dx = dout / (1.0 + x)
+
+
+@fwd("np.log1p", "math.log1p")
+def log1p_fwd(out, x):
+    dout = dx / (1.0 + x)
 
 
 @rev("np.logaddexp")
@@ -153,10 +188,22 @@ def logaddexp(dout, out, x1, x2):
     dx2 = rt.unbroadcast(dout * np.exp(x2 - out), x2)
 
 
+@fwd("np.logaddexp")
+def logaddexp_fwd(out, x1, x2):
+    dout = dx1 * np.exp(x1 - out)
+    dout = dx2 * np.exp(x2 - out)
+
+
 @rev("np.logaddexp2")
 def logaddexp2(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout * np.exp2(x1 - out), x1)
     dx2 = rt.unbroadcast(dout * np.exp2(x2 - out), x2)
+
+
+@fwd("np.logaddexp2")
+def logaddexp2_fwd(out, x1, x2):
+    dout = dx1 * np.exp2(x1 - out)
+    dout = dx2 * np.exp2(x2 - out)
 
 
 @rev("np.sqrt", "math.sqrt")
@@ -164,9 +211,19 @@ def sqrt(dout, out, x):
     dx = dout * 0.5 / out
 
 
+@fwd("np.sqrt", "math.sqrt")
+def sqrt_fwd(out, x):
+    dout = dx * 0.5 / out
+
+
 @rev("np.cbrt")
 def cbrt(dout, out, x):
     dx = dout / (3.0 * out * out)
+
+
+@fwd("np.cbrt")
+def cbrt_fwd(out, x):
+    dout = dx / (3.0 * out * out)
 
 
 @rev("np.square")
@@ -174,9 +231,19 @@ def square(dout, out, x):
     dx = dout * 2.0 * x
 
 
+@fwd("np.square")
+def square_fwd(out, x):
+    dout = dx * 2.0 * x
+
+
 @rev("np.reciprocal")
 def reciprocal(dout, out, x):
     dx = -dout * out * out
+
+
+@fwd("np.reciprocal")
+def reciprocal_fwd(out, x):
+    dout = -dx * out * out
 
 # ---------------------------------------------------------------- trigonometric, hyperbolic
 
@@ -205,9 +272,19 @@ def tan(dout, out, x):
     dx = dout * (1.0 + out * out)
 
 
+@fwd("np.tan", "math.tan")
+def tan_fwd(out, x):
+    dout = dx * (1.0 + out * out)
+
+
 @rev("np.arcsin", "math.asin")
 def arcsin(dout, out, x):
     dx = dout / np.sqrt(1.0 - x * x)
+
+
+@fwd("np.arcsin", "math.asin")
+def arcsin_fwd(out, x):
+    dout = dx / np.sqrt(1.0 - x * x)
 
 
 @rev("np.arccos", "math.acos")
@@ -215,9 +292,19 @@ def arccos(dout, out, x):
     dx = -dout / np.sqrt(1.0 - x * x)
 
 
+@fwd("np.arccos", "math.acos")
+def arccos_fwd(out, x):
+    dout = -dx / np.sqrt(1.0 - x * x)
+
+
 @rev("np.arctan", "math.atan")
 def arctan(dout, out, x):
     dx = dout / (1.0 + x * x)
+
+
+@fwd("np.arctan", "math.atan")
+def arctan_fwd(out, x):
+    dout = dx / (1.0 + x * x)
 
 
 @rev("np.arctan2", "math.atan2")
@@ -226,14 +313,30 @@ def arctan2(dout, out, x1, x2):
     dx2 = rt.unbroadcast(-dout * x1 / (x1 * x1 + x2 * x2), x2)
 
 
+@fwd("np.arctan2", "math.atan2")
+def arctan2_fwd(out, x1, x2):
+    dout = dx1 * x2 / (x1 * x1 + x2 * x2)
+    dout = -dx2 * x1 / (x1 * x1 + x2 * x2)
+
+
 @rev("np.sinh", "math.sinh")
 def sinh(dout, out, x):
     dx = dout * np.cosh(x)
 
 
+@fwd("np.sinh", "math.sinh")
+def sinh_fwd(out, x):
+    dout = dx * np.cosh(x)
+
+
 @rev("np.cosh", "math.cosh")
 def cosh(dout, out, x):
     dx = dout * np.sinh(x)
+
+
+@fwd("np.cosh", "math.cosh")
+def cosh_fwd(out, x):
+    dout = dx * np.sinh(x)
 
 
 @rev("np.tanh", "math.tanh")
@@ -251,9 +354,19 @@ def arcsinh(dout, out, x):
     dx = dout / np.sqrt(x * x + 1.0)
 
 
+@fwd("np.arcsinh", "math.asinh")
+def arcsinh_fwd(out, x):
+    dout = dx / np.sqrt(x * x + 1.0)
+
+
 @rev("np.arccosh", "math.acosh")
 def arccosh(dout, out, x):
     dx = dout / np.sqrt(x * x - 1.0)
+
+
+@fwd("np.arccosh", "math.acosh")
+def arccosh_fwd(out, x):
+    dout = dx / np.sqrt(x * x - 1.0)
 
 
 @rev("np.arctanh", "math.atanh")
@@ -261,14 +374,29 @@ def arctanh(dout, out, x):
     dx = dout / (1.0 - x * x)
 
 
+@fwd("np.arctanh", "math.atanh")
+def arctanh_fwd(out, x):
+    dout = dx / (1.0 - x * x)
+
+
 @rev("np.deg2rad", "np.radians", "math.radians")
 def deg2rad(dout, out, x):
     dx = dout * 0.017453292519943295
 
 
+@fwd("np.deg2rad", "np.radians", "math.radians")
+def deg2rad_fwd(out, x):
+    dout = dx * 0.017453292519943295
+
+
 @rev("np.rad2deg", "np.degrees", "math.degrees")
 def rad2deg(dout, out, x):
     dx = dout * 57.29577951308232
+
+
+@fwd("np.rad2deg", "np.degrees", "math.degrees")
+def rad2deg_fwd(out, x):
+    dout = dx * 57.29577951308232
 
 # ---------------------------------------------------------------- piecewise
 
@@ -277,10 +405,21 @@ def absolute(dout, out, x):
     dx = dout * np.sign(x)
 
 
+@fwd("np.abs", "np.absolute", "abs", "math.fabs", "np.fabs")
+def absolute_fwd(out, x):
+    dout = dx * np.sign(x)
+
+
 @rev("np.maximum", "np.fmax", "max")
 def maximum(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout * rt.tie_share(x1 > x2, x1 == x2), x1)
     dx2 = rt.unbroadcast(dout * rt.tie_share(x2 > x1, x1 == x2), x2)
+
+
+@fwd("np.maximum", "np.fmax", "max")
+def maximum_fwd(out, x1, x2):
+    dout = dx1 * rt.tie_share(x1 > x2, x1 == x2)
+    dout = dx2 * rt.tie_share(x2 > x1, x1 == x2)
 
 
 @rev("np.minimum", "np.fmin", "min")
@@ -289,10 +428,22 @@ def minimum(dout, out, x1, x2):
     dx2 = rt.unbroadcast(dout * rt.tie_share(x2 < x1, x1 == x2), x2)
 
 
+@fwd("np.minimum", "np.fmin", "min")
+def minimum_fwd(out, x1, x2):
+    dout = dx1 * rt.tie_share(x1 < x2, x1 == x2)
+    dout = dx2 * rt.tie_share(x2 < x1, x1 == x2)
+
+
 @rev("np.where")
 def where(dout, out, condition, x, y):
     dx = rt.unbroadcast(np.where(condition, dout, 0.0), x)
     dy = rt.unbroadcast(np.where(condition, 0.0, dout), y)
+
+
+@fwd("np.where")
+def where_fwd(out, condition, x, y):
+    dout = rt.broadcast_like(np.where(condition, dx, 0.0), out)
+    dout = rt.broadcast_like(np.where(condition, 0.0, dy), out)
 
 
 @rev("np.clip")
@@ -302,10 +453,23 @@ def clip(dout, out, a, a_min=None, a_max=None):
     da_max = rt.unbroadcast(dout * rt.above(a, a_max), a_max)
 
 
+@fwd("np.clip")
+def clip_fwd(out, a, a_min=None, a_max=None):
+    dout = rt.broadcast_like(da * rt.inside(a, a_min, a_max), out)
+    dout = rt.broadcast_like(da_min * rt.below(a, a_min), out)
+    dout = rt.broadcast_like(da_max * rt.above(a, a_max), out)
+
+
 @rev("np.hypot", "math.hypot")
 def hypot(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout * x1 / out, x1)
     dx2 = rt.unbroadcast(dout * x2 / out, x2)
+
+
+@fwd("np.hypot", "math.hypot")
+def hypot_fwd(out, x1, x2):
+    dout = dx1 * x1 / out
+    dout = dx2 * x2 / out
 
 
 @rev("float", "np.float64", "np.asarray", "np.array")
@@ -313,14 +477,30 @@ def identity(dout, out, x):
     dx = dout
 
 
+@fwd("float", "np.float64", "np.asarray", "np.array")
+def identity_fwd(out, x):
+    """`np.array([a, b])` has a list tangent: made an array like the result."""
+    dout = np.asarray(dx)
+
+
 @rev("np.conj", "np.conjugate")
 def conj(dout, out, x):
     dx = np.conj(dout)
 
 
+@fwd("np.conj", "np.conjugate")
+def conj_fwd(out, x):
+    dout = np.conj(dx)
+
+
 @rev("np.real")
 def real(dout, out, val):
     dval = np.real(dout)
+
+
+@fwd("np.real")
+def real_fwd(out, val):
+    dout = np.real(dval)
 
 
 nondiff("rt.below", "rt.above")

@@ -30,9 +30,20 @@ def total(dout, out, iterable, start=0):
     dstart = rt.unbroadcast(dout, start)
 
 
+@fwd("sum")
+def total_fwd(out, iterable, start=0):
+    dout = rt.broadcast_like(sum(diterable), out)
+    dout = rt.broadcast_like(dstart, out)
+
+
 @rev("rt.sum_adj", container_out=True)
 def sum_adj(dout, out, g, xs):
     dg = rt.sum_adj_t(dout, g)
+
+
+@fwd("rt.sum_adj")
+def sum_adj_fwd(out, g, xs):
+    dout = rt.sum_adj(dg, xs)
 
 
 @rev("rt.sum_adj_t")
@@ -40,9 +51,19 @@ def sum_adj_t(dout, out, d, g):
     dd = rt.sum_adj(dout, d)
 
 
+@fwd("rt.sum_adj_t")
+def sum_adj_t_fwd(out, d, g):
+    dout = rt.sum_adj_t(dd, g)
+
+
 @rev("np.mean")
 def mean(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) / rt.reduced_size(a, axis)
+
+
+@fwd("np.mean")
+def mean_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
+    dout = np.mean(da, axis, keepdims=keepdims)
 
 
 @rev("np.prod")
@@ -50,14 +71,29 @@ def prod(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
     da = rt.expand(dout * out, a, axis, keepdims) / a
 
 
+@fwd("np.prod")
+def prod_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
+    dout = np.sum(da * rt.expand(out, a, axis, keepdims) / a, axis, keepdims=keepdims)
+
+
 @rev("np.max", "np.amax")
 def amax(dout, out, a, axis=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) * rt.extremum_share(a, out, axis, keepdims)
 
 
+@fwd("np.max", "np.amax")
+def amax_fwd(out, a, axis=None, out_=None, keepdims=False):
+    dout = np.sum(da * rt.extremum_share(a, out, axis, keepdims), axis, keepdims=keepdims)
+
+
 @rev("np.min", "np.amin")
 def amin(dout, out, a, axis=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) * rt.extremum_share(a, out, axis, keepdims)
+
+
+@fwd("np.min", "np.amin")
+def amin_fwd(out, a, axis=None, out_=None, keepdims=False):
+    dout = np.sum(da * rt.extremum_share(a, out, axis, keepdims), axis, keepdims=keepdims)
 
 
 @rev("np.var")
@@ -66,10 +102,22 @@ def var(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) * centered * (2.0 / (rt.reduced_size(a, axis) - ddof))
 
 
+@fwd("np.var")
+def var_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    centered = a - np.mean(a, axis, keepdims=True)
+    dout = np.sum(da * centered, axis, keepdims=keepdims) * (2.0 / (rt.reduced_size(a, axis) - ddof))
+
+
 @rev("np.std")
 def std(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
     da = rt.expand(dout / out, a, axis, keepdims) * centered / (rt.reduced_size(a, axis) - ddof)
+
+
+@fwd("np.std")
+def std_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    centered = a - np.mean(a, axis, keepdims=True)
+    dout = np.sum(da * centered, axis, keepdims=keepdims) / (out * (rt.reduced_size(a, axis) - ddof))
 
 
 @rev("np.cumsum")
@@ -77,14 +125,29 @@ def cumsum(dout, out, a, axis=None, dtype=None, out_=None):
     da = rt.cumsum_adj(dout, a, axis)
 
 
+@fwd("np.cumsum")
+def cumsum_fwd(out, a, axis=None, dtype=None, out_=None):
+    dout = np.cumsum(da, axis)
+
+
 @rev("rt.cumsum_adj")
 def cumsum_adj(dout, out, g, a, axis=None):
     dg = np.cumsum(dout, axis)
 
 
+@fwd("rt.cumsum_adj")
+def cumsum_adj_fwd(out, g, a, axis=None):
+    dout = rt.cumsum_adj(dg, a, axis)
+
+
 @rev("np.cumprod")
 def cumprod(dout, out, a, axis=None, dtype=None, out_=None):
     da = rt.cumsum_adj(dout * out, a, axis) / a
+
+
+@fwd("np.cumprod")
+def cumprod_fwd(out, a, axis=None, dtype=None, out_=None):
+    dout = out * np.cumsum(da / a, axis)
 
 
 nondiff("np.argmax", "np.argmin", "np.argsort", "np.any", "np.all", "np.count_nonzero",

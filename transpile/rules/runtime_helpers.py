@@ -114,3 +114,30 @@ def broadcast_like(dout, out, t, out_):
 @fwd("rt.broadcast_like")
 def broadcast_like_fwd(out, t, out_):
     dout = rt.broadcast_like(dt, out_)
+
+
+# ---------------------------------------------------------------- pytree inner products
+# (custom_jvp functions are differentiated in reverse mode through these)
+
+@rev("rt.tree_vdot")
+def tree_vdot(dout, out, a, b):
+    da = rt.tree_scale(b, dout)
+    db = rt.tree_scale(a, dout)
+
+
+@fwd("rt.tree_vdot")
+def tree_vdot_fwd(out, a, b):
+    dout = rt.tree_vdot(da, b)
+    dout = rt.tree_vdot(a, db)
+
+
+@rev("rt.tree_scale")
+def tree_scale(dout, out, x, s):
+    dx = rt.tree_scale(dout, s)
+    ds = rt.tree_vdot(dout, x)
+
+
+@fwd("rt.tree_scale")
+def tree_scale_fwd(out, x, s):
+    dout = rt.tree_scale(dx, s)
+    dout = rt.tree_scale(x, ds)

@@ -1,0 +1,157 @@
+"""Custom derivatives: `@tp.custom_vjp` with `.defvjp(fwd, bwd)` and `@tp.custom_jvp` with
+`.defjvp(rule)`, following JAX's conventions.
+
+    @tp.custom_vjp                          def f_fwd(x):           def f_bwd(saved, g):
+    def f(x):                                   y = f(x)                y, = saved
+        return entmax15_bisect(x)               return y, (y,)          return (jac_t(y, g),)
+    f.defvjp(f_fwd, f_bwd)
+
+Wherever a transformation meets a call of `f`, it uses the rules instead of `f`'s body:
+reverse mode calls `f_fwd` in the forward pass and `f_bwd` in the backward pass (the pair
+has exactly the calling convention of generated `g_fwd`/`g_bwd` pairs); forward mode calls
+the jvp rule. A custom_jvp function is differentiated in reverse mode by transposing its
+jvp rule: the rule is linear in the tangents, so the gradient of <u, jvp(x, t)> with respect
+to t is the vector-Jacobian product. Outside transformations `f` runs its own body.
+"""
+import functools
+import inspect
+import itertools
+import linecache
+
+from .errors import TransformError
+
+_counter = itertools.count()
+
+
+class _Custom:
+    def __init__(self, fn, nondiff_argnums=()):
+        if nondiff_argnums:
+            raise TransformError("nondiff_argnums is not supported; pass such values as "
+                                 "ordinary arguments (integers get no derivative anyway).")
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        self.signature = inspect.signature(fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+class custom_vjp(_Custom):  # noqa: N801 - named as JAX names it
+    """A function whose reverse-mode derivative is given by `defvjp(fwd, bwd)`.
+
+    fwd(*args) -> (out, saved); bwd(saved, out_cotangent) -> tuple of one cotangent per
+    argument. Forward mode (jvp) of such a function raises: define custom_jvp instead.
+    """
+
+    def __init__(self, fn, nondiff_argnums=()):
+        super().__init__(fn, nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+
+class custom_jvp(_Custom):  # noqa: N801
+    """A function whose forward-mode derivative is given by `defjvp(rule)`.
+
+    rule(primals, tangents) -> (out, out_tangent), primals and tangents being tuples.
+    Usable as a decorator: `@f.defjvp`.
+    """
+
+    def __init__(self, fn, nondiff_argnums=()):
+        super().__init__(fn, nondiff_argnums)
+        self.rule = None
+
+    def defjvp(self, rule):
+        self.rule = rule
+        return rule
+
+
+def file_backed(text, env, name):
+    """Compile generated helper source so that inspect (and so transpile) can read it."""
+    filename = f"<transpile-custom-{name}-{next(_counter)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), env)  # noqa: S102
+    return env[name]
+
+
+def wrapper_for(custom):
+    """A plain function calling `custom`, so a transformation applied to it directly still
+    sees a call of the custom function (and uses its rules)."""
+    if getattr(custom, "_wrapper", None) is not None:
+        return custom._wrapper
+    params = list(custom.signature.parameters)
+    args = ", ".join(params)
+    text = f"def {custom.__name__}_call({args}):\n    return custom({args})\n"
+    custom._wrapper = file_backed(text, {"custom": custom}, f"{custom.__name__}_call")
+    return custom._wrapper
+
+
+def vjp_pair(custom):
+    """(fwd, bwd) Python functions implementing reverse mode for a custom function."""
+    if getattr(custom, "_pair", None) is None:
+        custom._pair = _make_vjp_pair(custom)
+    return custom._pair
+
+
+def _make_vjp_pair(custom):
+    if isinstance(custom, custom_vjp):
+        if custom.fwd is None:
+            raise TransformError(f"custom_vjp function {custom.__name__} is differentiated "
+                                 "but has no rules.\n  hint: call "
+                                 f"{custom.__name__}.defvjp(fwd, bwd) after defining it.")
+        return custom.fwd, custom.bwd
+    if custom.rule is None:
+        raise TransformError(f"custom_jvp function {custom.__name__} is differentiated but "
+                             f"has no rule.\n  hint: decorate the rule with "
+                             f"@{custom.__name__}.defjvp.")
+    from . import api
+    params = list(custom.signature.parameters)
+    n = len(params)
+    args = ", ".join(params)
+    tans = ", ".join(f"t_{p}" for p in params)
+    one = "," if n == 1 else ""
+    text = (f"def tangent_product({args}, {tans}, u):\n"
+            f"    out, out_dot = rule(({args}{one}), ({tans}{one}))\n"
+            f"    return rt.tree_vdot(out_dot, u)\n")
+    import runtime as rt
+    product = file_backed(text, {"rule": custom.rule, "rt": rt}, "tangent_product")
+    transpose = api.grad(product, argnums=tuple(range(n, 2 * n)))
+    env = {"custom": custom, "transpose": transpose, "rt": rt}
+    fwd = file_backed(f"def {custom.__name__}_fwd({args}):\n"
+                      f"    return custom({args}), ({args}{one})\n", env,
+                      f"{custom.__name__}_fwd")
+    zeros = ", ".join(f"rt.tangent_zeros({p})" for p in params)
+    bwd = file_backed(f"def {custom.__name__}_bwd(saved, g):\n"
+                      f"    {args}{one} = saved\n"
+                      f"    return transpose({args}, {zeros}, g)\n", env,
+                      f"{custom.__name__}_bwd")
+    return fwd, bwd
+
+
+def jvp_function(custom, mask):
+    """A Python function (args..., tangents of masked args...) -> (out, out_tangent)."""
+    made = custom.__dict__.setdefault("_jvps", {})
+    if mask not in made:
+        made[mask] = _make_jvp_function(custom, mask)
+    return made[mask]
+
+
+def _make_jvp_function(custom, mask):
+    if isinstance(custom, custom_vjp):
+        raise TransformError(f"forward mode (jvp) meets custom_vjp function "
+                             f"{custom.__name__}, whose derivative is given only in reverse "
+                             f"mode.\n  hint: use reverse mode (grad, vjp, jacrev), or make it "
+                             f"a custom_jvp.")
+    if custom.rule is None:
+        raise TransformError(f"custom_jvp function {custom.__name__} has no rule.\n  hint: "
+                             f"decorate the rule with @{custom.__name__}.defjvp.")
+    import runtime as rt
+    params = list(custom.signature.parameters)
+    one = "," if len(params) == 1 else ""
+    tan_params = [f"t_{p}" for p, m in zip(params, mask) if m]
+    tangents = [f"t_{p}" if m else f"rt.tangent_zeros({p})" for p, m in zip(params, mask)]
+    text = (f"def {custom.__name__}_jvp({', '.join(params + tan_params)}):\n"
+            f"    return rule(({', '.join(params)}{one}), ({', '.join(tangents)}{one}))\n")
+    return file_backed(text, {"rule": custom.rule, "rt": rt}, f"{custom.__name__}_jvp")
