@@ -7,14 +7,15 @@ from .adjoints import (astype, cast_like, copy, dict_keys, dot_adj_a, dot_adj_b,
                        expand, getitem, index_add, index_clear, index_update, inside,
                        inverse_axes, matmul_adj_x1, matmul_adj_x2, reduced_size, seed,
                        tie_share, to_like, to_list, to_tuple, tolist, unbroadcast,
-                       unbroadcast_to, reversed_range, written_part, broadcast_like)
+                       unbroadcast_to, reversed_range, written_part, broadcast_like,
+                       size_of, basis_like, jacobian_shape)
 from .backend import array_module
 from .errors import TransformError
 from .trees import (add, filled, part, tangent_zeros, tree_scale, tree_vdot, as_grad, check_float_input, pop, pop_adjoint, push, tree_leaves,
                     tree_map,
                     zeros_like)
 from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,
-                             inner_spec, logsumexp, solve, solve_spec, tensordot_spec, weight)
+                             inner_spec, logsumexp, norm_axis, solve, solve_spec, tensordot_spec, weight)
 from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: F811 (any ranks)
 from .shape_helpers import (above, below, concatenate_adj, cumsum_adj, diag_adj, diagonal_adj,
                             diff_adj, extremum_share, hstack_adj, pad_value_adj, repeat_adj,

@@ -298,3 +298,22 @@ def broadcast_like(t, out):
         if np.ndim(out) == 0:
             return t
     return np.broadcast_to(t, np.shape(out)) * 1  # a writable copy, owned by the caller
+
+
+def size_of(x):
+    """Number of elements of an array or number (the length of a Jacobian's loop)."""
+    return int(np.size(x))
+
+
+def basis_like(x, i):
+    """The i-th standard basis vector shaped like `x` (flat index; 1.0 for a number)."""
+    if np.ndim(x) == 0 and not hasattr(x, "dtype"):
+        return 1.0
+    xp = array_module(x)
+    e = xp.zeros(np.shape(x), dtype=getattr(x, "dtype", np.float64))
+    e.reshape(-1)[i] = 1
+    return e
+
+
+def jacobian_shape(out, x):
+    return tuple(np.shape(out)) + tuple(np.shape(x))

@@ -228,6 +228,13 @@ def expand_norm(g, x, ord=None, axis=None, keepdims=False):
 
     Other orders have no rule yet: they raise here, when the derivative is first needed.
     """
+    from .adjoints import expand
+    return expand(g, x, norm_axis(x, ord, axis), keepdims)
+
+
+def norm_axis(x, ord=None, axis=None):
+    """`axis` of np.linalg.norm(x, ord, axis), checked to be a supported (2-norm/Frobenius)
+    case (forward mode sums `x * dx` over it)."""
     nd = np.ndim(x)
     n_axes = nd if axis is None else (1 if isinstance(axis, (int, np.integer)) else len(axis))
     ok = ord is None or (ord == "fro" and n_axes == 2) or \
@@ -238,8 +245,7 @@ def expand_norm(g, x, ord=None, axis=None, keepdims=False):
             f"only the vector 2-norm and the Frobenius norm (ord=None or 'fro') are "
             f"supported.\n  hint: write the norm with np.sum/np.abs/np.max, or use "
             f"@tp.custom_vjp.")
-    from .adjoints import expand
-    return expand(g, x, axis, keepdims)
+    return axis
 
 
 def weight(w, b=None, return_sign=False):

@@ -147,6 +147,13 @@ class Forward:
         target = s.targets[0].id
         value = s.value
         out = [s]
+        if target in self.active and anno.get(value, Anno.CALLEE):
+            replaced = self.call(s, value, target, self.tan(target), state)
+            if replaced is not None:
+                state.add(self.tan(target))
+                return replaced
+            state.discard(self.tangents.get(target))
+            return out
         if target not in self.active:
             state.discard(self.tangents.get(target))
             return out
@@ -287,9 +294,9 @@ class Forward:
         call = gast.Call(func=_name(name), args=list(value.args) + tangents, keywords=[])
         anno.set(call, Anno.CALLEE, name)
         # the primal call is replaced: the jvp function returns (out, out_dot)
-        s.value = call
-        s.targets = [gast.Tuple(elts=[_name(target, True), _name(dt, True)], ctx=gast.Store())]
-        return []
+        new = gast.Assign(targets=[gast.Tuple(elts=[_name(target, True), _name(dt, True)],
+                                              ctx=gast.Store())], value=call, type_comment=None)
+        return [anno.copy(s, gast.copy_location(new, s))]
 
 
 def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False):

@@ -92,14 +92,10 @@ def filled_fwd(out, g, like):
     dout = rt.filled(dg, like)
 
 
-@fwd("rt.to_tuple")
-def to_tuple_fwd(out, x):
-    dout = rt.to_tuple(dx)
-
-
-@fwd("rt.to_list")
-def to_list_fwd(out, x):
-    dout = rt.to_list(dx)
+@fwd("rt.to_tuple", "rt.to_list")
+def to_sequence_fwd(out, x):
+    """One row for both spellings: the tangent takes the container type of `out`."""
+    dout = rt.to_like(dx, out)
 
 
 @fwd("rt.to_like")

@@ -105,7 +105,8 @@ def var(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
 @fwd("np.var")
 def var_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
-    dout = np.sum(da * centered, axis, keepdims=keepdims) * (2.0 / (rt.reduced_size(a, axis) - ddof))
+    scale = 2.0 / (rt.reduced_size(a, axis) - ddof)
+    dout = np.sum(da * centered, axis, keepdims=keepdims) * scale
 
 
 @rev("np.std")
@@ -117,7 +118,8 @@ def std(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
 @fwd("np.std")
 def std_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
-    dout = np.sum(da * centered, axis, keepdims=keepdims) / (out * (rt.reduced_size(a, axis) - ddof))
+    n = rt.reduced_size(a, axis) - ddof
+    dout = np.sum(da * centered, axis, keepdims=keepdims) / (out * n)
 
 
 @rev("np.cumsum")

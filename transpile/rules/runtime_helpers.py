@@ -141,3 +141,4 @@ def tree_scale(dout, out, x, s):
 def tree_scale_fwd(out, x, s):
     dout = rt.tree_scale(dx, s)
     dout = rt.tree_scale(x, ds)
+nondiff("rt.size_of", "rt.basis_like", "rt.jacobian_shape")

@@ -4,7 +4,7 @@ Generated modules import only numpy and `runtime`, so a scipy function is spelle
 its re-export in `runtime` (`rt.logsumexp` is scipy.special.logsumexp itself): the first
 spelling given to `rev` is the one generated code uses.
 """
-from .core import rev
+from .core import fwd, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -16,7 +16,20 @@ def logsumexp(dout, out, a, axis=None, b=None, keepdims=False, return_sign=False
     db = rt.unbroadcast(w, b)
 
 
+@fwd("rt.logsumexp", "scipy.special.logsumexp")
+def logsumexp_fwd(out, a, axis=None, b=None, keepdims=False, return_sign=False):
+    w = np.exp(a - rt.expand(out, a, axis, keepdims))
+    dout = np.sum(rt.weight(w, b, return_sign) * da, axis, keepdims=keepdims)
+    dout = np.sum(w * db, axis, keepdims=keepdims)
+
+
 @rev("rt.weight")
 def weight(dout, out, w, b=None, return_sign=False):
     dw = rt.weight(dout, b)
     db = rt.unbroadcast(dout * w, b)
+
+
+@fwd("rt.weight")
+def weight_fwd(out, w, b=None, return_sign=False):
+    dout = rt.weight(dw, b)
+    dout = rt.broadcast_like(w * db, out)
