@@ -3,20 +3,18 @@
 Generated modules do `import runtime as rt` and call `rt.<helper>`; they never import
 `transpile`, so a dumped module runs without the transformer installed.
 """
-from .adjoints import (astype, cast_like, copy, dict_keys, dot_adj_a, dot_adj_b, dtype_of,
-                       expand, getitem, index_add, index_clear, index_update, inside,
-                       inverse_axes, matmul_adj_x1, matmul_adj_x2, reduced_size, seed,
-                       tie_share, to_like, to_list, to_tuple, tolist, unbroadcast,
-                       unbroadcast_to, reversed_range, written_part, broadcast_like,
-                       size_of, basis_like, jacobian_shape)
+from .adjoints import (astype, basis_like, broadcast_like, cast_like, copy, dict_keys,
+                       dot_adj_a, dot_adj_b, dtype_of, expand, getitem, index_add,
+                       index_clear, index_update, inside, inverse_axes, jacobian_shape,
+                       reduced_size, reversed_range, seed, size_of, tie_share, to_like,
+                       to_list, to_tuple, tolist, unbroadcast, unbroadcast_to, written_part)
 from .backend import array_module
 from .errors import TransformError
-from .trees import (add, filled, part, tangent_zeros, tree_scale, tree_vdot, as_grad, check_float_input, pop, pop_adjoint, push, tree_leaves,
-                    tree_map,
-                    zeros_like)
+from .trees import (add, as_grad, check_float_input, filled, part, pop, pop_adjoint, push,
+                    tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot, zeros_like)
 from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,
                              inner_spec, logsumexp, norm_axis, solve, solve_spec, tensordot_spec, weight)
-from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: F811 (any ranks)
+from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: E402
 from .shape_helpers import (above, below, concatenate_adj, cumsum_adj, diag_adj, diagonal_adj,
                             diff_adj, extremum_share, hstack_adj, pad_value_adj, repeat_adj,
                             sort_like, stack_adj, sum_adj, sum_adj_t, tile_adj, trace_adj,

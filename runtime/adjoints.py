@@ -193,35 +193,13 @@ def dict_keys(d):
     return list(d.keys())
 
 
-def matmul_adj_x1(g, x2, x1):
-    """Adjoint of `x1 @ x2` with respect to x1 (any ranks, including 1-D)."""
-    x2t = np.swapaxes(x2, -1, -2) if np.ndim(x2) > 1 else x2
-    if np.ndim(x2) == 1:
-        out = np.multiply.outer(g, x2) if np.ndim(x1) > 1 else g * x2
-    elif np.ndim(x1) == 1:
-        out = np.matmul(g, x2t) if np.ndim(g) else g * x2t
-    else:
-        out = np.matmul(g, x2t)
-    return unbroadcast(out, x1)
-
-
-def matmul_adj_x2(x1, g, x2):
-    """Adjoint of `x1 @ x2` with respect to x2 (any ranks, including 1-D)."""
-    if np.ndim(x1) == 1:
-        out = np.multiply.outer(x1, g) if np.ndim(x2) > 1 else x1 * g
-    elif np.ndim(x2) == 1:
-        out = np.matmul(np.swapaxes(x1, -1, -2), g)
-    else:
-        out = np.matmul(np.swapaxes(x1, -1, -2), g)
-    return unbroadcast(out, x2)
-
-
 def dot_adj_a(g, b, a):
     """Adjoint of `np.dot(a, b)` with respect to a (scalars, vectors and matrices)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(np.sum(g * b) if np.ndim(a) == 0 else g * b, a)
     if np.ndim(b) > 2 or np.ndim(a) > 2:
         return _dot_nd_adj_a(g, b, a)
+    from .linalg_helpers import matmul_adj_x1
     return matmul_adj_x1(g, b, a)
 
 
@@ -231,6 +209,7 @@ def dot_adj_b(a, g, b):
         return unbroadcast(np.sum(g * a) if np.ndim(b) == 0 else g * a, b)
     if np.ndim(b) > 2 or np.ndim(a) > 2:
         return _dot_nd_adj_b(a, g, b)
+    from .linalg_helpers import matmul_adj_x2
     return matmul_adj_x2(a, g, b)
 
 
