@@ -69,6 +69,8 @@ def expand(g, x, axis=None, keepdims=False):
     """Adjoint of a reduction over `axis`: broadcast `g` back to `x`'s shape."""
     shape = np.shape(x)
     xp = array_module(g)
+    if axis is None and np.ndim(g) == 0:
+        return xp.full(shape, g)        # a fresh array: cheaper than a broadcast view here
     if axis is not None and not keepdims:
         axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
         g = xp.expand_dims(g, tuple(a % len(shape) for a in axes))

@@ -28,8 +28,11 @@ _LETTERS = string.ascii_letters
 def matmul_adj_x1(g, x2, x1):
     """Adjoint of `x1 @ x2` with respect to x1, for any ranks (1-D operands included).
 
-    Replaces the version in adjoints.py, which got a 1-D operand next to a batched one wrong.
+    Any ranks: a 1-D operand next to a batched one included.
     """
+    if type(g) is np.ndarray and type(x2) is np.ndarray and type(x1) is np.ndarray and \
+            g.ndim == 2 and x2.ndim == 2 and x1.ndim == 2:
+        return g @ x2.T                 # the common case, kept fast
     xp = array_module(g, x2)
     n1, n2 = np.ndim(x1), np.ndim(x2)
     if n1 == 1 and n2 == 1:
@@ -45,6 +48,9 @@ def matmul_adj_x1(g, x2, x1):
 
 def matmul_adj_x2(x1, g, x2):
     """Adjoint of `x1 @ x2` with respect to x2, for any ranks (1-D operands included)."""
+    if type(g) is np.ndarray and type(x1) is np.ndarray and type(x2) is np.ndarray and \
+            g.ndim == 2 and x1.ndim == 2 and x2.ndim == 2:
+        return x1.T @ g
     xp = array_module(g, x1)
     n1, n2 = np.ndim(x1), np.ndim(x2)
     if n1 == 1 and n2 == 1:

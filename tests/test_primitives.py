@@ -14,6 +14,7 @@ import transpile as tp
 from transpile import rules
 from transpile.errors import TransformError
 from transpile.test_util import check_grads
+from runtime.trees import is_float_leaf, tangent_zeros, tree_leaves, tree_map
 
 try:
     import scipy.special
@@ -63,11 +64,24 @@ def F(r):
     return float(r.uniform(0.5, 1.5))
 
 
+def _check_tangent_shapes(f, args, rng):
+    """jvp's tangent output has exactly the structure and shapes of the primal output."""
+    tangents = tuple(tree_map(lambda a: rng.standard_normal(np.shape(a)) if is_float_leaf(a)
+                              else tangent_zeros(a), a) for a in args)
+    out, out_dot = tp.jvp(f, args, tangents)
+    leaves, dot_leaves = tree_leaves(out), tree_leaves(out_dot)
+    assert len(leaves) == len(dot_leaves), f"tangent structure {out_dot!r} != {out!r}"
+    for o, d in zip(leaves, dot_leaves):
+        assert np.shape(o) == np.shape(d), f"tangent shape {np.shape(d)} != {np.shape(o)}"
+
+
 def _run(f, make_args, case_id, order=2, modes=("fwd", "rev")):
     rng = np.random.default_rng([SEED, zlib.crc32(case_id.encode())])
     args = make_args(rng)
     try:
         check_grads(f, args, order=order, modes=modes, seed=int(rng.integers(1 << 31)))
+        if "fwd" in modes:
+            _check_tangent_shapes(f, args, rng)
     except AssertionError as e:
         raise AssertionError(f"{e}\n  (replay with TP_SEED={SEED})") from None
     except Exception as e:

@@ -1,0 +1,449 @@
+"""Forward mode (`tp.jvp`) and derivatives of any order, mixing forward and reverse mode.
+
+The seed examples are checked against exact values: derivatives of tanh written through
+`np.exp`, where the k-th derivative has a closed form. Programs with loops, branches,
+calls, recursion, closures and in-place updates are checked with
+`check_grads(order=3, modes=("fwd", "rev"))`, which composes jvp and vjp in every order
+(jvp of jvp of jvp, grad of jvp of grad, ...) and compares each with central finite
+differences. Mixed compositions through a loop and a branch (grad of grad of grad, jvp of
+grad, grad of jvp, jacfwd of jacrev, jacrev of jacfwd) are compared with analytic values.
+"""
+import ast
+import math
+
+import numpy as np
+import pytest
+
+import transpile as tp
+from transpile.test_util import check_grads
+
+
+def fd(f, x, eps=1e-6):
+    """Central finite difference of f at a float x (f may return an array)."""
+    return (np.asarray(f(x + eps)) - np.asarray(f(x - eps))) / (2 * eps)
+
+
+def fd_jacobian(f, x, eps=1e-6):
+    """Jacobian of f at array x by central differences, JAX's shape (out shape + in shape)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.asarray(f(x))
+    jac = np.zeros(out.shape + x.shape)
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        jac[(Ellipsis,) + idx] = (np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps)
+    return jac
+
+
+# =====================================================================================
+# The seed example: tanh through exp, derivatives up to the third, exact values
+# =====================================================================================
+
+def tanh(x):
+    y = np.exp(-2.0 * x)
+    return (1.0 - y) / (1.0 + y)
+
+
+def tanh_derivatives(x):
+    """tanh and its first three derivatives, in closed form (t = tanh x, s = sech^2 x)."""
+    t = math.tanh(x)
+    s = 1.0 - t * t
+    return t, s, -2.0 * t * s, -2.0 * s * (s - 2.0 * t * t)
+
+
+def test_third_derivative_of_tanh_seed_value():
+    got = tp.grad(tp.grad(tp.grad(tanh)))(1.0)
+    # tanh'''(1) = -2 sech^2(1) (sech^2(1) - 2 tanh^2(1)) = 0.621626680771296263106530...
+    # (30 digits from mpmath.diff(mpmath.tanh, 1, 3)); the same number in closed form and as
+    # a rational function of u = e^-2, 16 u (u^2 - 4u + 1) / (1 + u)^4
+    exact = 0.621626680771296263106530428722
+    _, _, _, d3 = tanh_derivatives(1.0)
+    u = math.exp(-2.0)
+    rational = 16.0 * u * (u * u - 4.0 * u + 1.0) / (1.0 + u) ** 4
+    assert np.isclose(d3, exact, rtol=1e-14, atol=0)
+    assert np.isclose(rational, exact, rtol=1e-14, atol=0)
+    assert np.isclose(got, exact, rtol=1e-12, atol=0)
+    assert f"{float(got):.10f}" == "0.6216266808"
+    assert type(got) in (float, np.float64)
+
+
+@pytest.mark.parametrize("x", [-1.3, -0.2, 0.0, 0.7, 2.0])
+def test_tanh_derivatives_every_order_and_mode(x):
+    t, d1, d2, d3 = tanh_derivatives(x)
+    assert np.isclose(tp.grad(tanh)(x), d1, rtol=1e-12, atol=1e-15)
+    assert np.isclose(tp.grad(tp.grad(tanh))(x), d2, rtol=1e-12, atol=1e-15)
+    assert np.isclose(tp.grad(tp.grad(tp.grad(tanh)))(x), d3, rtol=1e-12, atol=1e-14)
+    out, dout = tp.jvp(tanh, (x,), (1.0,))
+    assert np.isclose(out, t, rtol=1e-14, atol=1e-15)
+    assert np.isclose(dout, d1, rtol=1e-12, atol=1e-15)
+    # forward over reverse, reverse over forward, forward over forward
+    assert np.isclose(tp.jvp(tp.grad(tanh), (x,), (1.0,))[1], d2, rtol=1e-12, atol=1e-15)
+    assert np.isclose(tp.grad(tanh_jvp_tangent)(x), d2, rtol=1e-12, atol=1e-15)
+    assert np.isclose(tp.jvp(tanh_jvp_tangent, (x,), (1.0,))[1], d2, rtol=1e-12, atol=1e-15)
+    assert np.isclose(tp.grad(tp.grad(tanh_jvp_tangent))(x), d3, rtol=1e-12, atol=1e-14)
+    assert np.isclose(tp.jvp(tp.grad(tp.grad(tanh)), (x,), (1.0,))[1], d3, rtol=1e-12,
+                      atol=1e-14)
+
+
+def tanh_jvp_tangent(x):
+    return tp.jvp(tanh, (x,), (1.0,))[1]
+
+
+def test_jvp_of_tanh_on_arrays_scales_with_the_tangent():
+    x = np.linspace(-2.0, 2.0, 7)
+    v = np.linspace(0.5, -1.5, 7)
+    out, dout = tp.jvp(tanh, (x,), (v,))
+    np.testing.assert_allclose(out, np.tanh(x), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(dout, v / np.cosh(x) ** 2, rtol=1e-12, atol=1e-15)
+    assert dout.shape == x.shape and dout.dtype == np.float64
+
+
+def test_jvp_source_is_readable():
+    source = tp.Transformed(tanh, "jvp", {"has_aux": False}).source
+    assert "def tanh_jvp(x, x_dot):" in source
+    assert "import transpile" not in source and "transpile." not in source.split('"""')[2]
+    assert "y_dot" in source                   # tangents are named after the user's names
+
+
+# =====================================================================================
+# jvp against analytic derivatives
+# =====================================================================================
+
+def sin_times_x(x):
+    return np.sin(x) * x
+
+
+def bilinear(x, W, y):
+    return x @ W @ y
+
+
+def logsumexp(z):
+    m = np.max(z)
+    return m + np.log(np.sum(np.exp(z - m)))
+
+
+def normalize(x):
+    return x / np.sqrt(np.sum(x * x))
+
+
+def layer(x, W, b):
+    return np.tanh(x @ W + b)
+
+
+def test_jvp_analytic_values():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(4)
+    v = rng.standard_normal(4)
+    out, dout = tp.jvp(sin_times_x, (x,), (v,))
+    np.testing.assert_allclose(out, np.sin(x) * x, rtol=1e-14)
+    np.testing.assert_allclose(dout, (np.cos(x) * x + np.sin(x)) * v, rtol=1e-12)
+
+    W = rng.standard_normal((4, 3))
+    y = rng.standard_normal(3)
+    dW, dy = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    out, dout = tp.jvp(bilinear, (x, W, y), (v, dW, dy))
+    assert np.isclose(out, x @ W @ y, rtol=1e-13)
+    assert np.isclose(dout, v @ W @ y + x @ dW @ y + x @ W @ dy, rtol=1e-12)
+
+    out, dout = tp.jvp(logsumexp, (x,), (v,))
+    p = np.exp(x - out)
+    assert np.isclose(out, np.log(np.sum(np.exp(x))), rtol=1e-13)
+    assert np.isclose(dout, p @ v, rtol=1e-12)
+
+    out, dout = tp.jvp(normalize, (x,), (v,))
+    r = np.linalg.norm(x)
+    np.testing.assert_allclose(dout, v / r - x * (x @ v) / r ** 3, rtol=1e-11, atol=1e-14)
+
+    X = rng.standard_normal((5, 4))
+    b = rng.standard_normal(3)
+    db = rng.standard_normal(3)
+    out, dout = tp.jvp(layer, (X, W, b), (np.zeros_like(X), dW, db))
+    np.testing.assert_allclose(dout, (1 - out ** 2) * (X @ dW + db), rtol=1e-11, atol=1e-14)
+
+
+def test_jvp_of_python_float_is_float_and_has_aux():
+    out, dout = tp.jvp(sin_times_x, (0.5,), (2.0,))
+    assert np.isclose(dout, 2.0 * (math.cos(0.5) * 0.5 + math.sin(0.5)), rtol=1e-13)
+
+    def with_aux(x):
+        return np.sum(x ** 3), x * 2.0
+
+    x = np.array([1.0, -2.0])
+    out, dout, aux = tp.jvp(with_aux, (x,), (np.array([1.0, 0.5]),), has_aux=True)
+    assert np.isclose(out, -7.0) and np.isclose(dout, 3.0 * 1.0 + 12.0 * 0.5)
+    np.testing.assert_array_equal(aux, x * 2.0)
+
+
+# =====================================================================================
+# Any order, mixing modes, through a loop and a branch
+# =====================================================================================
+
+def looped(x):
+    """sum_k c_k(x) with a loop and a branch on the (integer) trip counter."""
+    acc = 0.0
+    for k in range(1, 4):
+        if k % 2 == 1:
+            acc = acc + np.sin(k * x)
+        else:
+            acc = acc * x
+    return acc
+
+
+def looped_closed_form(x):
+    """((sin x) x + sin 3x) and its derivatives 0..3, by hand."""
+    s1, c1 = math.sin(x), math.cos(x)
+    s3, c3 = math.sin(3 * x), math.cos(3 * x)
+    f = s1 * x + s3
+    d1 = c1 * x + s1 + 3 * c3
+    d2 = -s1 * x + 2 * c1 - 9 * s3
+    d3 = -c1 * x - 3 * s1 - 27 * c3
+    return f, d1, d2, d3
+
+
+def vec_looped(x):
+    """R^3 -> scalar with a loop, a value-dependent branch and an accumulation."""
+    total = 0.0
+    h = x
+    for i in range(3):
+        if np.sum(h) > 0.0:
+            h = np.tanh(h) * 1.5
+        else:
+            h = h * h - 0.5
+        total = total + np.sum(h * x)
+    return total
+
+
+V = np.array([0.3, -0.7, 1.1])
+
+
+def grad_of_jvp_target(x):
+    return tp.jvp(vec_looped, (x,), (V,))[1]
+
+
+def jvp_inside_scalar(x):
+    return tp.jvp(looped, (x,), (1.0,))[1]
+
+
+@pytest.mark.parametrize("x", [0.4, 1.3, -0.8])
+def test_mixed_orders_through_loop_and_branch_scalar(x):
+    f, d1, d2, d3 = looped_closed_form(x)
+    assert np.isclose(looped(x), f, rtol=1e-13)
+    assert np.isclose(tp.grad(looped)(x), d1, rtol=1e-12)
+    assert np.isclose(tp.grad(tp.grad(looped))(x), d2, rtol=1e-12)
+    assert np.isclose(tp.grad(tp.grad(tp.grad(looped)))(x), d3, rtol=1e-12)
+    assert np.isclose(tp.jvp(looped, (x,), (1.0,))[1], d1, rtol=1e-12)
+    assert np.isclose(tp.jvp(tp.grad(looped), (x,), (1.0,))[1], d2, rtol=1e-12)  # jvp of grad
+    assert np.isclose(tp.grad(jvp_inside_scalar)(x), d2, rtol=1e-12)             # grad of jvp
+    assert np.isclose(tp.jvp(tp.grad(tp.grad(looped)), (x,), (1.0,))[1], d3, rtol=1e-12)
+    assert np.isclose(tp.grad(tp.grad(jvp_inside_scalar))(x), d3, rtol=1e-12)
+    assert np.isclose(tp.jvp(jvp_inside_scalar, (x,), (1.0,))[1], d2, rtol=1e-12)
+    x_arr = np.array([x])
+    assert np.isclose(tp.jacfwd(tp.jacrev(looped))(x), d2, rtol=1e-12)
+    assert np.isclose(tp.jacrev(tp.jacfwd(looped))(x), d2, rtol=1e-12)
+    assert np.isclose(tp.hessian(looped)(x), d2, rtol=1e-12)
+    assert x_arr.shape == (1,)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mixed_orders_through_loop_and_branch_vector(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.2, 1.0, 3) * (1 if seed % 2 == 0 else -1)
+    g = tp.grad(vec_looped)
+    grad_fd = fd_jacobian(vec_looped, x)
+    np.testing.assert_allclose(g(x), grad_fd, rtol=1e-6, atol=1e-7)
+    hess_fd = fd_jacobian(g, x)                        # finite differences of the exact grad
+    np.testing.assert_allclose(tp.jacfwd(tp.jacrev(vec_looped))(x), hess_fd, rtol=1e-6,
+                               atol=1e-7)
+    np.testing.assert_allclose(tp.jacrev(tp.jacfwd(vec_looped))(x), hess_fd, rtol=1e-6,
+                               atol=1e-7)
+    np.testing.assert_allclose(tp.hessian(vec_looped)(x), hess_fd, rtol=1e-6, atol=1e-7)
+    # jvp of grad = H v; grad of jvp = H^T v = H v (H symmetric)
+    np.testing.assert_allclose(tp.jvp(g, (x,), (V,))[1], hess_fd @ V, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tp.grad(grad_of_jvp_target)(x), hess_fd @ V, rtol=1e-6,
+                               atol=1e-7)
+    # third order: grad of grad of grad is not defined for vector x; use the directional
+    # third derivative d/dt [v^T H(x + t v) v], which both compositions must agree on
+    def hvv(x):
+        return V @ tp.hessian(vec_looped)(x) @ V
+
+    third_fd = fd(lambda t: hvv(x + t * V), 0.0, eps=1e-5)
+    def d2_along(x):
+        return tp.jvp(tp.grad(vec_looped), (x,), (V,))[1] @ V
+    assert np.isclose(tp.jvp(d2_along, (x,), (V,))[1], third_fd, rtol=1e-5, atol=1e-6)
+    assert np.isclose(tp.grad(d2_along)(x) @ V, third_fd, rtol=1e-5, atol=1e-6)
+
+
+# =====================================================================================
+# check_grads, order 3, forward and reverse, over a corpus of programs
+# =====================================================================================
+
+def helper(a, b):
+    return a * np.cos(b) + b
+
+
+def calls_helper(x, y):
+    z = helper(x, y)
+    return helper(z, x * y)
+
+
+def recursive_power(x, n):
+    if n == 0:
+        return np.ones_like(x)
+    return np.sin(x) * recursive_power(x, n - 1)
+
+
+def while_loop(x):
+    y = x
+    k = 0
+    while k < 3:
+        y = np.sin(y) + 0.5 * y
+        k += 1
+    return y
+
+
+def loop_with_branch(x, w):
+    acc = np.zeros_like(x)
+    for i in range(4):
+        if i % 2 == 0:
+            acc = acc + np.sin(w * x)
+        else:
+            acc = acc * np.tanh(x) + w
+    return acc
+
+
+def value_branch(x):
+    if np.sum(x) > 0.0:
+        y = np.exp(0.5 * x) * x
+    else:
+        y = np.cos(x) ** 2
+    return y
+
+
+def in_place(x):
+    y = np.zeros(4)
+    y[0] = x[0] * x[1]
+    y[1:3] = np.sin(x[1:3]) * x[0]
+    y[3] += y[0] ** 2
+    y[2] *= x[2]
+    return y
+
+
+W_CLOSED = np.array([[0.5, -1.0], [0.3, 0.8], [-0.2, 0.4]])
+
+
+def make_closure(scale):
+    def model(x):
+        h = np.tanh(x @ W_CLOSED) * scale
+        return np.sum(h ** 2) + np.exp(scale * x[0])
+    return model
+
+
+closure_model = make_closure(0.7)
+
+
+def list_rnn(x, W):
+    hs = []
+    h = x
+    for t in range(3):
+        h = np.tanh(h @ W + 0.1 * t)
+        hs.append(h)
+    return np.stack(hs) * 1.0 + np.sum(hs[0])
+
+
+def early_return(x):
+    for i in range(5):
+        x = x * 0.9 + np.sin(x)
+        if i == 2:
+            return x * x
+    return x
+
+
+def stable_softmax(z):
+    e = np.exp(z - np.max(z))
+    return e / np.sum(e)
+
+
+def _positive(rng, *shape):
+    return rng.uniform(0.5, 1.5, shape)
+
+
+CORPUS = [
+    (calls_helper, lambda r: (r.standard_normal(3), r.standard_normal(3))),
+    (recursive_power, lambda r: (r.standard_normal(3), 3)),
+    (while_loop, lambda r: (r.standard_normal(4),)),
+    (loop_with_branch, lambda r: (r.standard_normal(3), r.standard_normal(3))),
+    (value_branch, lambda r: (_positive(r, 3),)),
+    (value_branch, lambda r: (-_positive(r, 3),)),
+    (in_place, lambda r: (r.standard_normal(3),)),
+    (closure_model, lambda r: (r.standard_normal(3),)),
+    (list_rnn, lambda r: (r.standard_normal(2), 0.5 * r.standard_normal((2, 2)))),
+    (early_return, lambda r: (r.standard_normal(3),)),
+    (stable_softmax, lambda r: (r.standard_normal(4),)),
+    (tanh, lambda r: (r.standard_normal(3),)),
+]
+IDS = [f.__name__ + ("_neg" if i == 5 else "") for i, (f, _) in enumerate(CORPUS)]
+
+
+@pytest.mark.parametrize("f, make_args", CORPUS, ids=IDS)
+def test_check_grads_order3_fwd_and_rev(f, make_args):
+    rng = np.random.default_rng(abs(hash(f.__name__)) % 1000)
+    args = make_args(rng)
+    out, _ = tp.jvp(f, args, tuple(np.zeros_like(a) if isinstance(a, np.ndarray) else 0
+                                   for a in args))
+    np.testing.assert_allclose(out, f(*args), rtol=1e-13, atol=1e-14)
+    check_grads(f, args, order=3, modes=("fwd", "rev"), seed=7)
+
+
+# =====================================================================================
+# The generated source of a Hessian is readable
+# =====================================================================================
+
+def hess_target(x):
+    h = x
+    for i in range(2):
+        if np.sum(h) > 0.0:
+            h = np.tanh(h)
+        else:
+            h = h * 0.5
+    return np.sum(h * h)
+
+
+def _functions(source):
+    tree = ast.parse(source)
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+
+
+def _dead_assignments(fn):
+    """Plain `name = value` statements whose name is never read afterwards.
+
+    Reads anywhere in the function count (a loop may read a name before its assignment in
+    the text); unpacking targets (`out, out_dot = pair`) may leave a part unused and are
+    not checked.
+    """
+    loads = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and
+             isinstance(n.ctx, ast.Load)}
+    dead = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id not in loads:
+            dead.append(ast.unparse(node))
+    return dead
+
+
+def test_hessian_source_is_readable():
+    h = tp.jacfwd(tp.jacrev(hess_target))
+    x = np.array([0.3, -0.1, 0.5])
+    np.testing.assert_allclose(h(x), fd_jacobian(tp.grad(hess_target), x), rtol=1e-6,
+                               atol=1e-8)
+    source = h.source
+    compile(source, "<hessian>", "exec")
+    assert "def " in source
+    assert "import transpile" not in source and "from transpile" not in source
+    functions = _functions(source)
+    assert functions[0].name == "jacfwd_jacrev_hess_target", source
+    for fn in functions:
+        dead = _dead_assignments(fn)
+        assert not dead, f"dead statements in {fn.name}: {dead}\n{source}"
+        assert len(fn.body) < 80, f"{fn.name} is {len(fn.body)} statements long"
+    assert "for i in range(" in source            # the loop over basis vectors is visible
+    assert source == tp.jacfwd(tp.jacrev(hess_target)).source   # deterministic
