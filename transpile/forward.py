@@ -16,7 +16,7 @@ import gast
 from . import anno, rules
 from .analysis import is_pop, is_push, is_update, pop_stack, push_parts, varied, walk_simple
 from .anno import Anno
-from .errors import error_at
+from .errors import TransformError, error_at
 from .reverse import (_as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
                       _name, _split_self_assignments, _substitute)
 
@@ -289,7 +289,14 @@ class Forward:
         mask = tuple(bool(self.live_tangent(a, state)) for a in value.args)
         if not any(mask):
             return None
-        name = self.callee_jvp(callee, mask)
+        try:
+            name = self.callee_jvp(callee, mask)
+        except TransformError as e:
+            if str(e).startswith("File "):
+                raise
+            raise self.error(s, str(e).split("\n  hint: ")[0],
+                             str(e).split("\n  hint: ")[1] if "\n  hint: " in str(e)
+                             else None) from None
         tangents = [_name(self.live_tangent(a, state)) for a, m in zip(value.args, mask) if m]
         call = gast.Call(func=_name(name), args=list(value.args) + tangents, keywords=[])
         anno.set(call, Anno.CALLEE, name)
