@@ -4,6 +4,7 @@ Each helper is itself a primitive with rules in `transpile/rules/`, so code that
 be differentiated again (grad of grad).
 """
 import numbers
+import weakref
 
 import numpy as np
 
@@ -115,11 +116,31 @@ def index_add(dx, x, idx, dy):
     xp = array_module(x, dy)
     out = xp.zeros(np.shape(x), dtype=_adjoint_dtype(x, dy)) if dx is None \
         else xp.array(dx, dtype=_adjoint_dtype(dx, dy), copy=True)
+    _add_at(xp, out, idx, dy)
+    _OWNED[id(out)] = out
+    return out
+
+
+def _add_at(xp, out, idx, dy):
     if _is_basic_index(idx):
         out[idx] += dy
     else:
         xp.add.at(out, idx, dy)
-    return out
+
+
+# Arrays made by index_add and not yet handed to anyone else: generated code uses
+# index_add_into only where the accumulated adjoint has no other reader, so these can be
+# added to in place (a loop over rows then costs O(n), not O(n^2)).
+_OWNED = weakref.WeakValueDictionary()
+
+
+def index_add_into(dx, x, idx, dy):
+    """`index_add`, adding into `dx` in place when this module made it (see _OWNED)."""
+    if dx is not None and type(dx) is np.ndarray and _OWNED.get(id(dx)) is dx and \
+            dx.dtype == _adjoint_dtype(dx, dy):
+        _add_at(np, dx, idx, dy)
+        return dx
+    return index_add(dx, x, idx, dy)
 
 
 def _adjoint_dtype(x, dy):

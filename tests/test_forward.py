@@ -224,53 +224,100 @@ def jvp_inside_scalar(x):
     return tp.jvp(looped, (x,), (1.0,))[1]
 
 
-@pytest.mark.parametrize("x", [0.4, 1.3, -0.8])
-def test_mixed_orders_through_loop_and_branch_scalar(x):
-    f, d1, d2, d3 = looped_closed_form(x)
-    assert np.isclose(looped(x), f, rtol=1e-13)
-    assert np.isclose(tp.grad(looped)(x), d1, rtol=1e-12)
-    assert np.isclose(tp.grad(tp.grad(looped))(x), d2, rtol=1e-12)
-    assert np.isclose(tp.grad(tp.grad(tp.grad(looped)))(x), d3, rtol=1e-12)
-    assert np.isclose(tp.jvp(looped, (x,), (1.0,))[1], d1, rtol=1e-12)
-    assert np.isclose(tp.jvp(tp.grad(looped), (x,), (1.0,))[1], d2, rtol=1e-12)  # jvp of grad
-    assert np.isclose(tp.grad(jvp_inside_scalar)(x), d2, rtol=1e-12)             # grad of jvp
-    assert np.isclose(tp.jvp(tp.grad(tp.grad(looped)), (x,), (1.0,))[1], d3, rtol=1e-12)
-    assert np.isclose(tp.grad(tp.grad(jvp_inside_scalar))(x), d3, rtol=1e-12)
-    assert np.isclose(tp.jvp(jvp_inside_scalar, (x,), (1.0,))[1], d2, rtol=1e-12)
-    x_arr = np.array([x])
-    assert np.isclose(tp.jacfwd(tp.jacrev(looped))(x), d2, rtol=1e-12)
-    assert np.isclose(tp.jacrev(tp.jacfwd(looped))(x), d2, rtol=1e-12)
-    assert np.isclose(tp.hessian(looped)(x), d2, rtol=1e-12)
-    assert x_arr.shape == (1,)
+def jvp_of(f):
+    return lambda x: tp.jvp(f, (x,), (1.0,))[1]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_mixed_orders_through_loop_and_branch_vector(seed):
+# (name, derivative order, function of x) for the scalar `looped`
+SCALAR_COMPOSITIONS = [
+    ("grad", 1, lambda: tp.grad(looped)),
+    ("jvp", 1, lambda: jvp_of(looped)),
+    ("jacfwd", 1, lambda: tp.jacfwd(looped)),
+    ("jacrev", 1, lambda: tp.jacrev(looped)),
+    ("grad of grad", 2, lambda: tp.grad(tp.grad(looped))),
+    ("jvp of grad", 2, lambda: jvp_of(tp.grad(looped))),
+    ("grad of jvp", 2, lambda: tp.grad(jvp_inside_scalar)),
+    ("jvp of jvp", 2, lambda: jvp_of(jvp_inside_scalar)),
+    ("jacfwd of jacrev", 2, lambda: tp.jacfwd(tp.jacrev(looped))),
+    ("jacrev of jacfwd", 2, lambda: tp.jacrev(tp.jacfwd(looped))),
+    ("hessian", 2, lambda: tp.hessian(looped)),
+    ("grad of grad of grad", 3, lambda: tp.grad(tp.grad(tp.grad(looped)))),
+    ("jvp of grad of grad", 3, lambda: jvp_of(tp.grad(tp.grad(looped)))),
+    ("grad of grad of jvp", 3, lambda: tp.grad(tp.grad(jvp_inside_scalar))),
+    ("grad of jvp of grad", 3, lambda: tp.grad(grad_inside_jvp)),
+    ("jvp of jvp of jvp", 3, lambda: jvp_of(jvp_of(jvp_inside_scalar))),
+]
+
+
+grad_looped = tp.grad(looped)     # transformations inside transformed code take a name
+
+
+def grad_inside_jvp(x):
+    return tp.jvp(grad_looped, (x,), (1.0,))[1]
+
+
+@pytest.mark.parametrize("name, order, make", SCALAR_COMPOSITIONS,
+                         ids=[c[0].replace(" ", "_") for c in SCALAR_COMPOSITIONS])
+def test_mixed_orders_through_loop_and_branch_scalar(name, order, make):
+    f = make()
+    for x in (0.4, 1.3, -0.8):
+        want = looped_closed_form(x)[order]
+        got = f(x)
+        assert np.shape(got) == ()
+        assert np.isclose(got, want, rtol=1e-12, atol=1e-13), (name, x, got, want)
+
+
+grad_vec_looped = tp.grad(vec_looped)
+
+
+def hvv(x):
+    """v^T H(x) v by jvp of grad: the directional second derivative of vec_looped."""
+    return tp.jvp(grad_vec_looped, (x,), (V,))[1] @ V
+
+
+VECTOR_COMPOSITIONS = [
+    ("jacfwd of jacrev", lambda: tp.jacfwd(tp.jacrev(vec_looped))),
+    ("jacrev of jacfwd", lambda: tp.jacrev(tp.jacfwd(vec_looped))),
+    ("hessian", lambda: tp.hessian(vec_looped)),
+    ("jacfwd of grad", lambda: tp.jacfwd(tp.grad(vec_looped))),
+    ("jacrev of grad", lambda: tp.jacrev(tp.grad(vec_looped))),
+    ("jvp of grad", lambda: lambda x: np.outer(tp.jvp(tp.grad(vec_looped), (x,), (V,))[1], V)),
+    ("grad of jvp", lambda: lambda x: np.outer(tp.grad(grad_of_jvp_target)(x), V)),
+]
+
+
+def _vector_point(seed):
     rng = np.random.default_rng(seed)
-    x = rng.uniform(0.2, 1.0, 3) * (1 if seed % 2 == 0 else -1)
-    g = tp.grad(vec_looped)
-    grad_fd = fd_jacobian(vec_looped, x)
-    np.testing.assert_allclose(g(x), grad_fd, rtol=1e-6, atol=1e-7)
-    hess_fd = fd_jacobian(g, x)                        # finite differences of the exact grad
-    np.testing.assert_allclose(tp.jacfwd(tp.jacrev(vec_looped))(x), hess_fd, rtol=1e-6,
-                               atol=1e-7)
-    np.testing.assert_allclose(tp.jacrev(tp.jacfwd(vec_looped))(x), hess_fd, rtol=1e-6,
-                               atol=1e-7)
-    np.testing.assert_allclose(tp.hessian(vec_looped)(x), hess_fd, rtol=1e-6, atol=1e-7)
-    # jvp of grad = H v; grad of jvp = H^T v = H v (H symmetric)
-    np.testing.assert_allclose(tp.jvp(g, (x,), (V,))[1], hess_fd @ V, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(tp.grad(grad_of_jvp_target)(x), hess_fd @ V, rtol=1e-6,
-                               atol=1e-7)
-    # third order: grad of grad of grad is not defined for vector x; use the directional
-    # third derivative d/dt [v^T H(x + t v) v], which both compositions must agree on
-    def hvv(x):
-        return V @ tp.hessian(vec_looped)(x) @ V
+    return rng.uniform(0.2, 1.0, 3) * (1 if seed % 2 == 0 else -1)
 
-    third_fd = fd(lambda t: hvv(x + t * V), 0.0, eps=1e-5)
-    def d2_along(x):
-        return tp.jvp(tp.grad(vec_looped), (x,), (V,))[1] @ V
-    assert np.isclose(tp.jvp(d2_along, (x,), (V,))[1], third_fd, rtol=1e-5, atol=1e-6)
-    assert np.isclose(tp.grad(d2_along)(x) @ V, third_fd, rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("name, make", VECTOR_COMPOSITIONS,
+                         ids=[c[0].replace(" ", "_") for c in VECTOR_COMPOSITIONS])
+def test_mixed_orders_through_loop_and_branch_vector(name, make):
+    f = make()
+    for seed in (0, 1):
+        x = _vector_point(seed)
+        np.testing.assert_allclose(tp.grad(vec_looped)(x), fd_jacobian(vec_looped, x),
+                                   rtol=1e-6, atol=1e-7)
+        hess_fd = fd_jacobian(tp.grad(vec_looped), x)   # finite differences of exact grad
+        got = f(x)
+        if name in ("jvp of grad", "grad of jvp"):      # H v (H is symmetric), as outer(Hv, v)
+            hess_fd = np.outer(hess_fd @ V, V)
+        np.testing.assert_allclose(got, hess_fd, rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("third", ["jvp of (jvp of grad)", "grad of (jvp of grad)"])
+def test_third_order_directional_derivative_vector(third):
+    """d/dt v^T H(x + t v) v, by finite differences of the exact Hessian and by transforms."""
+    for seed in (0, 1):
+        x = _vector_point(seed)
+        want = fd(lambda t: V @ tp.jacfwd(tp.grad(vec_looped))(x + t * V) @ V, 0.0,
+                  eps=1e-5)
+        if third.startswith("jvp"):
+            got = tp.jvp(hvv, (x,), (V,))[1]
+        else:
+            got = tp.grad(hvv)(x) @ V
+        assert np.isclose(got, want, rtol=1e-5, atol=1e-6), (third, got, want)
 
 
 # =====================================================================================

@@ -480,6 +480,14 @@ def tuple_list_(x):
     items = list(x * 2.0)
     return t[0] * t[1] * items[2] + np.sin(t[2])
 def getitem_(x): return x[1:, ::2] ** 2 + x[0, 1] * x[[0, 2], 1:3]
+def setitem_(x):
+    y = x * 1.0
+    y[0] = x[1] ** 2
+    y[1:, 1] = np.sin(x[0, 1:3])
+    y[[0, 2, 0], 3] = x[2, :3] * x[1, :3]   # a repeated index: the last write wins
+    return y * x
+def astype_(x): return x.astype(np.float64) ** 2
+def matrix_transpose_(x): return np.matrix_transpose(x) * W43
 
 
 SHAPE_OPS = [
@@ -518,8 +526,9 @@ SHAPE_OPS = [
     (sort_, lambda r: (D(r, 3, 4),)), (sort_axis, lambda r: (D(r, 3, 4),)),
     (sort_none, lambda r: (D(r, 3, 4),)),
     (full_, lambda r: (N(r, 3, 4), F(r))), (getitem_, lambda r: (N(r, 3, 4),)),
-    (tuple_list_, lambda r: (N(r, 3),)),
-]
+    (tuple_list_, lambda r: (N(r, 3),)), (setitem_, lambda r: (N(r, 3, 4),)),
+    (astype_, lambda r: (N(r, 3, 4),)),
+] + ([(matrix_transpose_, lambda r: (N(r, 3, 4),))] if hasattr(np, "matrix_transpose") else [])
 
 
 @pytest.mark.parametrize("f,make", SHAPE_OPS,
@@ -557,6 +566,7 @@ THIRD = [
     (concatenate_axis, lambda r: (N(r, 2, 3), N(r, 2, 2))),
     (logsumexp_axis, lambda r: (N(r, 3, 4),)),
     (split_, lambda r: (N(r, 6, 4),)), (tuple_list_, lambda r: (N(r, 3),)),
+    (builtin_sum_list, lambda r: (N(r, 3, 4), N(r, 4))),
 ]
 
 
@@ -621,6 +631,20 @@ def test_float32_second_order_stays_float32():
     assert tp.grad(outer)(x).dtype == np.float32
 
 
+def test_float32_tangents_stay_float32():
+    rng = np.random.default_rng(SEED)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    W = rng.standard_normal((4, 5)).astype(np.float32)
+    out, out_dot = tp.jvp(f32_ops, (x, W), (x, W))
+    assert out_dot.dtype == np.float32
+    a = SPD(rng, 3).astype(np.float32)
+    assert tp.jvp(f32_linalg, (a,), (a,))[1].dtype == np.float32
+    if scipy is not None:
+        assert tp.jvp(f32_special, (x,), (x,))[1].dtype == np.float32
+    hvp = tp.jvp(tp.grad(f32_ops, argnums=(0, 1)), (x, W), (x, W))[1]
+    assert all(t.dtype == np.float32 for t in hvp)
+
+
 # ---------------------------------------------------------------- no derivative
 
 def nondiff_uses(x):
@@ -647,20 +671,38 @@ def test_every_primitive_has_a_rule():
     assert not missing, f"primitives with no reverse rule and no nondiff mark: {missing}"
 
 
+def test_every_primitive_with_a_reverse_rule_has_a_forward_rule():
+    """Forward mode runs over generated reverse code and the other way round, so the two
+    rule sets cover the same primitives."""
+    missing = [p for p in rules.all_primitives() if p.rev is not None and p.fwd is None]
+    assert not missing, f"primitives with a reverse rule but no forward rule: {missing}"
+    orphans = [p for p in rules.all_primitives() if p.fwd is not None and p.rev is None]
+    assert not orphans, f"primitives with a forward rule but no reverse rule: {orphans}"
+
+
 def test_templates_call_only_primitives_with_rules():
-    """Backward code is differentiated again: whatever a template calls needs a rule too."""
+    """Generated code is transformed again, in either mode: whatever a template (reverse or
+    forward) calls or applies needs both rules too, or a nondiff mark."""
     import gast
-    from transpile.anf import dotted
+    from transpile.anf import dotted, prim_annotation
     bad = []
     for prim in rules.all_primitives():
-        if prim.rev is None:
-            continue
-        for node in (n for stmt in prim.rev.body for n in gast.walk(stmt)):
-            if isinstance(node, gast.Call) and node.func is not None:
-                name = dotted(node.func)
-                found = rules.lookup(name) if name else None
-                if found is None or (found.rev is None and not found.nondiff):
-                    bad.append(f"{prim.name} calls {name}")
+        for kind, template in (("rev", prim.rev), ("fwd", prim.fwd)):
+            if template is None:
+                continue
+            for node in (n for stmt in template.body for n in gast.walk(stmt)):
+                if isinstance(node, gast.Call):
+                    name = dotted(node.func)
+                    found = rules.lookup(name) if name else None
+                elif isinstance(node, (gast.BinOp, gast.UnaryOp, gast.Compare,
+                                       gast.Subscript)):
+                    name = type(node).__name__
+                    found = (prim_annotation(node) or (None, None))[0]
+                else:
+                    continue
+                if found is None or not (found.nondiff or found.container or
+                                         (found.rev is not None and found.fwd is not None)):
+                    bad.append(f"{kind} rule of {prim.name} calls {name}")
     assert not bad, bad
 
 
@@ -681,3 +723,21 @@ def test_unsupported_variants_raise(f, args):
         tp.grad(f)(*args)
     msg = str(info.value)
     assert "pad" in msg or "norm" in msg or "out" in msg
+
+
+@pytest.mark.parametrize("f,args", [
+    (norm_ord1, (np.ones(3),)), (norm_spectral, (np.ones((2, 3)),)),
+    (sum_out, (np.ones(3), np.zeros(()))),
+], ids=["norm_ord1", "norm_spectral", "sum_out"])
+def test_unsupported_variants_raise_in_forward_mode(f, args):
+    with pytest.raises(TransformError) as info:
+        tp.jvp(f, args, tuple(np.ones_like(a) for a in args))
+    msg = str(info.value)
+    assert "norm" in msg or "out" in msg
+
+
+def test_pad_reflect_forward_mode():
+    """The tangent of np.pad is np.pad of the tangent in any mode (reverse mode supports
+    only mode='constant')."""
+    x = np.random.default_rng(SEED).standard_normal((2, 3))
+    check_grads(pad_reflect, (x,), order=1, modes=("fwd",))

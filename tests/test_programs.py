@@ -21,7 +21,7 @@ import pytest
 import transpile as tp
 from transpile.test_util import check_grads
 
-from runtime.trees import tree_leaves, tree_map
+from runtime.trees import tangent_zeros, tree_leaves, tree_map
 
 
 # =====================================================================================
@@ -795,6 +795,19 @@ def test_program(f, make_args):
     assert _tree_allclose(out, expected, rtol=1e-12, atol=1e-12), \
         f"transformed primal {out!r} != original {expected!r}"
     check_grads(f, args, order=2)
+
+
+@pytest.mark.parametrize("f, make_args", PROGRAMS, ids=_IDS)
+def test_program_forward_mode(f, make_args):
+    """The same corpus in forward mode: jvp against finite differences, then jvp of jvp,
+    grad of jvp, jvp of grad (order 2 in both modes)."""
+    rng = np.random.default_rng()
+    args = make_args(rng)
+    expected = f(*args)
+    out, out_dot = tp.jvp(f, args, tuple(tangent_zeros(a) for a in args))
+    assert _tree_allclose(out, expected, rtol=1e-12, atol=1e-12), \
+        f"forward-mode primal {out!r} != original {expected!r}"
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
 
 
 # =====================================================================================

@@ -895,7 +895,12 @@ class Normalizer:
                              "tp.jvp(f, (x, ...), (dx, ...)).")
         options = {k.arg: _literal(k.value) for k in node.keywords}
         target = self.static(node.args[0])
-        if isinstance(target, Static):
+        if target is None and isinstance(node.args[0], gast.Call):   # tp.jvp(tp.grad(f), ...)
+            target = self.expr(node.args[0], stmts)
+        if isinstance(target, LocalTransformed):
+            t = api.Transformed(target.transformed, "jvp", options)
+            extra = target.freevars
+        elif isinstance(target, Static):
             t, extra = api.Transformed(target.value, "jvp", options), []
         elif isinstance(target, LocalFunction):
             from .pipeline import compile_ir_function

@@ -14,7 +14,8 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import is_pop, is_push, is_update, pop_stack, push_parts, varied, walk_simple
+from .analysis import (is_pop, is_push, is_update, maybe_defined, pop_stack, push_parts, varied,
+                       walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
 from .reverse import (_as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
@@ -47,13 +48,14 @@ class Forward:
         ret = body[-1]
         stmts = _split_self_assignments(body[:-1], self.namer)
         self.active = varied(stmts, self.wrt)
+        self.maybe = maybe_defined(stmts, self.fir.params)
         state = {self.tan(p) for p in self.wrt}
         new = self.block(stmts, state)
         out = ret.value
         if isinstance(out, gast.Name) and self.tangents.get(out.id) in state:
             out_dot = _name(self.tangents[out.id])
         else:
-            out_dot = _call("rt.zeros_like", [_copy.deepcopy(out)])
+            out_dot = _call("rt.tangent_zeros", [_copy.deepcopy(out)])
         return new, out, out_dot
 
     # ---------------------------------------------------------------- blocks
@@ -82,14 +84,21 @@ class Forward:
     def loop(self, s, state):
         entry = set(state)
         pre = []
+        bound = self.maybe.get(id(s), set())
         for _ in range(4):     # tangents a trip creates must exist before the first trip
             trial = set(entry)
             body = self.block(s.body, trial)
             new = trial - entry
             if not new:
                 break
-            pre += [self.zeros(v) for v in sorted(new)]
-            entry |= new
+            primal = {t: p for p, t in self.tangents.items()}
+            # a value first made inside each trip needs no tangent before the loop
+            carried = {v for v in new if primal[v] in bound or
+                       _read_before_assigned(s.body, primal[v])}
+            pre += [self.zeros(v) for v in sorted(carried) if primal[v] in bound]
+            entry |= carried
+            if not carried:
+                break
         state |= entry
         cls = type(s)
         if cls is gast.For:
@@ -101,7 +110,7 @@ class Forward:
 
     def zeros(self, tangent):
         primal = next(p for p, t in self.tangents.items() if t == tangent)
-        return _assign(tangent, _call("rt.zeros_like", [_name(primal)]))
+        return _assign(tangent, _call("rt.tangent_zeros", [_name(primal)]))
 
     # ---------------------------------------------------------------- statements
     def live_tangent(self, atom, state):
@@ -113,7 +122,7 @@ class Forward:
 
     def tangent_or_zeros(self, atom, state):
         t = self.live_tangent(atom, state)
-        return _name(t) if t else _call("rt.zeros_like", [_copy.deepcopy(atom)])
+        return _name(t) if t else _call("rt.tangent_zeros", [_copy.deepcopy(atom)])
 
     def simple(self, s, state):
         if is_push(s):
@@ -209,7 +218,7 @@ class Forward:
             return None
         for p in template.params[1:]:
             if p not in live:
-                mapping["d" + p] = _call("rt.zeros_like", [_copy.deepcopy(actual[p])])
+                mapping["d" + p] = _call("rt.tangent_zeros", [_copy.deepcopy(actual[p])])
             else:
                 mapping["d" + p] = _name(live[p])
         local = {}
@@ -277,10 +286,10 @@ class Forward:
         if not dv and (dx is None or dx not in state):
             return [s]
         out = [s] if dx is not None and dx in state else \
-            [_assign(self.tan(x), _call("rt.zeros_like", [_name(x)])), s]
+            [_assign(self.tan(x), _call("rt.tangent_zeros", [_name(x)])), s]
         idx = _as_index_value(s.targets[0].slice)
         upd = _call("rt.index_update", [_name(self.tan(x)), idx,
-                                        _name(dv) if dv else _call("rt.zeros_like", [v])])
+                                        _name(dv) if dv else _call("rt.tangent_zeros", [v])])
         state.add(self.tan(x))
         return out + [_assign(self.tan(x), upd)]
 
@@ -304,6 +313,18 @@ class Forward:
         new = gast.Assign(targets=[gast.Tuple(elts=[_name(target, True), _name(dt, True)],
                                               ctx=gast.Store())], value=call, type_comment=None)
         return [anno.copy(s, gast.copy_location(new, s))]
+
+
+def _read_before_assigned(body, name):
+    for st in walk_simple(body):
+        if isinstance(st, (gast.If, gast.For, gast.While)):
+            continue
+        from .analysis import reads, targets
+        if name in reads(st):
+            return True
+        if name in targets(st):
+            return False
+    return False
 
 
 def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False):

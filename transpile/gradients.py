@@ -436,6 +436,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     bwd = saves.backward(bwd, fwd_of)
     body = checks + saves.prologue() + fwd + optimize.simplify(bwd)
     body = optimize.propagate_copies(optimize.dce(body, set()), params)
+    body = optimize.accumulate_in_place(body)
     return _with_source(_funcdef(name, params, body, fir.node), fir)
 
 
@@ -479,7 +480,11 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     unpack = [_assign(residuals, _name(saved_name))] if len(residuals) > 1 else \
         [_assign(residuals[0], gast.Subscript(value=_name(saved_name), slice=_const(0),
                                               ctx=gast.Load()))] if residuals else []
-    bwd_body = unpack + optimize.simplify(bwd)
+    # The backward pass pops its stacks; copies keep `saved` usable for another call
+    # (a Jacobian runs it once per output element).
+    copies = [_assign(st, _call("rt.to_list", [_name(st)]))
+              for st in residuals if st in saves.stacks.values()]
+    bwd_body = unpack + copies + optimize.simplify(bwd)
     return (_with_source(_funcdef(fwd_name, params, fwd_body, fir.node), fir),
             _with_source(_funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node), fir))
 

@@ -267,3 +267,39 @@ _FOLD = {gast.Add: lambda a, b: a + b, gast.Sub: lambda a, b: a - b,
 def simplify(stmts):
     """Fold constants and drop identity operations in every statement of `stmts`."""
     return [_Simplify().visit(s) for s in stmts]
+
+
+def accumulate_in_place(stmts):
+    """`d = rt.index_add(d, x, i, g)` -> `rt.index_add_into(...)` when `d` has no other
+    reader than these accumulations and the final `rt.as_grad(d, x)`: then nobody else can
+    see its buffer, and the runtime may add in place."""
+    from .analysis import walk_simple
+    candidates = set()
+    for st in walk_simple(stmts):
+        if _is_index_add(st) and st.value.args and isinstance(st.value.args[0], gast.Name) \
+                and st.value.args[0].id == st.targets[0].id:
+            candidates.add(st.targets[0].id)
+    if not candidates:
+        return stmts
+    allowed = set()           # ids of Name nodes read in an allowed place
+    for node in (n for st in stmts for n in gast.walk(st)):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+                isinstance(node.func.value, gast.Name) and node.func.value.id == "rt" and \
+                node.func.attr in ("index_add", "as_grad") and node.args and \
+                isinstance(node.args[0], gast.Name):
+            allowed.add(id(node.args[0]))
+    for node in (n for st in stmts for n in gast.walk(st)):
+        if isinstance(node, gast.Name) and node.id in candidates and \
+                not isinstance(node.ctx, gast.Store) and id(node) not in allowed:
+            candidates.discard(node.id)
+    for st in walk_simple(stmts):
+        if _is_index_add(st) and st.targets[0].id in candidates:
+            st.value.func.attr = "index_add_into"
+    return stmts
+
+
+def _is_index_add(st):
+    return (isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name) and
+            isinstance(st.value, gast.Call) and isinstance(st.value.func, gast.Attribute) and
+            isinstance(st.value.func.value, gast.Name) and st.value.func.value.id == "rt" and
+            st.value.func.attr == "index_add")

@@ -192,9 +192,18 @@ def nondiff(*spellings, view=False, side_effect=False, name=None):
         prim.side_effect = prim.side_effect or side_effect
 
 
+# Spellings that generated code uses for speed but that mean another primitive: code
+# transformed again is written with the plain one (an in-place add would change values the
+# outer transformation saved).
+CANONICAL = {"rt.index_add_into": "rt.index_add"}
+
+
 def lookup_object(obj):
     """(Primitive, spelling) for a Python callable, or None if it is not in the table."""
-    return _BY_OBJECT.get(id(obj))
+    found = _BY_OBJECT.get(id(obj))
+    if found is not None and found[1] in CANONICAL:
+        return _BY_SPELLING[CANONICAL[found[1]]], CANONICAL[found[1]]
+    return found
 
 
 def lookup(spelling):

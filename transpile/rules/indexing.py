@@ -12,7 +12,7 @@ def getitem(dout, out, x, idx):
     dx = rt.index_add(dx, x, idx, dout)
 
 
-@rev("rt.index_add")
+@rev("rt.index_add", "rt.index_add_into")
 def index_add(dout, out, dx, x, idx, dy):
     ddx = dout
     ddy = rt.part(dout, idx, dy)

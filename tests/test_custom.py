@@ -1,0 +1,472 @@
+"""Custom derivatives: `@tp.custom_vjp` (+ `defvjp(fwd, bwd)`) and `@tp.custom_jvp`
+(+ `@f.defjvp`), with JAX's conventions.
+
+The rules must really be used: several rules below are deliberately *not* the derivative of
+the function's body (a clipped or scaled gradient), so the result tells which one ran.
+Exact rules are checked against finite differences, at first and second order (grad of
+grad differentiates the user's fwd/bwd, or transposes the jvp rule). The entmax-1.5
+example (examples/entmax.py) is checked against finite differences of its bisection
+forward pass and against an independent, sort-based implementation.
+"""
+import importlib.util
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import transpile as tp
+from transpile.test_util import check_grads
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load_entmax():
+    spec = importlib.util.spec_from_file_location("entmax_example", ROOT / "examples" /
+                                                  "entmax.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["entmax_example"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+entmax = _load_entmax()
+
+
+def fd_grad(f, x, eps=1e-6):
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        g[idx] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+# =====================================================================================
+# custom_vjp: rules that differ from the body, so the result shows which one ran
+# =====================================================================================
+
+@tp.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+def clip_gradient_fwd(x):
+    return x, ()
+
+
+def clip_gradient_bwd(saved, g):
+    return (np.clip(g, -1.0, 1.0),)
+
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+
+
+@tp.custom_vjp
+def scale_gradient(x, k):
+    return x * 1.0
+
+
+def scale_gradient_fwd(x, k):
+    return x * 1.0, (k,)
+
+
+def scale_gradient_bwd(saved, g):
+    k, = saved
+    return (g * k, 0.0)
+
+
+scale_gradient.defvjp(scale_gradient_fwd, scale_gradient_bwd)
+
+
+def clipped_loss(x):
+    return np.sum(clip_gradient(x) * 5.0)
+
+
+def test_custom_vjp_clipped_gradient_is_used():
+    x = np.array([1.0, -2.0, 3.0])
+    assert clipped_loss(x) == 10.0                     # outside transformations: the body
+    np.testing.assert_array_equal(tp.grad(clipped_loss)(x), np.ones(3))   # not 5
+    out, vjp_fn = tp.vjp(clip_gradient, x)
+    np.testing.assert_array_equal(out, x)
+    np.testing.assert_array_equal(vjp_fn(np.array([0.5, -4.0, 2.0]))[0], [0.5, -1.0, 1.0])
+    source = tp.grad(clipped_loss).source
+    assert "clip_gradient_fwd(x)" in source and "clip_gradient_bwd(" in source, source
+    assert "import transpile" not in source
+
+
+def test_custom_vjp_scaled_gradient_two_arguments():
+    def loss(x, k):
+        return np.sum(scale_gradient(x, k) ** 2)
+
+    x = np.array([0.5, -1.0])
+    np.testing.assert_allclose(tp.grad(loss)(x, 3.0), 3.0 * 2 * x)
+    assert tp.grad(loss, argnums=1)(x, 3.0) == 0.0      # the rule says 0 for k
+    gx, gk = tp.grad(loss, argnums=(0, 1))(x, 3.0)
+    np.testing.assert_allclose(gx, 6.0 * x)
+
+
+def test_transforming_a_custom_vjp_function_directly():
+    x = np.array([2.0, -0.25])
+    np.testing.assert_array_equal(tp.grad(lambda x: np.sum(clip_gradient(x) * 3.0))(x),
+                                  [1.0, 1.0])
+    out, vjp_fn = tp.vjp(clip_gradient, x)           # the custom object itself
+    np.testing.assert_array_equal(vjp_fn(np.array([7.0, -0.5]))[0], [1.0, -0.5])
+
+
+def clip_in_loop(x):
+    for i in range(3):
+        x = clip_gradient(x) * 2.0
+    return np.sum(x)
+
+
+def test_custom_vjp_inside_a_loop():
+    # each trip multiplies the cotangent by 2 and the rule clips it to 1: 1 -> 2 -> 1*2 ...
+    # cotangent after the last trip's *2: 1; clip: 1; *2: 2; clip: 1; *2: 2; clip: 1
+    x = np.array([0.1, -0.3])
+    np.testing.assert_array_equal(tp.grad(clip_in_loop)(x), [1.0, 1.0])
+    assert np.isclose(clip_in_loop(x), 8.0 * np.sum(x))
+
+
+def scaled_layer(x, k):
+    return np.tanh(scale_gradient(x, k))
+
+
+def calls_scaled_layer(x):
+    h = scaled_layer(x, 0.5)
+    return np.sum(scaled_layer(h, 0.5))
+
+
+def test_custom_vjp_inside_a_callee():
+    x = np.array([0.3, -0.7, 1.1])
+    h = np.tanh(x)
+    want = 0.5 * (1 - np.tanh(h) ** 2) * 0.5 * (1 - h ** 2)    # each layer's grad halved
+    np.testing.assert_allclose(tp.grad(calls_scaled_layer)(x), want, rtol=1e-13)
+
+
+# =====================================================================================
+# custom_vjp with exact rules: first and second order against finite differences
+# =====================================================================================
+
+@tp.custom_vjp
+def stable_log1pexp(x):
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def stable_log1pexp_fwd(x):
+    return stable_log1pexp(x), (x,)
+
+
+def stable_log1pexp_bwd(saved, g):
+    x, = saved
+    return (g / (1.0 + np.exp(-x)),)
+
+
+stable_log1pexp.defvjp(stable_log1pexp_fwd, stable_log1pexp_bwd)
+
+
+@tp.custom_vjp
+def sin_saving_cos(x):
+    return np.sin(x)
+
+
+def sin_saving_cos_fwd(x):
+    return np.sin(x), (np.cos(x),)
+
+
+def sin_saving_cos_bwd(saved, g):
+    c, = saved
+    return (g * c,)
+
+
+sin_saving_cos.defvjp(sin_saving_cos_fwd, sin_saving_cos_bwd)
+
+
+def uses_custom_vjps(x, W):
+    h = sin_saving_cos(x @ W)
+    for i in range(2):
+        h = stable_log1pexp(h) - 0.5 * h
+    return np.sum(h * h)
+
+
+def test_custom_vjp_exact_rules_match_finite_differences():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(4)
+    np.testing.assert_allclose(tp.grad(lambda x: np.sum(stable_log1pexp(x)))(x),
+                               1 / (1 + np.exp(-x)), rtol=1e-13)
+    check_grads(stable_log1pexp, (x,), order=1, modes=("rev",), seed=1)
+    check_grads(uses_custom_vjps, (rng.standard_normal(3), rng.standard_normal((3, 4))),
+                order=1, modes=("rev",), seed=2)
+
+
+def test_grad_of_grad_through_custom_vjp_differentiates_fwd_and_bwd():
+    for x in (0.3, -1.2, 2.0):
+        assert np.isclose(tp.grad(sin_saving_cos)(x), math.cos(x), rtol=1e-13)
+        assert np.isclose(tp.grad(tp.grad(sin_saving_cos))(x), -math.sin(x), rtol=1e-13)
+        assert np.isclose(tp.grad(tp.grad(tp.grad(sin_saving_cos)))(x), -math.cos(x),
+                          rtol=1e-12)
+        s = 1 / (1 + math.exp(-x))
+        assert np.isclose(tp.grad(tp.grad(stable_log1pexp))(x), s * (1 - s), rtol=1e-12)
+    rng = np.random.default_rng(3)
+    check_grads(uses_custom_vjps, (rng.standard_normal(3), rng.standard_normal((3, 4))),
+                order=2, modes=("rev",), seed=4)
+
+
+def test_forward_mode_of_custom_vjp_raises():
+    with pytest.raises(tp.TransformError, match="custom_vjp"):
+        tp.jvp(sin_saving_cos, (0.3,), (1.0,))
+
+    def calls_it(x):
+        return np.sum(sin_saving_cos(x) * 2.0)
+
+    with pytest.raises(tp.TransformError, match="custom_vjp"):
+        tp.jvp(calls_it, (np.ones(2),), (np.ones(2),))
+    with pytest.raises(tp.TransformError, match="custom_vjp"):
+        tp.jacfwd(calls_it)(np.ones(2))
+
+
+def test_custom_vjp_without_rules_raises():
+    @tp.custom_vjp
+    def no_rules(x):
+        return x * 2.0
+
+    assert no_rules(1.5) == 3.0
+    with pytest.raises(tp.TransformError, match="defvjp"):
+        tp.grad(lambda x: no_rules(x) * 1.0)(1.0)
+
+
+# =====================================================================================
+# custom_jvp: forward mode uses the rule; reverse mode transposes it
+# =====================================================================================
+
+@tp.custom_jvp
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+@softplus.defjvp
+def softplus_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return softplus(x), t / (1.0 + np.exp(-x))
+
+
+@tp.custom_jvp
+def doubled_slope(x):
+    """The body is x ** 2; the rule (deliberately) says the slope is 2 * (2 x)."""
+    return x ** 2
+
+
+@doubled_slope.defjvp
+def doubled_slope_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return x ** 2, 4.0 * x * t
+
+
+@tp.custom_jvp
+def weighted_norm(x, w):
+    return np.sqrt(np.sum(w * x * x))
+
+
+@weighted_norm.defjvp
+def weighted_norm_jvp(primals, tangents):
+    x, w = primals
+    tx, tw = tangents
+    r = np.sqrt(np.sum(w * x * x))
+    return r, (np.sum(w * x * tx) + 0.5 * np.sum(tw * x * x)) / r
+
+
+def test_custom_jvp_rule_is_used_in_forward_and_reverse_mode():
+    x = np.array([0.5, -1.5])
+    out, t = tp.jvp(doubled_slope, (x,), (np.ones(2),))
+    np.testing.assert_array_equal(out, x ** 2)
+    np.testing.assert_allclose(t, 4.0 * x)                 # the rule, not 2 x
+    np.testing.assert_allclose(tp.grad(lambda x: np.sum(doubled_slope(x)))(x), 4.0 * x)
+    assert np.isclose(tp.grad(doubled_slope)(0.75), 3.0)
+
+
+def test_custom_jvp_transposed_matches_finite_differences():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(5)
+    sig = 1 / (1 + np.exp(-x))
+    out, t = tp.jvp(softplus, (x,), (np.ones(5),))
+    np.testing.assert_allclose(t, sig, rtol=1e-13)
+    np.testing.assert_allclose(tp.grad(lambda x: np.sum(softplus(x)))(x), sig, rtol=1e-13)
+    check_grads(softplus, (x,), order=1, modes=("fwd", "rev"), seed=6)
+    w = rng.uniform(0.5, 2.0, 5)
+    check_grads(weighted_norm, (x, w), order=1, modes=("fwd", "rev"), seed=7)
+    gx, gw = tp.grad(weighted_norm, argnums=(0, 1))(x, w)
+    r = np.sqrt(np.sum(w * x * x))
+    np.testing.assert_allclose(gx, w * x / r, rtol=1e-13)
+    np.testing.assert_allclose(gw, x * x / (2 * r), rtol=1e-13)
+
+
+def softplus_net(x, W):
+    h = x
+    for i in range(2):
+        h = softplus(h @ W) - 1.0
+    return weighted_norm(h, np.ones_like(h) * 0.5)
+
+
+@pytest.mark.parametrize("modes", [("rev",), ("fwd",), ("fwd", "rev")])
+def test_custom_jvp_in_a_loop_second_order(modes):
+    # ("fwd", "rev") adds the mixed compositions (jvp of grad, grad of jvp)
+    rng = np.random.default_rng(8)
+    x, W = rng.standard_normal(3), 0.5 * rng.standard_normal((3, 3))
+    check_grads(softplus_net, (x, W), order=2, modes=modes, seed=9)
+
+
+def test_custom_jvp_second_order_scalar():
+    for x0 in (0.3, -1.0):
+        s = 1 / (1 + math.exp(-x0))
+        assert np.isclose(tp.grad(tp.grad(softplus))(x0), s * (1 - s), rtol=1e-12)
+        assert np.isclose(tp.jvp(tp.grad(softplus), (x0,), (1.0,))[1], s * (1 - s),
+                          rtol=1e-12)
+
+
+def test_custom_jvp_without_rule_raises():
+    @tp.custom_jvp
+    def no_rule(x):
+        return x * 2.0
+
+    with pytest.raises(tp.TransformError, match="defjvp"):
+        tp.jvp(no_rule, (1.0,), (1.0,))
+    with pytest.raises(tp.TransformError, match="defjvp"):
+        tp.grad(no_rule)(1.0)
+
+
+# =====================================================================================
+# entmax-1.5 (examples/entmax.py)
+# =====================================================================================
+
+def entmax15_sort(z):
+    """Exact entmax-1.5 of a vector by sorting (Peters et al. 2019, Algorithm 2)."""
+    z = np.asarray(z, dtype=np.float64) / 2.0
+    zs = np.sort(z)[::-1]
+    k = np.arange(1, z.size + 1)
+    mean = np.cumsum(zs) / k
+    mean_sq = np.cumsum(zs * zs) / k
+    delta = (1.0 - k * (mean_sq - mean * mean)) / k
+    tau = mean - np.sqrt(np.maximum(delta, 0.0))
+    support = np.sum(tau <= zs)
+    return np.maximum(z - tau[support - 1], 0.0) ** 2
+
+
+def entmax15_jacobian_sort(z):
+    """The Jacobian of the sort-based solution, by finite differences on the support's tau
+    formula: independent of the closed form in the example."""
+    eps = 1e-6
+    cols = []
+    for e in np.eye(z.size):
+        cols.append((entmax15_sort(z + eps * e) - entmax15_sort(z - eps * e)) / (2 * eps))
+    return np.stack(cols, axis=1)
+
+
+Z_CASES = [
+    np.array([1.8, 1.2, 0.3, -0.5, 1.5]),          # sparse: two exact zeros
+    np.array([0.1, 0.2, -0.1, 0.0]),               # dense: full support
+    np.array([3.0, -1.0, -2.0, 0.5, 2.2, -0.7]),
+]
+
+
+@pytest.mark.parametrize("z", Z_CASES)
+def test_entmax15_forward_matches_sort_based_solution(z):
+    p = entmax.entmax15(z)
+    assert np.isclose(np.sum(p), 1.0, rtol=0, atol=1e-14) and np.all(p >= 0)
+    np.testing.assert_allclose(p, entmax15_sort(z), rtol=1e-12, atol=1e-15)
+    # the definition: p = [z/2 - tau]_+^2 with one tau for every entry of the support
+    s = np.sqrt(p[p > 0])
+    tau = z[p > 0] / 2.0 - s
+    np.testing.assert_allclose(tau, tau[0], rtol=0, atol=1e-12)
+    assert np.all(z[p == 0] / 2.0 <= tau[0] + 1e-12)
+
+
+@pytest.mark.parametrize("z", Z_CASES)
+def test_entmax15_custom_vjp_matches_finite_differences(z):
+    check_grads(entmax.entmax15, (z,), order=1, modes=("rev",), seed=10)
+    J = _custom_jacobian(z)                       # one vjp per row: J is symmetric anyway
+    np.testing.assert_allclose(J, entmax15_jacobian_sort(z), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(J, J.T, rtol=1e-13, atol=1e-15)   # J is symmetric
+    np.testing.assert_allclose(J.sum(axis=0), 0.0, atol=1e-13)    # outputs sum to 1
+    p = entmax.entmax15(z)
+    np.testing.assert_array_equal(J[p == 0], 0.0)                 # off-support: zero rows
+
+
+def _entmax15_sort_for(xp):
+    """The sort-based algorithm written against `xp` (autograd.numpy or jax.numpy)."""
+    def entmax15_sorted(z):
+        z = z / 2.0
+        zs = xp.sort(z)[::-1]
+        k = xp.arange(1, z.size + 1)
+        mean = xp.cumsum(zs) / k
+        mean_sq = xp.cumsum(zs * zs) / k
+        delta = (1.0 - k * (mean_sq - mean * mean)) / k
+        positive = delta > 0.0          # sqrt only where it is differentiable
+        tau = mean - xp.where(positive, xp.sqrt(xp.where(positive, delta, 1.0)), 0.0)
+        support = xp.sum(tau <= zs)
+        return xp.maximum(z - tau[support - 1], 0.0) ** 2
+    return entmax15_sorted
+
+
+def _custom_jacobian(z):
+    return np.stack([tp.vjp(entmax.entmax15, z)[1](e)[0] for e in np.eye(z.size)])
+
+
+def test_entmax15_against_autograd_of_the_sort_algorithm():
+    autograd = pytest.importorskip("autograd")
+    import autograd.numpy as anp
+    f = _entmax15_sort_for(anp)
+    for z in Z_CASES:
+        np.testing.assert_allclose(entmax.entmax15(z), f(z), rtol=1e-12, atol=1e-15)
+        # the custom vjp's rows against autograd's Jacobian of the sort-based solution
+        np.testing.assert_allclose(_custom_jacobian(z), autograd.jacobian(f)(z), rtol=1e-10,
+                                   atol=1e-13)
+
+
+def test_entmax15_against_jax_autodiff_of_the_sort_algorithm():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    f = _entmax15_sort_for(jax.numpy)
+    z = Z_CASES[0]
+    want = np.asarray(jax.jit(jax.jacrev(f))(jax.numpy.asarray(z)))
+    np.testing.assert_allclose(entmax.entmax15(z), np.asarray(f(z)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(_custom_jacobian(z), want, rtol=1e-10, atol=1e-13)
+
+
+def test_entmax15_rows_and_second_order():
+    rng = np.random.default_rng(11)
+    Z = rng.standard_normal((3, 5)) * 2.0
+    P = entmax.entmax15(Z)
+    for row, p in zip(Z, P):
+        np.testing.assert_allclose(p, entmax15_sort(row), rtol=1e-12, atol=1e-15)
+    check_grads(entmax.entmax15, (Z,), order=1, modes=("rev",), seed=12)
+    # grad of grad: the fwd rule calls entmax15 again and the bwd rule is differentiable
+    check_grads(entmax.entmax15, (Z_CASES[0],), order=2, modes=("rev",), seed=13)
+
+
+def test_entmax15_inside_a_small_attention_model():
+    rng = np.random.default_rng(14)
+    q, K, V = rng.standard_normal((3, 4)), rng.standard_normal((6, 4)), \
+        rng.standard_normal((6, 2))
+    target = rng.standard_normal((3, 2))
+    weights = entmax.entmax15(q @ K.T / 2.0)
+    assert np.any(weights == 0.0)                 # the model really is sparse here
+    dq, dK, dV = tp.grad(entmax.attention_loss, argnums=(0, 1, 2))(q, K, V, target)
+    np.testing.assert_allclose(dq, fd_grad(lambda q: entmax.attention_loss(q, K, V, target),
+                                           q), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dK, fd_grad(lambda K: entmax.attention_loss(q, K, V, target),
+                                           K), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(dV, fd_grad(lambda V: entmax.attention_loss(q, K, V, target),
+                                           V), rtol=1e-6, atol=1e-9)
+    check_grads(entmax.attention_loss, (q, K, V, target), order=1, modes=("rev",), seed=15)
+    source = tp.grad(entmax.attention_loss).source
+    assert "entmax15_bwd(" in source and "BISECTION" not in source
+
+
+def test_entmax_example_main_runs(capsys):
+    entmax.main()
+    out = capsys.readouterr().out
+    assert "entmax15" in out and "def grad_weighted" in out

@@ -1,0 +1,227 @@
+"""`tp.jacfwd`, `tp.jacrev` and `tp.hessian`: JAX's output shapes (out shape + in shape) and
+values checked against central finite differences and closed forms.
+"""
+import numpy as np
+import pytest
+
+import transpile as tp
+
+RTOL, ATOL = 1e-6, 1e-8
+
+
+def fd_jacobian(f, args, argnum=0, eps=1e-6):
+    """d f(*args) / d args[argnum] by central differences, shape out + in (floats: ())."""
+    args = list(args)
+    x = args[argnum]
+    scalar = isinstance(x, float)
+    x = np.asarray(x, dtype=np.float64)
+
+    def at(xx):
+        a = list(args)
+        a[argnum] = float(xx) if scalar else xx
+        return np.asarray(f(*a), dtype=np.float64)
+
+    out = at(x)
+    jac = np.zeros(out.shape + x.shape)
+    for idx in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        jac[(Ellipsis,) + idx] = (at(x + e) - at(x - e)) / (2 * eps)
+    return jac
+
+
+def check_jacobians(f, args, argnum=0, rtol=RTOL, atol=ATOL):
+    """jacfwd and jacrev against finite differences, with JAX's shape."""
+    want = fd_jacobian(f, args, argnum)
+    out_shape = np.shape(f(*args))
+    in_shape = np.shape(args[argnum])
+    for name, jac in (("jacfwd", tp.jacfwd), ("jacrev", tp.jacrev)):
+        got = jac(f, argnums=argnum)(*args)
+        assert np.shape(got) == out_shape + in_shape, \
+            f"{name}: shape {np.shape(got)}, expected {out_shape + in_shape}"
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=name)
+    return want
+
+
+# ---------------------------------------------------------------- functions
+A = np.array([[0.8, -0.3, 0.5, 0.1],
+              [0.2, 0.9, -0.4, 0.7],
+              [-0.6, 0.1, 0.3, -0.2]])
+
+
+def rn_to_rm(x):                   # R^4 -> R^3
+    return np.tanh(A @ x) * np.exp(0.1 * x[0])
+
+
+def scalar_to_vector(t):           # R -> R^3
+    return np.array([np.sin(t), t * t, np.exp(-t)]) * np.cos(2.0 * t)
+
+
+def vector_to_scalar(x):           # R^4 -> R
+    return np.sum(np.log1p(x * x)) + np.prod(np.cos(x))
+
+
+def matrix_input(M):               # R^{3x2} -> R^2
+    return np.sum(np.tanh(M) * M, axis=0) + M[0] * M[2]
+
+
+def float_input(t):                # float -> float
+    return t ** 3 * np.sin(t)
+
+
+def two_args(x, W):                # argnums=1: d/dW, shape (3,) + (4, 3)
+    return np.tanh(x @ W)
+
+
+def tanh_sum(x):                   # f(x) = sum(tanh(A x)), the Hessian benchmark
+    return np.sum(np.tanh(A @ x))
+
+
+def looped_branchy(x):
+    h = x
+    total = 0.0
+    for i in range(3):
+        if np.sum(h) > 0.0:
+            h = np.sin(h) * 1.2
+        else:
+            h = h * h - 0.3
+        total = total + np.sum(h * x) * (i + 1)
+    return total
+
+
+X4 = np.array([0.3, -0.5, 0.8, 0.2])
+
+
+def test_rn_to_rm():
+    check_jacobians(rn_to_rm, (X4,))
+
+
+def test_scalar_to_vector():
+    want = check_jacobians(scalar_to_vector, (0.7,))
+    assert want.shape == (3,)
+
+
+def test_scalar_to_vector_0d_array():
+    check_jacobians(scalar_to_vector, (np.array(0.7),))
+
+
+def test_vector_to_scalar():
+    want = check_jacobians(vector_to_scalar, (X4,))
+    assert want.shape == (4,)
+    np.testing.assert_allclose(tp.grad(vector_to_scalar)(X4), want, rtol=RTOL, atol=ATOL)
+
+
+def test_matrix_input():
+    M = np.array([[0.3, -0.2], [0.5, 0.9], [-0.7, 0.4]])
+    want = check_jacobians(matrix_input, (M,))
+    assert want.shape == (2, 3, 2)
+
+
+def test_float_input():
+    for jac in (tp.jacfwd, tp.jacrev, tp.hessian):
+        got = jac(float_input)(0.9)
+        assert np.shape(got) == ()
+    t = 0.9
+    d1 = 3 * t ** 2 * np.sin(t) + t ** 3 * np.cos(t)
+    d2 = 6 * t * np.sin(t) + 6 * t ** 2 * np.cos(t) - t ** 3 * np.sin(t)
+    assert np.isclose(tp.jacfwd(float_input)(t), d1, rtol=1e-12)
+    assert np.isclose(tp.jacrev(float_input)(t), d1, rtol=1e-12)
+    assert np.isclose(tp.hessian(float_input)(t), d2, rtol=1e-12)
+
+
+def test_argnums_1():
+    rng = np.random.default_rng(3)
+    x, W = rng.standard_normal(4), rng.standard_normal((4, 3)) * 0.5
+    want = check_jacobians(two_args, (x, W), argnum=1)
+    assert want.shape == (3, 4, 3)
+    want0 = check_jacobians(two_args, (x, W), argnum=0)
+    assert want0.shape == (3, 4)
+
+
+def test_hessian_argnums_1():
+    rng = np.random.default_rng(4)
+    x, W = rng.standard_normal(4), rng.standard_normal((4, 3)) * 0.5
+
+    def loss(x, W):
+        return np.sum(two_args(x, W) ** 2)
+
+    H = tp.hessian(loss, argnums=1)(x, W)
+    assert H.shape == (4, 3, 4, 3)
+    want = fd_jacobian(tp.grad(loss, argnums=1), (x, W), argnum=1)
+    np.testing.assert_allclose(H, want, rtol=RTOL, atol=ATOL)
+
+
+def test_jacobian_of_linear_map_is_exact():
+    def linear(x):
+        return A @ x
+
+    np.testing.assert_array_equal(tp.jacfwd(linear)(X4), A)
+    np.testing.assert_array_equal(tp.jacrev(linear)(X4), A)
+
+
+def test_hessian_of_tanh_sum_is_analytic():
+    rng = np.random.default_rng(5)
+    for x in (X4, rng.standard_normal(4)):
+        t = np.tanh(A @ x)
+        want = A.T @ np.diag(-2.0 * t * (1.0 - t * t)) @ A
+        H = tp.hessian(tanh_sum)(x)
+        assert H.shape == (4, 4)
+        np.testing.assert_allclose(H, want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-14)
+
+
+def test_hessian_against_finite_differences_of_grad():
+    for f, x in ((vector_to_scalar, X4), (tanh_sum, X4)):
+        H = tp.hessian(f)(x)
+        np.testing.assert_allclose(H, fd_jacobian(tp.grad(f), (x,)), rtol=RTOL, atol=ATOL)
+    M = np.array([[0.3, -0.2], [0.5, 0.9], [-0.7, 0.4]])
+
+    def mat_scalar(M):
+        return np.sum(matrix_input(M) ** 2)
+
+    H = tp.hessian(mat_scalar)(M)
+    assert H.shape == (3, 2, 3, 2)
+    np.testing.assert_allclose(H, fd_jacobian(tp.grad(mat_scalar), (M,)), rtol=RTOL,
+                               atol=ATOL)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_hessian_through_loop_and_branch(sign):
+    x = sign * np.array([0.4, 0.3, 0.6])
+    assert looped_branchy(x) != 0.0
+    H = tp.hessian(looped_branchy)(x)
+    assert H.shape == (3, 3)
+    np.testing.assert_allclose(H, fd_jacobian(tp.grad(looped_branchy), (x,)), rtol=RTOL,
+                               atol=ATOL)
+    np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_jacobians_through_loop_and_branch(sign):
+    x = sign * np.array([0.4, 0.3, 0.6])
+    check_jacobians(tp.grad(looped_branchy), (x,))
+
+
+def test_jacrev_of_vector_function_with_a_loop():
+    """jacrev runs the backward pass once per output element on the same saved values."""
+    def rolled(x):
+        for i in range(3):
+            x = np.sin(x) * 1.1
+        return x
+
+    check_jacobians(rolled, (X4,))
+
+
+def test_jacobian_source_is_transformable_code():
+    source = tp.jacrev(rn_to_rm).source
+    assert "def jacrev_rn_to_rm(x):" in source
+    assert "for i in range(" in source and "import transpile" not in source
+    source = tp.jacfwd(rn_to_rm).source
+    assert "def jacfwd_rn_to_rm(x):" in source
+
+
+def test_bad_argnums():
+    with pytest.raises(NotImplementedError):
+        tp.jacfwd(two_args, argnums=(0, 1))
+    with pytest.raises(NotImplementedError):
+        tp.jacrev(two_args, argnums=(0, 1))
