@@ -117,7 +117,6 @@ def index_add(dx, x, idx, dy):
     out = xp.zeros(np.shape(x), dtype=_adjoint_dtype(x, dy)) if dx is None \
         else xp.array(dx, dtype=_adjoint_dtype(dx, dy), copy=True)
     _add_at(xp, out, idx, dy)
-    _OWNED[id(out)] = out
     return out
 
 
@@ -128,19 +127,23 @@ def _add_at(xp, out, idx, dy):
         xp.add.at(out, idx, dy)
 
 
-# Arrays made by index_add and not yet handed to anyone else: generated code uses
-# index_add_into only where the accumulated adjoint has no other reader, so these can be
-# added to in place (a loop over rows then costs O(n), not O(n^2)).
+# Arrays made by index_add_into itself. Generated code calls index_add_into only where the
+# accumulating variable has no other reader (optimize.accumulate_in_place), so an array it
+# made is referenced by that variable alone and can be added to in place: a loop over rows
+# then costs O(n), not O(n^2).
 _OWNED = weakref.WeakValueDictionary()
 
 
 def index_add_into(dx, x, idx, dy):
-    """`index_add`, adding into `dx` in place when this module made it (see _OWNED)."""
+    """`index_add`, adding into `dx` in place when index_add_into made it (see _OWNED)."""
     if dx is not None and type(dx) is np.ndarray and _OWNED.get(id(dx)) is dx and \
             dx.dtype == _adjoint_dtype(dx, dy):
         _add_at(np, dx, idx, dy)
         return dx
-    return index_add(dx, x, idx, dy)
+    out = index_add(dx, x, idx, dy)
+    if type(out) is np.ndarray:
+        _OWNED[id(out)] = out
+    return out
 
 
 def _adjoint_dtype(x, dy):

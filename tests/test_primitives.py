@@ -1,4 +1,6 @@
-"""Every differentiable primitive, checked against finite differences to second order.
+"""Every differentiable primitive, checked against finite differences to second order, in
+forward and reverse mode (jvp of jvp, grad of jvp, jvp of grad, grad of grad), and a few to
+third order.
 
 Inputs are fresh random float64 arrays (the seed changes per run and is printed on failure;
 set TP_SEED to replay one), kept away from points where the function is not differentiable.

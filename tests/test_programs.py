@@ -3,8 +3,10 @@
 Every program below is ordinary Python + NumPy, written the way a user would write it.
 `test_program` checks each one with `check_grads(f, args, order=2)`: the vector-Jacobian
 product and the gradient of <f, u> are compared with central finite differences, at fresh
-random float64 inputs (no global seed). Inputs are built so that branch conditions stay
-well away from their thresholds, so finite differences never straddle a kink.
+random float64 inputs (no global seed). `test_program_forward_mode` checks the same corpus
+with `modes=("fwd", "rev")`: jvp, then jvp of jvp, grad of jvp and jvp of grad. Inputs are
+built so that branch conditions stay well away from their thresholds, so finite
+differences never straddle a kink.
 
 The explicit tests further down cover the API promises: dtypes, pytree structure, argnums,
 has_aux, value_and_grad, vjp, higher-order and composed transformations, `.source`.

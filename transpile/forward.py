@@ -14,7 +14,7 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import (is_pop, is_push, is_update, maybe_defined, pop_stack, push_parts, varied,
+from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_update, maybe_defined, pop_stack, push_parts, varied,
                        walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
@@ -49,6 +49,7 @@ class Forward:
         stmts = _split_self_assignments(body[:-1], self.namer)
         self.active = varied(stmts, self.wrt)
         self.maybe = maybe_defined(stmts, self.fir.params)
+        self.surely = definitely_defined(stmts, self.fir.params)
         state = {self.tan(p) for p in self.wrt}
         new = self.block(stmts, state)
         out = ret.value
@@ -73,10 +74,15 @@ class Forward:
     def branch(self, s, state):
         a, b = set(state), set(state)
         body, orelse = self.block(s.body, a), self.block(s.orelse, b)
+        before = self.surely.get(id(s), set())
+        primal = {t: p for p, t in self.tangents.items()}
+        # a tangent made on one path is zero on the other, where its value exists at all
         for var in sorted(a - b):
-            orelse.append(self.zeros(var))
+            if primal[var] in before | assigned_in(s.orelse):
+                orelse.append(self.zeros(var))
         for var in sorted(b - a):
-            body.append(self.zeros(var))
+            if primal[var] in before | assigned_in(s.body):
+                body.append(self.zeros(var))
         state |= a | b
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
         return [anno.copy(s, gast.copy_location(new, s))]
@@ -99,7 +105,7 @@ class Forward:
             entry |= carried
             if not carried:
                 break
-        state |= entry
+        state |= entry | trial   # what a trip made exists after the loop (if it ran)
         cls = type(s)
         if cls is gast.For:
             new = gast.For(target=s.target, iter=s.iter, body=body, orelse=[], type_comment=None)

@@ -19,6 +19,14 @@ What it measures (docs/benchmarks.md has the numbers and notes):
      Target: <= 50 ms. The jax column is jit's first call (trace + compile), same way.
   4. Per-call overhead of tp.grad(f) for f(x) = x * x on a Python float, in microseconds,
      against calling the generated entry function directly.
+  5. Hessian of f(x) = sum(tanh(A @ x)), x of size 100 and 500 (A square, a constant of
+     f): tp.hessian(f) vs the hand-derived A.T @ diag(-2 t (1 - t^2)) @ A, t = tanh(A x).
+     Target: ratio <= 1.5. autograd.hessian and jax.jit(jax.jacfwd(jax.jacrev)) are extra
+     columns.
+  6. jvp of the MLP loss of 1. (784-512-512-10, batch 128, float64) along a random
+     direction in parameter space: tp.jvp(loss, (params, x, y), (dparams, 0, 0)) vs a
+     hand-written forward-mode pass. Target: ratio <= 1.2. autograd.make_jvp and
+     jax.jit(jax.jvp) (same call, same zero tangents) are extra columns.
 
 Method: every competitor is warmed up, then timed in interleaved rounds (the order rotates
 each round); one sample is a loop of calls long enough to dwarf the timer, the garbage
@@ -28,8 +36,8 @@ competitor runs with one BLAS/XLA thread by default (--threads N to change, --th
 leave the environment alone): on a small shared machine a multi-threaded OpenBLAS stalls
 whenever a neighbour takes a core, which swamps the differences measured here. The header
 prints the settings in force and the load average (other work on the machine). Gradients of
-every competitor are checked against the hand-written ones before timing; the script exits
-with status 1 if tp.grad's do not match.
+every competitor are checked against the hand-written ones before timing (Hessians and
+jvps too); the script exits with status 1 if transpile's do not match.
 """
 import argparse
 import gc
@@ -98,17 +106,23 @@ def square(x):
     return x * x
 '''
 
+HESSIAN_SRC = '''\
+def tanh_sum(x):
+    return np.sum(np.tanh(A @ x))
+'''
+
 _counter = itertools.count()
 
 
-def compile_fn(src, name, np_module):
+def compile_fn(src, name, np_module, env=None):
     """A fresh function object (new code object, new file name) compiled from `src`.
 
     The text is registered in linecache, so inspect.getsource (and transpile) can read it.
+    `env` adds globals (constants of the function, such as a matrix).
     """
     filename = f"<bench-{name}-{next(_counter)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    ns = {"np": np_module, "__name__": "bench_generated"}
+    ns = {"np": np_module, "__name__": "bench_generated", **(env or {})}
     exec(compile(src, filename, "exec"), ns)  # noqa: S102
     return ns[name]
 
@@ -144,6 +158,44 @@ def hand_grad(params, x, y):
 
 def hand_square_grad(x):
     return 2.0 * x
+
+
+def hand_hessian(A, x):
+    """Hessian of sum(tanh(A x)) by hand: A.T @ diag(-2 t (1 - t^2)) @ A, t = tanh(A x)."""
+    t = np.tanh(A @ x)
+    d = t * t
+    np.subtract(1.0, d, out=d)
+    d *= t
+    d *= -2.0
+    return A.T @ (d[:, None] * A)
+
+
+def hand_jvp(params, x, y, dparams):
+    """(loss, d loss) along dparams, by hand: forward mode for LOSS_SRC with x, y fixed."""
+    h, dh = x, None
+    for (W, b), (dW, db) in zip(params[:-1], dparams[:-1]):
+        z = h @ W
+        z += b
+        dz = h @ dW                   # the input batch has no tangent: no dh @ W on layer 0
+        if dh is not None:
+            dz += dh @ W
+        dz += db
+        h = np.tanh(z, out=z)
+        t = h * h                     # tanh' = 1 - h^2
+        np.subtract(1.0, t, out=t)
+        dz *= t
+        dh = dz
+    W, b = params[-1]
+    dW, db = dparams[-1]
+    r = h @ W                         # r becomes pred - y
+    r += b
+    r -= y
+    dr = h @ dW
+    dr += dh @ W
+    dr += db
+    size = r.size
+    r = r.reshape(-1)
+    return float(r @ r) / size, 2.0 * float(r @ dr.reshape(-1)) / size
 
 
 # ---------------------------------------------------------------------------- data
@@ -376,6 +428,82 @@ def bench_overhead(rounds, target_s):
     return row, us
 
 
+def bench_hessian(n, rounds, target_s, target_ratio=1.5):
+    """tp.hessian of sum(tanh(A x)) against the hand-derived Hessian, x of size n."""
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    x = rng.standard_normal(n)
+    name = f"Hessian sum(tanh(A x)), n={n}"
+    want = hand_hessian(A, x)
+    h = tp.hessian(compile_fn(HESSIAN_SRC, "tanh_sum", np, {"A": A}))
+    got = h(x)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-10,
+                                                  atol=1e-12 * np.max(np.abs(want))):
+        fail(f"{name}: tp.hessian does not match the hand-derived Hessian")
+    print(f"check {name}: tp.hessian matches the hand-derived Hessian (np.allclose, shape "
+          f"{want.shape})", flush=True)
+    fns = {"tp": lambda: h(x), "hand": lambda: hand_hessian(A, x)}
+    if autograd is not None:
+        ah = autograd.hessian(compile_fn(HESSIAN_SRC, "tanh_sum", anp, {"A": A}))
+        ok = np.allclose(ah(x), want, rtol=1e-10, atol=1e-12 * np.max(np.abs(want)))
+        print(f"check {name}: autograd.hessian {'matches' if ok else 'DOES NOT MATCH'}")
+        fns["autograd"] = lambda: ah(x)
+    if jax is not None:
+        jf = compile_fn(HESSIAN_SRC, "tanh_sum", jnp, {"A": jnp.asarray(A)})
+        jh = jax.jit(jax.jacfwd(jax.jacrev(jf)))
+        jx = jnp.asarray(x)
+        ok = np.allclose(np.asarray(jh(jx)), want, rtol=1e-10,
+                         atol=1e-12 * np.max(np.abs(want)))
+        print(f"check {name}: jax.jit(jax.jacfwd(jax.jacrev)) "
+              f"{'matches' if ok else 'DOES NOT MATCH'}")
+        fns["jax"] = lambda: jax.block_until_ready(jh(jx))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(name, "float64", ms["tp"], ms["hand"], ratio, ms.get("autograd"),
+               ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
+def bench_jvp(sizes, batch, rounds, target_s, target_ratio=1.2):
+    """tp.jvp of the MLP loss along a parameter direction against hand forward mode."""
+    dtype = np.float64
+    params, x, y = make_problem(sizes, batch, dtype)
+    rng = np.random.default_rng(1)
+    dparams = [(rng.standard_normal(W.shape).astype(dtype),
+                rng.standard_normal(b.shape).astype(dtype)) for W, b in params]
+    zx, zy = np.zeros_like(x), np.zeros_like(y)
+    loss = compile_fn(LOSS_SRC, "loss", np)
+    name = f"jvp MLP {'-'.join(map(str, sizes))} batch {batch}"
+    want = hand_jvp(params, x, y, dparams)
+    got = tp.jvp(loss, (params, x, y), (dparams, zx, zy))
+    if not np.allclose(got, want, rtol=1e-9, atol=0):
+        fail(f"{name}: tp.jvp gives {got}, the hand-written forward mode {want}")
+    print(f"check {name}: tp.jvp matches hand-written forward mode (value and tangent, "
+          f"np.allclose)", flush=True)
+    fns = {"tp": lambda: tp.jvp(loss, (params, x, y), (dparams, zx, zy)),
+           "hand": lambda: hand_jvp(params, x, y, dparams)}
+    if autograd is not None:
+        ag = autograd.make_jvp(compile_fn(LOSS_SRC, "loss", anp), 0)
+        ok = np.allclose(ag(params, x, y)(dparams), want, rtol=1e-9, atol=0)
+        print(f"check {name}: autograd.make_jvp {'matches' if ok else 'DOES NOT MATCH'}")
+        fns["autograd"] = lambda: ag(params, x, y)(dparams)
+    if jax is not None:
+        jloss = compile_fn(LOSS_SRC, "loss", jnp)
+        jj = jax.jit(lambda p, x, y, dp, dx, dy: jax.jvp(jloss, (p, x, y), (dp, dx, dy)))
+        jp, jx, jy = to_jax(params, x, y)
+        jdp = [(jnp.asarray(W), jnp.asarray(b)) for W, b in dparams]
+        jzx, jzy = jnp.zeros_like(jx), jnp.zeros_like(jy)
+        ok = np.allclose([float(v) for v in jj(jp, jx, jy, jdp, jzx, jzy)], want, rtol=1e-9,
+                         atol=0)
+        print(f"check {name}: jax.jit(jax.jvp) {'matches' if ok else 'DOES NOT MATCH'}")
+        fns["jax"] = lambda: jax.block_until_ready(jj(jp, jx, jy, jdp, jzx, jzy))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(name, "float64", ms["tp"], ms["hand"], ratio, ms.get("autograd"),
+               ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
 # ---------------------------------------------------------------------------- report
 def machine_info():
     lines = []
@@ -490,16 +618,16 @@ def main(argv=None):
     global _clock
     _clock = CLOCKS[args.clock]
     if args.quick:
-        rounds_big, rounds_small, target_s, reps_first = 15, 21, 0.02, 7
+        rounds_big, rounds_small, target_s, reps_first, rounds_hess = 15, 21, 0.02, 7, 7
     else:
-        rounds_big, rounds_small, target_s, reps_first = 81, 81, 0.05, 15
+        rounds_big, rounds_small, target_s, reps_first, rounds_hess = 81, 81, 0.05, 15, 21
 
     t_start = time.perf_counter()
     for line in machine_info():
         print(line)
     print(f"clock: {args.clock}; mode: {'quick' if args.quick else 'full'}; {rounds_big} rounds "
-          f"(big MLP), {rounds_small} rounds (tiny MLP, overhead), ~{target_s * 1e3:.0f} ms per "
-          f"sample", flush=True)
+          f"(big MLP, jvp), {rounds_small} rounds (tiny MLP, overhead), {rounds_hess} rounds "
+          f"(Hessians), ~{target_s * 1e3:.0f} ms per sample", flush=True)
 
     rows = []
     big = (784, 512, 512, 10)
@@ -513,6 +641,9 @@ def main(argv=None):
     rows.append(first_row)
     over_row, us = bench_overhead(rounds_small, target_s)
     rows.append(over_row)
+    for n in (100, 500):
+        rows.append(bench_hessian(n, rounds_hess, target_s))
+    rows.append(bench_jvp(big, 128, rounds_big, target_s))
 
     print()
     print_table(rows)

@@ -1,6 +1,8 @@
-"""Elementwise functions and arithmetic operators: reverse rules.
+"""Elementwise functions and arithmetic operators: reverse and forward rules.
 
-Binary rules unbroadcast each adjoint back to its argument's shape.
+Binary reverse rules unbroadcast each adjoint back to its argument's shape; forward rules
+(one term per argument) broadcast a tangent to the result's shape where a term would not
+already have it (`rt.broadcast_like`).
 """
 from .core import fwd, nondiff, rev
 import numpy as np  # noqa: F401  (templates refer to np and rt)

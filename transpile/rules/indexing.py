@@ -12,10 +12,20 @@ def getitem(dout, out, x, idx):
     dx = rt.index_add(dx, x, idx, dout)
 
 
+@fwd("[]", "rt.getitem")
+def getitem_fwd(out, x, idx):
+    dout = rt.getitem(dx, idx)
+
+
 @rev("rt.index_add", "rt.index_add_into")
 def index_add(dout, out, dx, x, idx, dy):
     ddx = dout
     ddy = rt.part(dout, idx, dy)
+
+
+@fwd("rt.index_add")
+def index_add_fwd(out, dx, x, idx, dy):
+    dout = rt.index_add(ddx, x, idx, ddy)
 
 
 @rev("rt.part")
@@ -23,9 +33,19 @@ def part(dout, out, g, key, like):
     dg = rt.index_add(None, g, key, dout)
 
 
+@fwd("rt.part")
+def part_fwd(out, g, key, like):
+    dout = rt.part(dg, key, like)
+
+
 @rev("rt.filled")
 def filled(dout, out, g, like):
     dg = dout
+
+
+@fwd("rt.filled")
+def filled_fwd(out, g, like):
+    dout = rt.filled(dg, like)
 
 
 @rev("rt.index_update")
@@ -34,9 +54,19 @@ def index_update(dout, out, x, idx, v):
     dv = rt.unbroadcast(rt.written_part(dout, idx), v)
 
 
+@fwd("rt.index_update")
+def index_update_fwd(out, x, idx, v):
+    dout = rt.index_update(dx, idx, dv)
+
+
 @rev("rt.index_clear")
 def index_clear(dout, out, g, idx):
     dg = rt.index_clear(dout, idx)
+
+
+@fwd("rt.index_clear")
+def index_clear_fwd(out, g, idx):
+    dout = rt.index_clear(dg, idx)
 
 
 # Container literals `(a, b)`, `[a, b]`, `{"k": v}`: the reverse pass gives element i the
@@ -50,54 +80,23 @@ def to_sequence(dout, out, x):
     dx = rt.to_like(dout, x)
 
 
-@rev("rt.written_part")
-def written_part(dout, out, g, idx):
-    dg = rt.index_update(rt.zeros_like(g), idx, dout)
-
-
-# ---------------------------------------------------------------- forward rules
-
-@fwd("[]", "rt.getitem")
-def getitem_fwd(out, x, idx):
-    dout = rt.getitem(dx, idx)
-
-
-@fwd("rt.index_add")
-def index_add_fwd(out, dx, x, idx, dy):
-    dout = rt.index_add(ddx, x, idx, ddy)
-
-
-@fwd("rt.index_update")
-def index_update_fwd(out, x, idx, v):
-    dout = rt.index_update(dx, idx, dv)
-
-
-@fwd("rt.index_clear")
-def index_clear_fwd(out, g, idx):
-    dout = rt.index_clear(dg, idx)
-
-
-@fwd("rt.written_part")
-def written_part_fwd(out, g, idx):
-    dout = rt.written_part(dg, idx)
-
-
-@fwd("rt.part")
-def part_fwd(out, g, key, like):
-    dout = rt.part(dg, key, like)
-
-
-@fwd("rt.filled")
-def filled_fwd(out, g, like):
-    dout = rt.filled(dg, like)
-
-
 @fwd("rt.to_tuple", "rt.to_list")
 def to_sequence_fwd(out, x):
     """One row for both spellings: the tangent takes the container type of `out`."""
     dout = rt.to_like(dx, out)
 
 
+# (the reverse rule of rt.to_like is in runtime_helpers.py)
 @fwd("rt.to_like")
 def to_like_fwd(out, g, x):
     dout = rt.to_like(dg, x)
+
+
+@rev("rt.written_part")
+def written_part(dout, out, g, idx):
+    dg = rt.index_update(rt.zeros_like(g), idx, dout)
+
+
+@fwd("rt.written_part")
+def written_part_fwd(out, g, idx):
+    dout = rt.written_part(dg, idx)

@@ -1,4 +1,5 @@
-"""Reductions (sum, mean, max, var, ...) and scans: reverse rules broadcast the adjoint back.
+"""Reductions (sum, mean, max, var, ...) and scans: reverse rules broadcast the adjoint back,
+forward rules reduce the tangent the same way as the value.
 
 Parameters follow numpy's positional order. numpy's own `out=` parameter cannot be spelled
 in a template (`out` is the primal output), so it appears as the placeholder `out_`: it keeps

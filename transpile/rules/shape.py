@@ -1,4 +1,5 @@
-"""Shape manipulation: the adjoint undoes the reshaping.
+"""Shape manipulation: the adjoint undoes the reshaping; the tangent is reshaped the same way
+as the value (these functions are linear: each is its own forward rule).
 
 Joining functions take a list/tuple of arrays; the adjoint of that argument is a list/tuple
 of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule joins again.
