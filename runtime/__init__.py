@@ -10,7 +10,7 @@ from .adjoints import (astype, basis_like, broadcast_like, cast_like, copy, dict
                        to_list, to_tuple, tolist, unbroadcast, unbroadcast_to, written_part)
 from .backend import array_module
 from .errors import TransformError
-from .trees import (add, as_grad, check_float_input, filled, part, pop, pop_adjoint, push,
+from .trees import (add, as_grad, check_float_input, copy_stack, filled, part, pop, pop_adjoint, push,
                     tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot, zeros_like)
 from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,
                              inner_spec, logsumexp, norm_axis, solve, solve_spec, tensordot_spec, weight)

@@ -232,3 +232,8 @@ def tree_scale(x, s):
     if isinstance(x, dict):
         return {k: tree_scale(v, s) for k, v in x.items()}
     return None if x is None else x * s
+
+
+def copy_stack(stack):
+    """A copy of a stack of saved values, so popping it leaves the original intact."""
+    return list(stack)

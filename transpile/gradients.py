@@ -112,9 +112,11 @@ class Saves:
         span, loops = _spans(fwd)
         saved = set()
 
+        made_from = rev.made_from
+
         def restores(marker):
-            orig = fwd_of.get(id(marker.stmt), marker.stmt)
-            return not getattr(orig, "_no_save", False) and bool(targets(orig) & saved)
+            made = made_from.get(id(marker.stmt), [marker.stmt])
+            return any(not getattr(m, "_no_save", False) and targets(m) & saved for m in made)
 
         def overwritten_after(name, mirror):
             """May `name` be reassigned after the moment `mirror` reads it?"""
@@ -255,13 +257,14 @@ class Saves:
         out = []
         for s in stmts:
             if isinstance(s, _RestoreMarker):
-                orig = fwd_of.get(id(s.stmt), s.stmt)
-                if getattr(orig, "_no_save", False):
-                    continue
-                for name in sorted(targets(orig) & set(self.saved) - set(self.local) -
-                                   self.recomputed):
-                    if (id(orig), name) not in self.unbound_at:
-                        out.append(self._pop(name))
+                # undo, in reverse order, every forward statement made from this one
+                for made in reversed(self.rev.made_from.get(id(s.stmt), [s.stmt])):
+                    if getattr(made, "_no_save", False):
+                        continue
+                    for name in sorted(targets(made) & set(self.saved) - set(self.local) -
+                                       self.recomputed):
+                        if (id(made), name) not in self.unbound_at:
+                            out.append(self._pop(name))
                 continue
             if isinstance(s, gast.If):
                 s.body = self.backward(s.body, fwd_of) or [gast.Pass()]
@@ -362,19 +365,6 @@ def _reads_of(s):
     return reads(s)
 
 
-def _forward_map(rev, orig, fwd):
-    """id(original IR statement) -> the forward statement that replaced it."""
-    mapping = {}
-    for a, b in zip(orig, fwd):
-        mapping[id(a)] = b
-        if isinstance(a, gast.If) and isinstance(b, gast.If):
-            mapping.update(_forward_map(rev, a.body, b.body))
-            mapping.update(_forward_map(rev, a.orelse, b.orelse))
-        elif isinstance(a, (gast.For, gast.While)) and isinstance(b, (gast.For, gast.While)):
-            mapping.update(_forward_map(rev, a.body, b.body))
-    return mapping
-
-
 def _mark_counters(fwd):
     for s in walk_simple(fwd):
         if isinstance(s, gast.While):
@@ -429,7 +419,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     elif has_aux:
         result = gast.Tuple(elts=[result, _name(rev.aux)], ctx=gast.Load())
     ret = gast.Return(value=result)
-    fwd_of = _forward_map(rev, rev.body, fwd)
+    fwd_of = rev.fwd_of
     bwd = optimize.dce(bwd + [ret], set())
     saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
@@ -459,7 +449,7 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
             grads.append(d or _call("rt.zeros_like", [_name(p)]))
     bwd = optimize.dce(bwd + [gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))],
                        {dout})
-    fwd_of = _forward_map(rev, rev.body, fwd)
+    fwd_of = rev.fwd_of
     saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
     bwd = optimize.dce(saves.backward(bwd, fwd_of), set())
@@ -482,7 +472,7 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
                                               ctx=gast.Load()))] if residuals else []
     # The backward pass pops its stacks; copies keep `saved` usable for another call
     # (a Jacobian runs it once per output element).
-    copies = [_assign(st, _call("rt.to_list", [_name(st)]))
+    copies = [_assign(st, _call("rt.copy_stack", [_name(st)]))
               for st in residuals if st in saves.stacks.values()]
     bwd_body = unpack + copies + optimize.simplify(bwd)
     return (_with_source(_funcdef(fwd_name, params, fwd_body, fir.node), fir),

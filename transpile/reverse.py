@@ -90,6 +90,8 @@ class Reverse:
         self.stack_adjoints = set()
         self.kinds = {}
         self.header_of = {}       # id(IR loop) -> its backward loop
+        self.fwd_of = {}          # id(IR statement) -> the forward statement made from it
+        self.made_from = {}       # id(IR statement) -> every forward statement made from it
 
     # ---------------------------------------------------------------- names
     def adj(self, name):
@@ -157,6 +159,7 @@ class Reverse:
     def forward(self, stmts):
         out = []
         for s in stmts:
+            first = len(out)
             if isinstance(s, gast.If):
                 new = gast.If(test=s.test, body=self.forward(s.body),
                               orelse=self.forward(s.orelse))
@@ -196,6 +199,8 @@ class Reverse:
                 out.append(s)
             else:
                 out.append(s)
+            self.fwd_of[id(s)] = out[-1]     # the forward statement standing for s
+            self.made_from[id(s)] = out[first:]   # all the forward statements made from s
         return out
 
     # ---------------------------------------------------------------- backward
@@ -497,6 +502,7 @@ class Reverse:
         stack = pop_stack(s)
         v = s.targets[0].id
         if stack not in self.active:
+            state.live.discard(self.adj_names.get(v))   # v is bound afresh here
             return []
         ds = self.adj(stack)
         self.stack_adjoints.add(ds)

@@ -473,7 +473,7 @@ def bench_jvp(sizes, batch, rounds, target_s, target_ratio=1.2):
                 rng.standard_normal(b.shape).astype(dtype)) for W, b in params]
     zx, zy = np.zeros_like(x), np.zeros_like(y)
     loss = compile_fn(LOSS_SRC, "loss", np)
-    name = f"jvp MLP {'-'.join(map(str, sizes))} batch {batch}"
+    name = f"jvp MLP {'-'.join(map(str, sizes))}, batch {batch}"
     want = hand_jvp(params, x, y, dparams)
     got = tp.jvp(loss, (params, x, y), (dparams, zx, zy))
     if not np.allclose(got, want, rtol=1e-9, atol=0):

@@ -142,3 +142,15 @@ def tree_scale_fwd(out, x, s):
     dout = rt.tree_scale(dx, s)
     dout = rt.tree_scale(x, ds)
 nondiff("rt.size_of", "rt.basis_like", "rt.jacobian_shape")
+
+
+# A stack copied before the backward pass pops it: its adjoint (a stack of adjoints, in
+# pop order) passes through unchanged.
+@rev("rt.copy_stack")
+def copy_stack(dout, out, stack):
+    dstack = dout
+
+
+@fwd("rt.copy_stack")
+def copy_stack_fwd(out, stack):
+    dout = rt.copy_stack(dstack)
