@@ -908,16 +908,22 @@ class Normalizer:
             t, extra = api.Transformed(fn, "jvp", options), target.freevars
         else:
             raise self.error(node.args[0], "tp.jvp needs a function known while transforming.")
-        primals = [self.atom(a, stmts) for a in node.args[1].elts] + [_name(v) for v in extra]
+        # the jvp function takes: bound prefix, arguments, closure values, lifted free
+        # variables; then one tangent for each (zero for all but the arguments')
+        before = [self.static_atom(v, node) for v in t.root.prefix]
+        after = [self.static_atom(v, node) for v in t.root.extra_values()] + \
+            [_name(v) for v in extra]
+        primals = before + [self.atom(a, stmts) for a in node.args[1].elts] + after
         tangents = [self.atom(a, stmts) for a in node.args[2].elts]
         zeros = []
-        for v in extra:   # closure values carry no tangent
-            z = self.namer.fresh(v + "_dot")
-            stmts.append(_assign(z, prim_call("rt.tangent_zeros", [_name(v)])))
+        for v in before + after:   # values the caller does not perturb
+            z = self.namer.fresh("zero_dot")
+            stmts.append(_assign(z, prim_call("rt.tangent_zeros", [v])))
             zeros.append(_name(z))
+        tangents = zeros[:len(before)] + tangents + zeros[len(before):]
         from .frontend import normalize_function
         ir_name, params, _ = normalize_function(t.entry_function(), self.program)
-        call = gast.Call(func=_name(ir_name), args=primals + tangents + zeros, keywords=[])
+        call = gast.Call(func=_name(ir_name), args=primals + tangents, keywords=[])
         anno.set(call, Anno.CALLEE, ir_name)
         return call
 

@@ -90,7 +90,7 @@ class Forward:
     def loop(self, s, state):
         entry = set(state)
         pre = []
-        bound = self.maybe.get(id(s), set())
+        bound = self.surely.get(id(s), set())
         for _ in range(4):     # tangents a trip creates must exist before the first trip
             trial = set(entry)
             body = self.block(s.body, trial)
