@@ -372,6 +372,15 @@ class Normalizer:
             else:
                 index = self.namer.fresh("i")
                 self.assign_target(target, _name(index), prefix, node)
+        elif isinstance(it, gast.Call) and func is not None and \
+                getattr(func, "value", None) is getattr(__import__("runtime"), "reversed_range"):
+            bounds = [self.atom(a, stmts) for a in it.args]     # generated backward loops
+            spelling = "rt.reversed_range"
+            if isinstance(target, gast.Name):
+                index = target.id
+            else:
+                index = self.namer.fresh("i")
+                self.assign_target(target, _name(index), prefix, node)
         elif fn is builtins.reversed and len(it.args) == 1 and isinstance(it.args[0], gast.Call) \
                 and isinstance(self.static(it.args[0].func), Static) \
                 and self.static(it.args[0].func).value is builtins.range:

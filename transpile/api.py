@@ -85,8 +85,9 @@ class Root:
                                "tuple/dict as one parameter.")
         self.lifted = lifted_closure_names(target)
         closure = closure_values(target)
+        # identities (holding references, so an id is never reused while the key lives)
         self.key = ("fn", _Identity(target.__code__),
-                    tuple(id(v) for k, v in closure.items() if k not in self.lifted))
+                    tuple(_Identity(v) for k, v in closure.items() if k not in self.lifted))
 
     def has_extra(self):
         return bool(self.inner.root.has_extra() if self.inner is not None else self.lifted)
