@@ -202,10 +202,10 @@ def check_float_input(x, name, where):
 def pop_adjoint(adjoints, value):
     """Adjoint of `stack.append(value)`: the top of the adjoint stack, or zero if the code
     being differentiated never popped that value (its bottom-of-stack leftovers)."""
-    if adjoints:
-        return adjoints.pop()
-    # a placeholder saved before the value existed (None) has a zero adjoint too
-    return 0.0 if value is None else zeros_like(value)
+    item = adjoints.pop() if adjoints else None
+    if item is None:   # nothing saved, or a placeholder saved before the value existed
+        return 0.0 if value is None else zeros_like(value)
+    return item
 
 
 def push(stack, value):
