@@ -885,6 +885,11 @@ class Normalizer:
         options = {k.arg: _literal(k.value) for k in node.keywords}
         extra = [a.value for a in node.args[1:]]
         target = self.static(node.args[0])
+        if target is None and isinstance(node.args[0], gast.Call):   # tp.grad(tp.grad(f))
+            target = self.expr(node.args[0], [])
+        if isinstance(target, LocalTransformed):
+            return LocalTransformed(transform(target.transformed, *extra, **options),
+                                    target.freevars)
         if isinstance(target, Static):
             return Static(transform(target.value, *extra, **options))
         if isinstance(target, LocalFunction):
