@@ -132,16 +132,12 @@ def _scalarized(f, u, nargs):
 
 
 def _tree_vdot_fn(u):
-    """A transformable inner product for the structure of `u` (array or tuple of arrays)."""
-    if isinstance(u, (tuple, list)):
-        n = len(u)
-        body = " + ".join(f"np.sum(out[{i}] * u[{i}])" for i in range(n)) or "0.0"
-    else:
-        body = "np.sum(out * u)"
-    text = f"import numpy as np\n\ndef vdot(out, u):\n    return {body}\n"
+    """A transformable inner product <out, u> for outputs of any pytree structure."""
+    import runtime as rt
+    text = "import runtime as rt\n\ndef vdot(out, u):\n    return rt.tree_vdot(out, u)\n"
     filename = f"<transpile-check-grads-{next(_counter)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    env = {}
+    env = {"rt": rt}
     exec(compile(text, filename, "exec"), env)  # noqa: S102
     return env["vdot"]
 
