@@ -423,6 +423,12 @@ class Reverse:
                 self.accumulate(elt.id, item, state, out)
         return out
 
+    def discard_name(self):
+        """A name for results nobody reads (`_`, unless the user's code uses `_`)."""
+        if getattr(self, "_discard", None) is None:
+            self._discard = self.namer.fresh("_")
+        return self._discard
+
     def _mask(self, call):
         return tuple(isinstance(a, gast.Name) and a.id in self.active for a in call.args)
 
@@ -432,9 +438,10 @@ class Reverse:
         res = self.call_residuals[id(s)]
         args = value.args
         grads, direct = [], set()
+        discard = self.discard_name()
         for a in args:
             if not (isinstance(a, gast.Name) and a.id in self.active):
-                grads.append("_")
+                grads.append(discard)
                 continue
             d = self.adj(a.id)
             if d not in state.live and d not in direct:
@@ -447,7 +454,7 @@ class Reverse:
         out = [_assign(grads, call)]
         state.live |= direct
         for a, g in zip(args, grads):
-            if g != "_" and g not in direct:
+            if g != discard and g not in direct:
                 self.accumulate(a.id, _name(g), state, out)
         return out
 
@@ -496,7 +503,7 @@ class Reverse:
                 return out
             state.live.add(d)
             return [_assign(d, popped)]
-        return [_assign(self.namer.fresh("_"), popped)]
+        return [_assign(self.discard_name(), popped)]
 
     def backward_pop(self, s, state):
         stack = pop_stack(s)
