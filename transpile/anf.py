@@ -363,29 +363,12 @@ class Normalizer:
         target = node.target
         prefix = []
         spelling = "range"
-        if fn is builtins.range:
-            if it.keywords or not 1 <= len(it.args) <= 3:
+        ranged = self._range_like(it, fn)
+        if ranged is not None:
+            range_args, spelling = ranged
+            if not 1 <= len(range_args) <= 3:
                 raise self.error(it, "range() takes 1 to 3 positional arguments here.")
-            bounds = [self.atom(a, stmts) for a in it.args]
-            if isinstance(target, gast.Name):
-                index = target.id
-            else:
-                index = self.namer.fresh("i")
-                self.assign_target(target, _name(index), prefix, node)
-        elif isinstance(it, gast.Call) and func is not None and \
-                getattr(func, "value", None) is getattr(__import__("runtime"), "reversed_range"):
-            bounds = [self.atom(a, stmts) for a in it.args]     # generated backward loops
-            spelling = "rt.reversed_range"
-            if isinstance(target, gast.Name):
-                index = target.id
-            else:
-                index = self.namer.fresh("i")
-                self.assign_target(target, _name(index), prefix, node)
-        elif fn is builtins.reversed and len(it.args) == 1 and isinstance(it.args[0], gast.Call) \
-                and isinstance(self.static(it.args[0].func), Static) \
-                and self.static(it.args[0].func).value is builtins.range:
-            bounds = [self.atom(a, stmts) for a in it.args[0].args]
-            spelling = "rt.reversed_range"
+            bounds = [self.atom(a, stmts) for a in range_args]
             if isinstance(target, gast.Name):
                 index = target.id
             else:
@@ -451,6 +434,22 @@ class Normalizer:
         gast.copy_location(loop, node)
         stmts.append(loop)
         return stmts
+
+    def _range_like(self, it, fn):
+        """(arguments, spelling) for `range(...)`, `reversed(range(...))` and the
+        `rt.reversed_range(...)` of generated backward loops; else None."""
+        import runtime
+        if not isinstance(it, gast.Call) or it.keywords:
+            return None
+        if fn is builtins.range:
+            return it.args, "range"
+        if fn is runtime.reversed_range:
+            return it.args, "rt.reversed_range"
+        if fn is builtins.reversed and len(it.args) == 1 and isinstance(it.args[0], gast.Call):
+            inner = self.static(it.args[0].func)
+            if isinstance(inner, Static) and inner.value is builtins.range:
+                return it.args[0].args, "rt.reversed_range"
+        return None
 
     def _assign_item(self, target, item, stmts, origin):
         if isinstance(target, gast.Name):
