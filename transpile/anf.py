@@ -776,10 +776,7 @@ class Normalizer:
         return self.call_static(value, args, keywords, node, stmts)
 
     def atom_of(self, value, stmts, hint):
-        if isinstance(value, gast.Attribute):  # partial.args: a plain attribute read
-            tmp = self.namer.fresh(hint)
-            stmts.append(_assign(tmp, value))
-            return _name(tmp)
+        """A fresh name assigned `value` (for reading a partial object's bound arguments)."""
         tmp = self.namer.fresh(hint)
         stmts.append(_assign(tmp, value))
         return _name(tmp)
@@ -805,14 +802,9 @@ class Normalizer:
                                   node, extra=extra)
         found = rules.lookup_object(value)
         if found is not None:
-            prim, spelling = found
-            if spelling in ("tuple", "list") and len(args) <= 1 and not keywords:
-                pass  # tuple(xs)/list(xs): converting containers, see below
-            else:
-                return prim_call(spelling, args, keywords)
-        if value in (builtins.tuple, builtins.list):
-            if len(args) == 1:
-                return prim_call("rt.to_" + value.__name__, args)
+            return prim_call(found[1], args, keywords)
+        if value in (builtins.tuple, builtins.list) and len(args) == 1 and not keywords:
+            return prim_call("rt.to_" + value.__name__, args)   # converting a container
         if inspect.isfunction(value) or inspect.ismethod(value):
             ir_name, params, defaults = self.program_function(value, node)
             return self.user_call(ir_name, params, defaults, args, keywords, node)

@@ -6,7 +6,6 @@ is written `if not x: y`).
 """
 import ast
 import copy
-import itertools
 import re
 import linecache
 
@@ -15,8 +14,6 @@ import gast
 import numpy as np
 
 import runtime
-
-_counter = itertools.count()
 
 HEADER = '"""{doc}"""\nimport math\n\nimport numpy as np\n\nimport runtime as rt\n'
 
