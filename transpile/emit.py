@@ -18,11 +18,23 @@ import runtime
 HEADER = '"""{doc}"""\nimport math\n\nimport numpy as np\n\nimport runtime as rt\n'
 
 
+_REDUCTIONS = {"sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std"}
+
+
 class _Cosmetic(ast.NodeTransformer):
     def visit_Call(self, node):
-        """Drop trailing arguments of runtime helpers that equal the helper's defaults."""
+        """Drop trailing arguments of runtime helpers that equal the helper's defaults, and
+        `axis=None`/`keepdims=False` of numpy reductions (numpy's own defaults)."""
         self.generic_visit(node)
         f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.value.id == "np" and f.attr in _REDUCTIONS:
+            node.keywords = [k for k in node.keywords if not (
+                k.arg == "keepdims" and isinstance(k.value, ast.Constant) and
+                k.value.value is False)]
+            if len(node.args) == 2 and isinstance(node.args[1], ast.Constant) and \
+                    node.args[1].value is None:
+                node.args = node.args[:1]
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
                 f.value.id == "rt" and not node.keywords:
             fn = getattr(runtime, f.attr, None)
