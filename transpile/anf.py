@@ -34,6 +34,7 @@ from . import rules
 from .anno import Anno
 from .errors import error_at
 from .naming import TEMP_FOR_OP, Namer
+from .nodes import assign as _assign, const as _const
 from .program import FunctionIR, is_literal, is_module
 from .rules.core import BINOPS, CMPOPS, UNARYOPS
 
@@ -90,18 +91,6 @@ class LocalPartial:
 
 def _name(id_, ctx=None):
     return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
-
-
-def _const(value):
-    return gast.Constant(value=value, kind=None)
-
-
-def _assign(target, value, origin=None):
-    node = gast.Assign(targets=[_name(target, gast.Store())], value=value, type_comment=None)
-    if origin is not None:
-        gast.copy_location(node, origin)
-        anno.set(node, Anno.ORIGIN, origin)
-    return node
 
 
 def _spelled(spelling):

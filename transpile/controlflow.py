@@ -16,16 +16,11 @@ import gast
 
 from . import anno
 from .anno import Anno
+from .nodes import assign as _assign, const as _const, name as _name
 
 
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _set(name, value):
-    return gast.Assign(targets=[_name(name, True)], value=gast.Constant(value=value, kind=None),
-                       type_comment=None)
+def _set(flag, value):
+    return _assign(flag, _const(value))
 
 
 def _jumps(stmts, kinds, into_loops):

@@ -25,35 +25,7 @@ from .analysis import (assigned_in, is_stack_push, pop_stack, push_parts, defini
                        loop_depth_sites, names_in, reads, targets, varied, walk_simple)
 from .anno import Anno
 from .errors import error_at
-
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _const(v):
-    return gast.Constant(value=v, kind=None)
-
-
-def _assign(target, value):
-    if isinstance(target, (list, tuple)):
-        t = gast.Tuple(elts=[_name(n, True) for n in target], ctx=gast.Store())
-    else:
-        t = _name(target, True)
-    return gast.Assign(targets=[t], value=value, type_comment=None)
-
-
-def _call(spelling, args):
-    parts = spelling.split(".")
-    func = _name(parts[0])
-    for p in parts[1:]:
-        func = gast.Attribute(value=func, attr=p, ctx=gast.Load())
-    node = gast.Call(func=func, args=list(args), keywords=[])
-    found = rules.lookup(spelling)
-    if found is not None:
-        anno.set(node, Anno.PRIM, (found, spelling))
-    return node
+from .nodes import assign as _assign, call as _call, const as _const, name as _name
 
 
 def _method(obj, attr, args):

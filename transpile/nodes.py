@@ -1,0 +1,44 @@
+"""Building the gast nodes the passes emit: names, constants, assignments, calls.
+
+One place for these, so every pass makes nodes the same way (and annotates calls of
+primitives the same way).
+"""
+import gast
+
+from . import anno, rules
+from .anno import Anno
+
+
+def name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+def const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def assign(target, value, origin=None):
+    """`target = value`; a list/tuple of names unpacks. `origin`: the user node it comes from."""
+    if isinstance(target, (list, tuple)):
+        t = gast.Tuple(elts=[name(n, True) for n in target], ctx=gast.Store())
+    else:
+        t = name(target, True)
+    node = gast.Assign(targets=[t], value=value, type_comment=None)
+    if origin is not None:
+        gast.copy_location(node, origin)
+        anno.set(node, Anno.ORIGIN, origin)
+    return node
+
+
+def call(spelling, args):
+    """A call spelled like 'np.linalg.inv' or 'rt.push', annotated with its primitive."""
+    parts = spelling.split(".")
+    func = name(parts[0])
+    for p in parts[1:]:
+        func = gast.Attribute(value=func, attr=p, ctx=gast.Load())
+    node = gast.Call(func=func, args=list(args), keywords=[])
+    found = rules.lookup(spelling)
+    if found is not None:
+        anno.set(node, Anno.PRIM, (found, spelling))
+    return node
