@@ -4,10 +4,10 @@
     g = tp.grad(loss)        # a new Python function; print(g.source) shows it
 """
 from . import rules  # noqa: F401  (registers the primitive table)
-from .api import Transformed, grad, jvp, transform, value_and_grad, vjp
+from .api import Transformed, grad, jvp, transform, value_and_grad, vjp, vmap
 from .custom import custom_jvp, custom_vjp
 from .errors import TransformError
 from .jacobians import hessian, jacfwd, jacrev
 
-__all__ = ["TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp"]
+__all__ = ["TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
 __version__ = "0.1.0"

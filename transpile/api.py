@@ -266,6 +266,79 @@ def jvp(f, primals, tangents, has_aux=False):
     return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
 
 
+class _Axes:
+    """An in_axes/out_axes value, hashable (for the cache key) even when it holds dicts."""
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value):
+        self.value = value
+        self._key = repr(value)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, _Axes) and other._key == self._key
+
+    def __lt__(self, other):
+        return self._key < other._key
+
+    def __repr__(self):
+        return self._key
+
+
+def _check_axes(axes, what, allow_none=True):
+    if axes is None and allow_none:
+        return
+    if isinstance(axes, bool) or not isinstance(axes, (int, tuple, list, dict)) and \
+            axes is not None:
+        raise TypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of them, "
+                        f"got {axes!r}")
+    if isinstance(axes, (tuple, list)):
+        for a in axes:
+            _check_axes(a, what)
+    elif isinstance(axes, dict):
+        for a in axes.values():
+            _check_axes(a, what)
+
+
+def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+    """Map `f` over an axis of its arguments, by rewriting it to work on whole batches.
+
+    Args:
+      f: a Python function written for one example (or any transformed function).
+      in_axes: int, None, or a tuple with one entry per argument; each entry an int (the
+        mapped axis of that argument, negative counts from the end), None (not mapped: the
+        same for every example) or a pytree of those matching the argument.
+      out_axes: where the batch axis goes in the output(s), likewise.
+      axis_name: a name for the mapped axis, for tp.psum/pmean/pmax/pmin/all_gather/
+        axis_index inside f.
+      axis_size: the batch size, needed only when no argument is mapped.
+    Returns:
+      A Transformed function; `.source` shows the batched code. Conditions that differ
+      between examples run both branches and select per example; loops run until every
+      example is done.
+    """
+    _check_axes(in_axes, "in_axes")
+    _check_axes(out_axes, "out_axes")
+    t = Transformed(f, "vmap", {"in_axes": _Axes(in_axes), "out_axes": _Axes(out_axes),
+                                "axis_name": axis_name, "axis_size": axis_size})
+    nuser = t._nparams
+    if isinstance(in_axes, (tuple, list)):
+        if len(in_axes) != nuser:
+            raise ValueError(f"vmap: in_axes has {len(in_axes)} entries but "
+                             f"{t.__name__} takes {nuser} arguments")
+        axes = tuple(in_axes)
+    elif isinstance(in_axes, dict):
+        raise TypeError("vmap: in_axes must be a tuple with one entry per argument to map "
+                        "a dict argument, e.g. in_axes=({'w': None, 'x': 0},)")
+    else:
+        axes = (in_axes,) * nuser
+    t.options["in_axes"] = _Axes(axes)
+    t.key = (t.kind, tuple(sorted(t.options.items(), key=repr)), t.root.key)
+    return t
+
+
 def is_transformation(value):
-    return value in (grad, value_and_grad, transform, jvp)
+    return value in (grad, value_and_grad, transform, jvp, vmap)
 

@@ -17,7 +17,7 @@ import functools
 
 import gast
 
-from . import custom, emit, forward, gradients
+from . import batching, custom, emit, forward, gradients
 from .frontend import normalize_function
 from .program import Program
 
@@ -139,6 +139,30 @@ def generate(t):
                                                   callee_jvp))
         return jvp_variants[key]
 
+    batch_variants = {}
+    axis_name = t.options.get("axis_name")
+
+    def callee_batched(ir_name, specs):
+        """(name, result spec) of the batched variant of `ir_name` for argument `specs`."""
+        key = (ir_name, specs)
+        found = batch_variants.get(key)
+        if found is not None:
+            if found[1] is None:          # recursion: the variant returns a batched value
+                found[2] = True
+                return found[0], True
+            return found[0], found[1]
+        name = program.namer.fresh(ir_name + "_vmap")
+        entry = batch_variants[key] = [name, None, False]
+        callee = program.functions[ir_name]
+        node, spec = batching.batched_function(program, _fresh(callee), name, specs,
+                                               callee_batched, axis_name)
+        if entry[2] and spec is not True:
+            node, spec = batching.batched_function(program, _fresh(callee), name, specs,
+                                                   callee_batched, axis_name, force_out=True)
+        entry[1] = spec
+        generated.append(node)
+        return name, spec
+
     opts = t.options
     extra = {}
     if t.kind == "transform":
@@ -173,6 +197,14 @@ def generate(t):
         jvp_variants[(entry_ir, None)] = entry_name
         node = forward.jvp_function(program, _fresh(fir), entry_name, fir.params, callee_jvp,
                                     has_aux=opts.get("has_aux", False))
+        generated.insert(0, node)
+        roots = [node]
+    elif t.kind == "vmap":
+        entry_name = program.namer.fresh("vmap_" + fir.name)
+        node = batching.vmap_function(program, _fresh(fir), entry_name, nprefix, nuser,
+                                      dict(opts, in_axes=opts["in_axes"].value,
+                                           out_axes=opts["out_axes"].value),
+                                      callee_batched)
         generated.insert(0, node)
         roots = [node]
     else:

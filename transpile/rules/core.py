@@ -97,6 +97,7 @@ class Primitive:
         self.container = False      # tuple/list/dict literal: structural rule
         self.stateful = False       # mutates its first argument (a stack pop)
         self.container_out = False  # returns a tuple/list (np.split, slogdet, ...)
+        self.batch = None           # BatchRule: how vmap pushes a batch axis through it
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -190,6 +191,50 @@ def nondiff(*spellings, view=False, side_effect=False, name=None):
         prim.nondiff = True
         prim.view = prim.view or view
         prim.side_effect = prim.side_effect or side_effect
+
+
+class BatchRule:
+    """How vmap handles a primitive whose arguments carry a batch axis (always axis 0).
+
+    kind "elementwise": numpy broadcasting does it; batched operands are aligned with the
+        others (`rt.align`) and the call is spelled `vectorized` (math.exp -> np.exp).
+    kind "same": calling the primitive on the batched arguments is already right
+        (np.copy, np.zeros_like: they treat every axis alike).
+    kind "template": a template (parameters as the primitive's) assigning `out`; it may read
+        `<param>_batched` (True/False at the call site) and `batch_size`.
+    out_batched: False for rules whose result is the same for every example (len, shape).
+    """
+
+    def __init__(self, kind, template=None, vectorized=None, out_batched=True):
+        self.kind, self.template, self.vectorized = kind, template, vectorized
+        self.out_batched = out_batched
+
+
+def batch(*spellings, out_batched=True):
+    """Register the batching template below it (see BatchRule) for the primitive(s)."""
+    def decorate(fn):
+        rule = BatchRule("template", Template(fn), out_batched=out_batched)
+        for s in spellings:
+            _register([s], fn.__name__).batch = rule
+        return fn
+    return decorate
+
+
+def batch_elementwise(*spellings, vectorized=None):
+    """Elementwise primitives (broadcasting, one result per element): numpy broadcasting
+    batches them once per-example ranks are aligned. `vectorized`: the spelling that works
+    on arrays, for math.* and builtins."""
+    for s in spellings:
+        _register([s], s.rsplit(".", 1)[-1]).batch = BatchRule("elementwise",
+                                                                vectorized=vectorized or s)
+
+
+def batch_same(*spellings, out_batched=True):
+    """Primitives that already treat a leading batch axis like any other axis (or, with
+    out_batched=False, whose result is the same for every example)."""
+    for s in spellings:
+        _register([s], s.rsplit(".", 1)[-1]).batch = BatchRule("same",
+                                                                out_batched=out_batched)
 
 
 # Spellings that generated code uses for speed but that mean another primitive: code

@@ -4,7 +4,7 @@ Binary reverse rules unbroadcast each adjoint back to its argument's shape; forw
 (one term per argument) broadcast a tangent to the result's shape where a term would not
 already have it (`rt.broadcast_like`).
 """
-from .core import fwd, nondiff, rev
+from .core import batch_elementwise, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401  (templates refer to np and rt)
 import runtime as rt  # noqa: F401
 
@@ -506,3 +506,45 @@ def real_fwd(out, val):
 
 
 nondiff("rt.below", "rt.above")
+
+
+# ---------------------------------------------------------------- batching (vmap)
+# Elementwise functions broadcast: once a batched operand's per-example axes are aligned
+# with the other operands' (rt.align), the same call computes every example at once.
+batch_elementwise(
+    "+", "-", "*", "/", "**", "u-", "u+", "//", "%", "~", "&", "|", "^", "<<", ">>",
+    "<", "<=", ">", ">=", "==", "!=",
+    "np.add", "np.subtract", "np.multiply", "np.divide", "np.true_divide", "np.power",
+    "np.negative", "np.positive", "np.floor_divide", "np.mod", "np.remainder", "np.floor",
+    "np.ceil", "np.round", "np.around", "np.rint", "np.trunc", "np.fix", "np.sign",
+    "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
+    "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
+    "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "np.heaviside", "np.isreal",
+    "np.iscomplex", "np.isneginf", "np.isposinf", "np.bitwise_and", "np.bitwise_or",
+    "np.bitwise_xor", "np.invert", "np.left_shift", "np.right_shift", "np.gcd", "np.lcm",
+    "np.exp", "np.exp2", "np.expm1", "np.log", "np.log2", "np.log10", "np.log1p",
+    "np.logaddexp", "np.logaddexp2", "np.sqrt", "np.cbrt", "np.square", "np.reciprocal",
+    "np.sin", "np.cos", "np.tan", "np.arcsin", "np.arccos", "np.arctan", "np.arctan2",
+    "np.sinh", "np.cosh", "np.tanh", "np.arcsinh", "np.arccosh", "np.arctanh",
+    "np.deg2rad", "np.rad2deg", "np.radians", "np.degrees", "np.abs", "np.absolute",
+    "np.fabs", "np.maximum", "np.minimum", "np.fmax", "np.fmin", "np.where", "np.clip",
+    "np.hypot", "np.conj", "np.conjugate", "np.real", "np.float64", "np.asarray",
+    "np.array", "rt.below", "rt.above")
+batch_same("np.zeros_like", "np.ones_like", "np.empty_like")
+# math.* and builtins work on one number; their batched spelling is numpy's
+for _math, _np in {"exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
+                   "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "sin": "sin",
+                   "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
+                   "atan": "arctan", "atan2": "arctan2", "sinh": "sinh", "cosh": "cosh",
+                   "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
+                   "radians": "radians", "degrees": "degrees", "fabs": "abs", "hypot": "hypot",
+                   "floor": "floor", "ceil": "ceil", "trunc": "trunc", "isnan": "isnan",
+                   "isinf": "isinf", "isfinite": "isfinite"}.items():
+    batch_elementwise("math." + _math, vectorized="np." + _np)
+batch_elementwise("abs", vectorized="np.abs")
+batch_elementwise("max", vectorized="np.maximum")
+batch_elementwise("min", vectorized="np.minimum")
+batch_elementwise("round", vectorized="np.round")
+batch_elementwise("float", vectorized="rt.as_float")
+batch_elementwise("not", vectorized="np.logical_not")
+batch_same("is", "is not", out_batched=False)

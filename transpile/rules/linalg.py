@@ -3,7 +3,7 @@
 The adjoints of `x1 @ x2` are bilinear helpers (`rt.matmul_adj_x1/x2`) whose rules are
 written in terms of each other, so products differentiate to any order.
 """
-from .core import fwd, nondiff, rev
+from .core import batch, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -310,3 +310,10 @@ def expand_norm_fwd(out, g, x, ord=None, axis=None, keepdims=False):
 
 nondiff("rt.einsum_spec", "rt.einsum_swap", "rt.tensordot_spec", "rt.inner_spec",
         "rt.solve_spec", "rt.norm_axis", "np.linalg.matrix_rank", "np.linalg.cond")
+
+
+# ---------------------------------------------------------------- batching (vmap)
+
+@batch("np.dot")
+def dot_batch(a, b):
+    out = rt.batched_dot(a, b, a_batched, b_batched)

@@ -9,7 +9,7 @@ rejected, as writing into an array is not differentiable.
 Known limits: prod and cumprod divide by the input (zeros give nan, as in autograd); the
 derivative of max/min is split evenly between ties.
 """
-from .core import fwd, nondiff, rev
+from .core import batch, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -156,3 +156,41 @@ def cumprod_fwd(out, a, axis=None, dtype=None, out_=None):
 nondiff("np.argmax", "np.argmin", "np.argsort", "np.any", "np.all", "np.count_nonzero",
         "np.nonzero", "np.searchsorted", "np.argwhere", "np.flatnonzero", "np.unique",
         "np.isclose", "np.allclose", "np.array_equal", "rt.extremum_share")
+
+
+# ---------------------------------------------------------------- batching (vmap)
+# The batch is axis 0: per-example axes shift by one; axis=None means every axis but it.
+
+@batch("np.sum")
+def sum_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
+    out = np.sum(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
+
+
+@batch("np.mean")
+def mean_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
+    out = np.mean(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
+
+
+@batch("np.prod")
+def prod_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
+    out = np.prod(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
+
+
+@batch("np.max", "np.amax")
+def amax_batch(a, axis=None, out_=None, keepdims=False):
+    out = np.max(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
+
+
+@batch("np.min", "np.amin")
+def amin_batch(a, axis=None, out_=None, keepdims=False):
+    out = np.min(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
+
+
+@batch("np.var")
+def var_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    out = np.var(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+@batch("np.std")
+def std_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    out = np.std(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)

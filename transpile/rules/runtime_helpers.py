@@ -1,5 +1,5 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
-from .core import fwd, nondiff, rev, stateful
+from .core import batch, batch_same, fwd, nondiff, rev, stateful
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -154,3 +154,17 @@ def copy_stack(dout, out, stack):
 @fwd("rt.copy_stack")
 def copy_stack_fwd(out, stack):
     dout = rt.copy_stack(dstack)
+
+
+# ---------------------------------------------------------------- batching (vmap)
+
+@batch("len", out_batched=False)
+def len_batch(obj):
+    out = rt.lane_len(obj)
+
+
+# What vmapped code calls to enter and leave a batch. The size check is kept even when the
+# size is not used: it is the error a user sees for mismatched batch sizes.
+nondiff("rt.axis_size", side_effect=True)
+nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
+        "rt.lane_index", "rt.lane_scatter_index", "rt.lane_shape")

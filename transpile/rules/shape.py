@@ -5,7 +5,7 @@ Joining functions take a list/tuple of arrays; the adjoint of that argument is a
 of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule joins again.
 `np.split` returns a list; its adjoint `dout` is a list, joined back with np.concatenate.
 """
-from .core import fwd, nondiff, rev
+from .core import batch, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 

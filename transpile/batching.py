@@ -1,0 +1,869 @@
+"""vmap: an IR function -> the same function on a batch of examples.
+
+    dot = np.dot(W, input_vec)          dot = rt.batched_dot(W, input_vec, False, True)
+    add = dot + b                 ->    add = rt.align(dot, b) + b
+    cond = x > 0                        cond = x > 0
+    if cond: result = x * x             result_then = x * x ... result = 0.1 * x
+    else: result = 0.1 * x              result = rt.select(cond, result_then, result)
+
+Every batched value carries the batch on axis 0. A flow-insensitive analysis gives each
+name a *spec*: False (the same for every example), True (every leaf batched) or a tuple of
+specs (a tuple or list whose elements differ). A name assigned under a batched condition is
+batched. Where an unbatched value flows into a batched name it is broadcast
+(`rt.broadcast_batch`). Each primitive's batching rule lives next to its derivative rules.
+
+Control flow on batched conditions: an `if` runs both branches and merges the names they
+assign with `rt.select`; a loop runs while any example is still looping, and names it
+assigns keep their old value in examples that are done; an in-place update under a batched
+condition writes only the examples where the condition holds. Early return, break and
+continue arrive here as flags (controlflow.py), so they follow.
+"""
+import copy as _copy
+
+import gast
+
+from . import anno, rules
+from .analysis import (assigned_in, is_pop, is_push, is_update, maybe_defined, names_in,
+                       pop_stack, push_parts, walk_simple)
+from .anno import Anno
+from .errors import TransformError, error_at
+from .nodes import assign, call, const, name
+from .reverse import _as_index_value, _bind_call, _substitute
+
+COLLECTIVES = {"rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axis_index"}
+
+
+# ---------------------------------------------------------------- specs
+
+def join(a, b):
+    if a == b or b is False:
+        return a
+    if a is False:
+        return b
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(join(x, y) for x, y in zip(a, b))
+    return True
+
+
+def batched(spec):
+    return spec is True or (isinstance(spec, tuple) and any(batched(s) for s in spec))
+
+
+def uniform(spec):
+    """A spec as one bool: batched if any part is (the value is then made fully batched)."""
+    return batched(spec)
+
+
+def _spec_const(spec):
+    return const(spec)
+
+
+class Batching:
+    def __init__(self, program, fir, in_specs, callee_batched, axis_name):
+        self.program = program
+        self.fir = fir
+        self.src = fir.source
+        self.namer = program.function_namer(fir)
+        self.size = self.namer.fresh("batch_size")
+        self.in_specs = dict(zip(fir.params, in_specs))
+        self.callee_batched = callee_batched   # (ir_name, specs) -> (name, result spec)
+        self.axis_name = axis_name
+        self.spec = {}
+        self.arrays = set()                   # names known to hold arrays (not containers)
+
+    def error(self, node, msg, hint=None):
+        return error_at(node, self.src, msg, hint, pass_name="vmap")
+
+    # ================================================================ analysis
+    def analyse(self, stmts):
+        self.spec = {p: s for p, s in self.in_specs.items() if s is not False}
+        self.uniform_needed = set()
+        changed = True
+        while changed:
+            self.changed = False
+            self._visit(stmts, False)
+            changed = self.changed
+        self._find_arrays(stmts)
+
+    def of(self, n):
+        return self.spec.get(n, False)
+
+    def contribute(self, n, spec):
+        old = self.of(n)
+        new = join(old, spec)
+        if n in self.uniform_needed and new is not True and batched(new):
+            new = True
+        if new != old:
+            self.spec[n] = new
+            self.changed = True
+
+    def _visit(self, block, under):
+        for s in block:
+            if isinstance(s, gast.If):
+                b = under or batched(self.expr_spec(s.test))
+                self._visit(s.body, b)
+                self._visit(s.orelse, b)
+            elif isinstance(s, gast.For):
+                self.contribute(s.target.id, under)
+                b = under or batched(self.expr_spec(s.iter))
+                self._visit(s.body, b)
+            elif isinstance(s, gast.While):
+                b = under or batched(self.expr_spec(s.test))
+                self._visit(s.body, b)
+            elif is_push(s):
+                stack, item = push_parts(s)
+                self.contribute(stack, under or batched(self.expr_spec(item)))
+            elif is_pop(s):
+                self.contribute(s.targets[0].id, under or uniform(self.of(pop_stack(s))))
+            elif is_update(s):
+                t = s.targets[0]
+                b = batched(self.expr_spec(s.value)) or batched(
+                    self.expr_spec(_as_index_value(t.slice)))
+                self.contribute(t.value.id, under or b)
+            elif isinstance(s, gast.Assign):
+                value = self.expr_spec(s.value)
+                t = s.targets[0]
+                if isinstance(t, gast.Tuple):
+                    parts = value if isinstance(value, tuple) and len(value) == len(t.elts) \
+                        else (uniform(value),) * len(t.elts)
+                    for e, p in zip(t.elts, parts):
+                        self.contribute(e.id, True if under else p)
+                else:
+                    self.contribute(t.id, True if under else value)
+
+    def expr_spec(self, v):
+        if isinstance(v, gast.Name):
+            return self.of(v.id)
+        if isinstance(v, (gast.Constant, gast.Slice)) or v is None:
+            return False
+        if isinstance(v, gast.Call) and isinstance(v.func, gast.Name) and v.func.id == "slice":
+            return any(batched(self.expr_spec(a)) for a in v.args)
+        if isinstance(v, (gast.Tuple, gast.List)):
+            return tuple(self.expr_spec(e) for e in v.elts)
+        if isinstance(v, gast.Dict):
+            return any(batched(self.expr_spec(e)) for e in v.values)
+        if isinstance(v, gast.Subscript):
+            base = self.expr_spec(v.value)
+            index = self.expr_spec(_as_index_value(v.slice))
+            if batched(index):
+                return True
+            if isinstance(base, tuple):
+                k = v.slice.value if isinstance(v.slice, gast.Constant) else None
+                if isinstance(k, int) and -len(base) <= k < len(base):
+                    return base[k]
+                if isinstance(v.value, gast.Name):
+                    self.uniform_needed.add(v.value.id)
+                return uniform(base)
+            return base
+        callee = anno.get(v, Anno.CALLEE)
+        if callee:
+            specs = tuple(self.expr_spec(a) for a in v.args)
+            if not any(batched(s) for s in specs):
+                return False
+            return self.callee_batched(callee, specs)[1]
+        found = anno.get(v, Anno.PRIM)
+        spelling = found[1] if found else None
+        if spelling in COLLECTIVES:
+            return self._collective_spec(v, spelling)
+        args = _operands(v)
+        if not any(batched(self.expr_spec(a)) for a in args):
+            return False
+        prim = found[0] if found else None
+        if prim is not None and prim.batch is not None and not prim.batch.out_batched:
+            return False
+        return True
+
+    def _collective_spec(self, v, spelling):
+        axis = _axis_name_of(v, spelling)
+        if spelling == "rt.axis_index":
+            return axis == self.axis_name
+        x = self.expr_spec(v.args[0]) if v.args else False
+        if axis == self.axis_name:
+            return False       # reduced over this vmap's axis: the same for every example
+        return uniform(x)
+
+    def _find_arrays(self, stmts):
+        """Names every assignment of which makes an array (so `x[i]` on it can be spelled
+        `x[:, i]` without asking at run time whether x is a list)."""
+        made, other = set(), set()
+        for s in walk_simple(stmts):
+            if not isinstance(s, gast.Assign) or is_update(s):
+                continue
+            t = s.targets[0]
+            if isinstance(t, gast.Tuple):
+                other |= {e.id for e in t.elts}
+                continue
+            found = anno.get(s.value, Anno.PRIM)
+            if isinstance(s.value, (gast.BinOp, gast.UnaryOp, gast.Compare)) or (
+                    found and found[0] is not None and found[1] != "[]" and not
+                    found[0].container and not found[0].container_out and
+                    found[1].startswith("np.")):
+                made.add(t.id)
+            else:
+                other.add(t.id)
+        self.arrays = made - other - set(self.fir.params)
+
+    # ================================================================ rewriting
+    def run(self):
+        body = self.fir.node.body
+        ret = body[-1]
+        stmts = body[:-1]
+        self.analyse(stmts)
+        self.maybe = maybe_defined(stmts, self.fir.params)
+        self.reads_outside = {}
+        self.all_stmts = stmts
+        self.mask = None
+        out = []
+        for p in self.fir.params:        # a parameter that a batched value is stored into
+            want = self.of(p)
+            have = self.in_specs.get(p, False)
+            if want != have:
+                out.append(self.convert_stmt(p, have, want, p))
+        out += self.block(stmts)
+        return out, ret.value, self.expr_spec(ret.value)
+
+    def convert(self, expr, have, want):
+        """`expr` (spec `have`) as a value of spec `want`."""
+        if have == want or want is False or have is True:
+            return expr
+        args = [expr, name(self.size)]
+        if have is not False:
+            args.append(_spec_const(have))
+        if isinstance(want, tuple):
+            raise TransformError("internal: partial conversion to a tuple spec")
+        return call("rt.broadcast_batch", args)
+
+    def convert_stmt(self, target, have, want, origin_name=None):
+        if isinstance(want, tuple) and not isinstance(have, tuple):
+            want = True
+        return assign(target, self.convert(name(origin_name or target), have,
+                                           want if not isinstance(want, tuple) else True))
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.If):
+                out.extend(self.branch(s))
+            elif isinstance(s, gast.For):
+                out.extend(self.for_loop(s))
+            elif isinstance(s, gast.While):
+                out.extend(self.while_loop(s))
+            else:
+                out.extend(self.simple(s))
+        return out
+
+    # ---------------------------------------------------------------- statements
+    def simple(self, s):
+        if is_push(s):
+            stack, item = push_parts(s)
+            if self.mask is not None:
+                raise self.error(s, "a list append (or a saved value) under a condition "
+                                 "that differs between examples cannot be batched.",
+                                 "compute the value on every path and append "
+                                 "unconditionally, or move the append out of the branch.")
+            have = self.expr_spec(item)
+            want = uniform(self.of(stack))
+            if want and have is not True:
+                new = _copy.deepcopy(s)
+                args = new.value.args
+                args[-1] = self.convert(args[-1], have, True)
+                return [new]
+            return [s]
+        if is_pop(s):
+            stack = pop_stack(s)
+            t = s.targets[0].id
+            have, want = uniform(self.of(stack)), self.of(t)
+            if want != have:
+                return [s, self.convert_stmt(t, have, want)]
+            return [s]
+        if is_update(s):
+            return self.update(s)
+        if isinstance(s, gast.Expr):
+            return [s]
+        if not isinstance(s, gast.Assign):
+            return [s]
+        t = s.targets[0]
+        if isinstance(t, gast.Tuple):
+            return self.unpack(s)
+        value, have = self.value(s, s.value, t.id)
+        want = self.of(t.id)
+        value = self.convert(value, have, want) if not isinstance(want, tuple) else \
+            self._convert_parts(value, have, want)
+        new = gast.Assign(targets=[name(t.id, True)], value=value, type_comment=None)
+        return [anno.copy(s, gast.copy_location(new, s))]
+
+    def _convert_parts(self, value, have, want):
+        if have == want or have is False and not batched(want):
+            return value
+        if isinstance(value, (gast.Tuple, gast.List)) and isinstance(have, tuple) and \
+                len(have) == len(want):
+            value.elts = [self.convert(e, h, w) if not isinstance(w, tuple) else
+                          self._convert_parts(e, h, w)
+                          for e, h, w in zip(value.elts, have, want)]
+            return value
+        return self.convert(value, have, True)
+
+    def unpack(self, s):
+        names = [e.id for e in s.targets[0].elts]
+        value, have = self.value(s, s.value, None)
+        parts = have if isinstance(have, tuple) and len(have) == len(names) else \
+            (uniform(have),) * len(names)
+        new = anno.copy(s, gast.copy_location(
+            gast.Assign(targets=s.targets, value=value, type_comment=None), s))
+        out = [new]
+        for n, p in zip(names, parts):
+            if self.of(n) != p:
+                out.append(self.convert_stmt(n, p, self.of(n)))
+        return out
+
+    # ---------------------------------------------------------------- values
+    def value(self, s, v, target):
+        """(expression, spec) for the right-hand side `v` of statement `s`."""
+        spec = self.expr_spec(v)
+        if isinstance(v, (gast.Name, gast.Constant, gast.Tuple, gast.List, gast.Dict)):
+            if isinstance(v, gast.Dict) and batched(spec):
+                v = _copy.deepcopy(v)
+                v.values = [self.convert(e, self.expr_spec(e), True) for e in v.values]
+            return v, spec
+        if isinstance(v, gast.Subscript):
+            return self.getitem(s, v), spec
+        callee = anno.get(v, Anno.CALLEE)
+        args = _operands(v)
+        if callee:
+            specs = tuple(self.expr_spec(a) for a in v.args)
+            if not any(batched(x) for x in specs):
+                return v, False
+            fname, result = self.callee_batched(callee, specs)
+            new = gast.Call(func=name(fname), args=[name(self.size)] + list(v.args),
+                            keywords=[])
+            anno.set(new, Anno.CALLEE, fname)
+            return new, result
+        found = anno.get(v, Anno.PRIM)
+        spelling = found[1] if found else None
+        if spelling in COLLECTIVES:
+            return self.collective(s, v, spelling), spec
+        if not any(batched(self.expr_spec(a)) for a in args):
+            return v, False
+        prim = found[0] if found else None
+        if prim is None or prim.batch is None:
+            what = spelling or gast.unparse(v) if hasattr(gast, "unparse") else spelling
+            raise self.error(s, f"{what} has no batching rule.",
+                             f"add one in transpile/rules/ next to its derivative rules "
+                             f"(@batch(\"{spelling}\"), or batch_elementwise/batch_same; see "
+                             "docs/adding_a_primitive.md).")
+        rule = prim.batch
+        if rule.kind == "same":
+            return v, spec
+        if rule.kind == "elementwise":
+            return self.elementwise(s, v, rule), spec
+        return self.template(s, v, prim, spelling, rule), spec
+
+    def elementwise(self, s, v, rule):
+        """Align batched operands with the others, then the same operation broadcasts."""
+        v = _copy.deepcopy(v)
+        if isinstance(v, gast.BinOp):
+            v.left, v.right = self._aligned([v.left, v.right])
+            return v
+        if isinstance(v, gast.Compare):
+            ops = self._aligned([v.left] + v.comparators)
+            v.left, v.comparators = ops[0], ops[1:]
+            return v
+        if isinstance(v, gast.UnaryOp):
+            if isinstance(v.op, gast.Not):
+                return call("np.logical_not", [v.operand])
+            return v
+        positional = list(v.args)
+        kw = [k.value for k in v.keywords]
+        ops = self._aligned(positional + kw)
+        new = call(rule.vectorized, ops[:len(positional)])
+        new.keywords = [gast.keyword(arg=k.arg, value=o)
+                        for k, o in zip(v.keywords, ops[len(positional):])]
+        return new
+
+    def _aligned(self, operands):
+        arrays = [o for o in operands if not isinstance(o, gast.Constant)]
+        if len(arrays) < 2:
+            return operands
+        out = []
+        for o in operands:
+            if isinstance(o, gast.Constant) or not batched(self.expr_spec(o)):
+                out.append(o)
+                continue
+            others = [a for a in arrays if a is not o and not _same_name(a, o)]
+            plain = [_copy.deepcopy(a) for a in others if not batched(self.expr_spec(a))]
+            lanes = [_copy.deepcopy(a) for a in others if batched(self.expr_spec(a))]
+            new = o
+            if plain:
+                new = call("rt.align", [new] + plain)
+            if lanes:
+                new = call("rt.align_lanes", [new] + lanes)
+            out.append(new)
+        return out
+
+    def template(self, s, v, prim, spelling, rule):
+        tpl = rule.template
+        actual = _bind_call(tpl, spelling, v, skip=0)
+        if isinstance(actual, str):
+            raise self.error(s, f"{spelling}: {actual}")
+        mapping = {"batch_size": name(self.size)}
+        for p in tpl.params:
+            mapping[p] = actual[p]
+            mapping[p + "_batched"] = const(batched(self.expr_spec(actual[p])))
+        local = {}
+        for st in tpl.body:
+            for n in gast.walk(st):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and \
+                        n.id != "out" and n.id not in local:
+                    local[n.id] = self.namer.fresh(n.id)
+        body = _fold_static_ifs([_substitute(st, mapping, local, {}) for st in tpl.body])
+        if len(body) != 1 or not isinstance(body[-1], gast.Assign) or \
+                body[-1].targets[0].id != "out":
+            raise TransformError(f"internal: the batching template of {spelling} must end "
+                                 "in one statement `out = ...`")
+        return body[-1].value
+
+    def collective(self, s, v, spelling):
+        axis = _axis_name_of(v, spelling)
+        if axis != self.axis_name:
+            return v
+        if spelling == "rt.axis_index":
+            return call("np.arange", [name(self.size)])
+        x = v.args[0]
+        if not batched(self.expr_spec(x)):
+            # the same value in every example
+            if spelling == "rt.psum":
+                return gast.BinOp(left=x, op=gast.Mult(), right=name(self.size))
+            if spelling == "rt.all_gather":
+                return call("rt.broadcast_batch", [x, name(self.size)])
+            return x
+        if spelling == "rt.all_gather":
+            return x
+        reducer = {"rt.psum": "np.sum", "rt.pmean": "np.mean", "rt.pmax": "np.max",
+                   "rt.pmin": "np.min"}[spelling]
+        new = call(reducer, [x])
+        new.keywords = [gast.keyword(arg="axis", value=const(0))]
+        return new
+
+    # ---------------------------------------------------------------- subscripts
+    def getitem(self, s, v):
+        x = v.value
+        sx = self.expr_spec(x)
+        index = _as_index_value(v.slice)
+        si = self.expr_spec(index)
+        if not batched(sx) and not batched(si):
+            return v
+        if isinstance(sx, tuple) and not batched(si):
+            return v     # an element of a container, whose elements have their own specs
+        if batched(si):
+            return call("rt.lane_gather", [x, index, const(batched(sx))])
+        if isinstance(x, gast.Name) and x.id in self.arrays and _simple_index(v.slice):
+            return gast.Subscript(value=x, slice=_lane_slice(v.slice), ctx=gast.Load())
+        return call("rt.lane_getitem", [x, index])
+
+    def update(self, s):
+        t = s.targets[0]
+        x = t.value
+        sx = self.of(x.id)
+        index = _as_index_value(t.slice)
+        si = self.expr_spec(index)
+        sv = self.expr_spec(s.value)
+        if not batched(sx):
+            return [s]
+        value = s.value
+        if batched(si):
+            idx = call("rt.lane_scatter_index", [index, name(self.size)])
+        elif x.id in self.arrays and _simple_index(t.slice):
+            idx = _lane_slice(t.slice)
+        else:
+            idx = call("rt.lane_index", [x, index])
+        idx_name = None
+        if not isinstance(idx, (gast.Tuple, gast.Slice, gast.Constant, gast.Name)):
+            idx_name = self.namer.fresh("index")
+        out = []
+        if idx_name:
+            out.append(assign(idx_name, idx))
+            idx = name(idx_name)
+        slot = gast.Subscript(value=name(x.id), slice=_copy.deepcopy(idx), ctx=gast.Load())
+        anno.set(slot, Anno.PRIM, (rules.lookup("[]"), "[]"))
+        if batched(sv):
+            value = call("rt.align_lanes", [value, slot])
+        if self.mask is not None:      # only the examples on this path write
+            value = call("rt.select", [name(self.mask), value, _copy.deepcopy(slot)])
+        new = gast.Assign(targets=[gast.Subscript(value=name(x.id), slice=idx,
+                                                  ctx=gast.Store())],
+                          value=value, type_comment=None)
+        out.append(anno.copy(s, gast.copy_location(new, s)))
+        return out
+
+    # ---------------------------------------------------------------- control flow
+    def _outside_reads(self, region):
+        """Names read anywhere in the function outside the statements `region`."""
+        inside = {id(x) for x in walk_simple(region)}
+        out = set()
+        for st in walk_simple(self.all_stmts):
+            if id(st) in inside:
+                continue
+            if isinstance(st, (gast.If, gast.While)):
+                out |= names_in(st.test)
+            elif isinstance(st, gast.For):
+                out |= names_in(st.iter)
+            else:
+                out |= names_in(st)
+                if is_update(st):
+                    out.add(st.targets[0].value.id)
+        return out | names_in(self.fir.node.body[-1])
+
+    def _with_mask(self, cond_expr, body_fn):
+        """Run `body_fn` with the current mask narrowed by `cond_expr`; returns (stmts, out)."""
+        saved = self.mask
+        pre = []
+        mask = self.namer.fresh("mask")
+        if saved is None:
+            pre.append(assign(mask, cond_expr))
+        else:
+            pre.append(assign(mask, call("np.logical_and", [name(saved), cond_expr])))
+        self.mask = mask
+        try:
+            out = body_fn()
+        finally:
+            self.mask = saved
+        return pre, out
+
+    def branch(self, s):
+        cond = s.test
+        if not batched(self.expr_spec(cond)):
+            new = gast.If(test=cond, body=self.block(s.body) or [gast.Pass()],
+                          orelse=self.block(s.orelse))
+            return [anno.copy(s, gast.copy_location(new, s))]
+        _check_branch(self, s)
+        outside = self._outside_reads(s.body + s.orelse)
+        in_body, in_else = assigned_in(s.body), assigned_in(s.orelse)
+        merged = sorted((in_body | in_else) & outside)
+        before = self.maybe.get(id(s), set())
+        out, orig, then = [], {}, {}
+        for v in merged:
+            orig[v] = self.namer.fresh(v + "_before")
+            out.append(assign(orig[v], name(v) if v in before else const(None)))
+        needs_mask = _has_update(s.body) or _has_update(s.orelse)
+        if needs_mask:
+            pre, body = self._with_mask(_copy.deepcopy(cond), lambda: self.block(s.body))
+            out += pre + body
+        else:
+            out += self.block(s.body)
+        for v in merged:
+            if v in in_body:
+                then[v] = self.namer.fresh(v + "_then")
+                out.append(assign(then[v], name(v)))
+                out.append(assign(v, name(orig[v])))
+        if needs_mask:
+            pre, orelse = self._with_mask(call("np.logical_not", [_copy.deepcopy(cond)]),
+                                          lambda: self.block(s.orelse))
+            out += pre + orelse
+        else:
+            out += self.block(s.orelse)
+        for v in merged:
+            chosen = name(then[v]) if v in then else name(orig[v])
+            out.append(assign(v, call("rt.select", [_copy.deepcopy(cond), chosen, name(v)]),
+                              origin=s))
+        return out
+
+    def _masked_trip(self, s, active_expr):
+        """The body of a loop whose examples finish at different trips: names the loop
+        carries (or that are read after it) keep their value in examples that are done."""
+        outside = self._outside_reads(s.body)
+        body_assigned = assigned_in(s.body)
+        carried = {v for v in body_assigned if _read_before_assigned(s.body, v)}
+        merged = sorted(body_assigned & (outside | carried))
+        active = self.namer.fresh("active")
+        if self.mask is not None:      # examples outside an enclosing branch never loop
+            active_expr = call("np.logical_and", [name(self.mask), active_expr])
+        trip = [assign(active, active_expr)]
+        orig = {}
+        for v in merged:
+            orig[v] = self.namer.fresh(v + "_before")
+            trip.append(assign(orig[v], name(v)))
+        saved, self.mask = self.mask, active
+        try:
+            trip += self.block(s.body)
+        finally:
+            self.mask = saved
+        for v in merged:
+            trip.append(assign(v, call("rt.select", [name(active), name(v), name(orig[v])]),
+                               origin=s))
+        before = self.maybe.get(id(s), set())
+        pre = [assign(v, const(None)) for v in merged if v not in before]
+        return pre, trip
+
+    def while_loop(self, s):
+        if not batched(self.expr_spec(s.test)):
+            new = gast.While(test=s.test, body=self.block(s.body), orelse=[])
+            return [anno.copy(s, gast.copy_location(new, s))]
+        test = _copy.deepcopy(s.test)
+        if self.mask is not None:
+            test = call("np.logical_and", [name(self.mask), test])
+        pre, trip = self._masked_trip(s, _copy.deepcopy(s.test))
+        new = gast.While(test=call("rt.any_lane", [test]), body=trip, orelse=[])
+        return pre + [anno.copy(s, gast.copy_location(new, s))]
+
+    def for_loop(self, s):
+        if not batched(self.expr_spec(s.iter)):
+            new = gast.For(target=s.target, iter=s.iter, body=self.block(s.body), orelse=[],
+                           type_comment=None)
+            return [anno.copy(s, gast.copy_location(new, s))]
+        it, backwards = s.iter, False
+        if isinstance(it, gast.Call) and _dotted(it.func) == "reversed":
+            it, backwards = it.args[0], True
+        if not (isinstance(it, gast.Call) and _dotted(it.func) == "range" and
+                1 <= len(it.args) <= 2):
+            raise self.error(s, "a loop whose trip count differs between examples must "
+                             "run over range(stop) or range(start, stop).",
+                             "write the loop as a while loop.")
+        start = it.args[0] if len(it.args) == 2 else const(0)
+        stop = it.args[-1]
+        i = s.target.id
+        lo = call("rt.min_start", [_copy.deepcopy(start)]) if batched(self.expr_spec(start)) \
+            else _copy.deepcopy(start)
+        hi = call("rt.max_trips", [_copy.deepcopy(stop)]) if batched(self.expr_spec(stop)) \
+            else _copy.deepcopy(stop)
+        rng = call("range", [lo, hi])
+        if backwards:
+            rng = call("reversed", [rng])
+        active = gast.Compare(left=name(i), ops=[gast.Lt()], comparators=[_copy.deepcopy(stop)])
+        anno.set(active, Anno.PRIM, (rules.lookup("<"), "<"))
+        if batched(self.expr_spec(start)):
+            low = gast.Compare(left=name(i), ops=[gast.GtE()],
+                               comparators=[_copy.deepcopy(start)])
+            anno.set(low, Anno.PRIM, (rules.lookup(">="), ">="))
+            active = call("np.logical_and", [low, active])
+        pre, trip = self._masked_trip(s, active)
+        new = gast.For(target=name(i, True), iter=rng, body=trip, orelse=[], type_comment=None)
+        return pre + [anno.copy(s, gast.copy_location(new, s))]
+
+
+# ---------------------------------------------------------------- helpers
+
+def _operands(v):
+    if isinstance(v, gast.BinOp):
+        return [v.left, v.right]
+    if isinstance(v, gast.UnaryOp):
+        return [v.operand]
+    if isinstance(v, gast.Compare):
+        return [v.left] + list(v.comparators)
+    if isinstance(v, gast.Call):
+        return list(v.args) + [k.value for k in v.keywords]
+    if isinstance(v, gast.Subscript):
+        return [v.value, _as_index_value(v.slice)]
+    return []
+
+
+def _same_name(a, b):
+    return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
+
+
+def _dotted(f):
+    if isinstance(f, gast.Name):
+        return f.id
+    if isinstance(f, gast.Attribute):
+        base = _dotted(f.value)
+        return base and base + "." + f.attr
+    return None
+
+
+def _axis_name_of(v, spelling):
+    args = list(v.args) + [k.value for k in v.keywords if k.arg == "axis_name"]
+    pos = 0 if spelling == "rt.axis_index" else 1
+    node = args[pos] if len(args) > pos else None
+    if not isinstance(node, gast.Constant):
+        raise TransformError(f"{spelling}: the axis name must be a string literal")
+    return node.value
+
+
+def _simple_index(idx):
+    """An index that is an int/slice literal (or a tuple of them): `x[:, idx]` is right."""
+    if isinstance(idx, gast.Tuple):
+        return all(_simple_index(e) for e in idx.elts)
+    if isinstance(idx, gast.Slice):
+        return True
+    return isinstance(idx, gast.Constant) and isinstance(idx.value, int) and \
+        not isinstance(idx.value, bool)
+
+
+def _lane_slice(idx):
+    full = gast.Slice(lower=None, upper=None, step=None)
+    elts = list(idx.elts) if isinstance(idx, gast.Tuple) else [idx]
+    return gast.Tuple(elts=[full] + [_copy.deepcopy(e) for e in elts], ctx=gast.Load())
+
+
+def _has_update(stmts):
+    return any(is_update(s) for s in walk_simple(stmts))
+
+
+def _check_branch(pass_, s):
+    for st in walk_simple(s.body + s.orelse):
+        if is_push(st):
+            raise pass_.error(st, "a list append (or a saved value) in a branch whose "
+                              "condition differs between examples cannot be batched.",
+                              "append on every path, or move it out of the branch.")
+
+
+def _read_before_assigned(body, n):
+    from .analysis import reads, targets
+    for st in walk_simple(body):
+        if isinstance(st, (gast.If, gast.For, gast.While)):
+            if n in reads(st):
+                return True
+            continue
+        if n in reads(st):
+            return True
+        if n in targets(st) and not is_update(st):
+            return False
+    return False
+
+
+def _fold_static_ifs(stmts):
+    out = []
+    for st in stmts:
+        if isinstance(st, gast.If) and isinstance(st.test, gast.Constant):
+            out.extend(_fold_static_ifs(st.body if st.test.value else st.orelse))
+        elif isinstance(st, gast.If) and isinstance(st.test, gast.UnaryOp) and \
+                isinstance(st.test.op, gast.Not) and isinstance(st.test.operand, gast.Constant):
+            out.extend(_fold_static_ifs(st.orelse if st.test.operand.value else st.body))
+        else:
+            out.append(st)
+    return out
+
+
+def batched_function(program, fir, name_, in_specs, callee_batched, axis_name,
+                     force_out=None):
+    """`f_vmap(batch_size, params...)`: the batched variant of a user function for
+    arguments of the given specs; returns (FunctionDef, result spec)."""
+    from .gradients import _funcdef, _with_source
+    from . import optimize
+    bt = Batching(program, fir, in_specs, callee_batched, axis_name)
+    stmts, out, spec = bt.run()
+    if force_out is not None and spec != force_out:   # a recursive variant: fully batched
+        stmts.append(assign(bt.namer.fresh("result"), bt.convert(out, spec, force_out)))
+        out, spec = name(stmts[-1].targets[0].id), force_out
+    body = optimize.dce(stmts + [gast.Return(value=_copy.deepcopy(out))], set())
+    fdef = _funcdef(name_, [bt.size] + list(fir.params), body, fir.node)
+    return _with_source(fdef, fir), spec
+
+
+def _literal(value):
+    """A Python literal (ints, None, strings, tuples, dicts of them) as an annotated AST."""
+    from .reverse import _annotate_prims
+    node = gast.parse(repr(value)).body[0].value
+    _annotate_prims(node)
+    return node
+
+
+def axes_spec(axes):
+    """The spec of an argument mapped along `axes` (an in_axes entry, a prefix tree)."""
+    if axes is None:
+        return False
+    if isinstance(axes, int):
+        return True
+    if isinstance(axes, (tuple, list)):
+        return tuple(axes_spec(a) for a in axes)
+    return any(axes_spec(a) is not False for a in axes.values())   # dict: all or nothing
+
+
+def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
+    """The entry function of `vmap`: takes the user's arguments as they are, moves each
+    mapped axis to the front, runs the batched body and puts the batch axis of each output
+    where out_axes says."""
+    from .gradients import _funcdef, _with_source
+    from . import optimize
+    params = list(fir.params)
+    in_axes = opts["in_axes"]
+    user = params[nprefix:nprefix + nuser]
+    axes = [None] * len(params)
+    for i, a in zip(range(nprefix, nprefix + nuser), in_axes):
+        axes[i] = a
+    specs = [axes_spec(a) for a in axes]
+    bt = Batching(program, fir, specs, callee_batched, opts["axis_name"])
+    for i, a in enumerate(axes):         # a dict mapped on some keys is made fully batched
+        if isinstance(a, dict) and specs[i]:
+            bt.in_specs[params[i]] = True
+    mapped = [(p, a) for p, a in zip(params, axes) if a is not None]
+    where = fir.name
+    size_args = [gast.Tuple(elts=[name(p) for p, _ in mapped], ctx=gast.Load()),
+                 _literal(tuple(a for _, a in mapped)),
+                 _literal(tuple(p for p, _ in mapped)), const(opts["axis_size"]), const(where)]
+    for node in size_args[:1]:
+        anno.set(node, Anno.PRIM, (rules.lookup("tuple"), "tuple"))
+    prologue = [assign(bt.size, call("rt.axis_size", size_args))]
+    for p, a, sp in zip(params, axes, specs):
+        if a is None or a == 0:
+            continue
+        if isinstance(a, int) or not _is_dict_mixed(a):
+            prologue.append(assign(p, call("rt.move_batch_axis", [name(p), _literal(a)])))
+    for p, a, sp in zip(params, axes, specs):
+        if isinstance(a, dict) and sp and _is_dict_mixed(a):
+            moved = call("rt.move_batch_axis", [name(p), _literal(a)])
+            prologue.append(assign(p, call("rt.broadcast_batch",
+                                           [moved, name(bt.size), _literal(a)])))
+    stmts, out, spec = bt.run()
+    out_axes = opts["out_axes"]
+    want = axes_spec(out_axes)
+    if isinstance(want, tuple) and not isinstance(spec, tuple) and spec is True:
+        want = True if all(w is not False for w in _flat(want)) else want
+    _check_out(bt, fir, spec, want, out_axes)
+    result = bt.convert(_copy.deepcopy(out), spec, True) if want is True else \
+        _copy.deepcopy(out)
+    if isinstance(want, tuple):
+        result = bt._convert_parts(_copy.deepcopy(out), spec, want) \
+            if isinstance(out, (gast.Tuple, gast.List)) else \
+            call("rt.broadcast_batch", [result, name(bt.size), _literal(_flat_spec(spec))]) \
+            if batched(want) and spec is not True else result
+    if out_axes not in (0, None):
+        result = call("rt.batch_out", [result, _literal(out_axes), name(bt.size)])
+    body = optimize.dce(prologue + stmts + [gast.Return(value=result)], set())
+    if _has_batched_control(body):
+        # examples on the path not taken compute values that are thrown away: their
+        # floating point warnings (0/0, overflow) mean nothing
+        ctx = call("np.errstate", [])
+        ctx.keywords = [gast.keyword(arg="all", value=const("ignore"))]
+        body = [gast.With(items=[gast.withitem(context_expr=ctx, optional_vars=None)],
+                          body=body, type_comment=None)]
+    fdef = _funcdef(name_, params, body, fir.node)
+    return _with_source(fdef, fir)
+
+
+def _is_dict_mixed(a):
+    return isinstance(a, dict) and len({x is None for x in _flat(a)}) > 1
+
+
+def _flat(tree):
+    if isinstance(tree, (tuple, list)):
+        return [x for t in tree for x in _flat(t)]
+    if isinstance(tree, dict):
+        return [x for t in tree.values() for x in _flat(t)]
+    return [tree]
+
+
+def _flat_spec(spec):
+    return spec
+
+
+def _check_out(bt, fir, spec, want, out_axes):
+    def visit(have, w, path):
+        if w is False and batched(have):
+            raise TransformError(
+                f"vmap of {fir.name}: out_axes={out_axes!r} says output{path} is the same for "
+                "every example, but it depends on the mapped arguments.\n  hint: give it an "
+                "integer out_axes.")
+        if isinstance(w, tuple) and isinstance(have, tuple) and len(w) == len(have):
+            for k, (h, x) in enumerate(zip(have, w)):
+                visit(h, x, f"{path}[{k}]")
+    visit(spec, want, "")
+
+
+def _has_batched_control(body):
+    for n in gast.walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(n, gast.Call) and _dotted(n.func) == "rt.select":
+            return True
+    return False
+
+
+__all__ = ["batched_function", "vmap_function", "Batching", "join", "batched"]
