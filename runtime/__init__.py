@@ -19,10 +19,8 @@ from .shape_helpers import (above, below, concatenate_adj, cumsum_adj, diag_adj,
                             diff_adj, extremum_share, hstack_adj, pad_value_adj, repeat_adj,
                             sort_like, stack_adj, sum_adj, sum_adj_t, tile_adj, trace_adj,
                             unpad, unsort, vstack_adj)
-from .batching import (align, align_lanes, any_lane, as_float, axis_size, batch_out,
-                       batched_dot, broadcast_batch, flat_lanes, lane_axis, lane_gather,
-                       lane_getitem, lane_index, lane_len, lane_scatter_index, lane_shape,
-                       max_trips, min_start, move_batch_axis, select)
+from .batching import *  # noqa: F401,F403  (what vmapped code calls)
 from .lanes_shape import *  # noqa: F401,F403  (batching helpers of shape ops, reductions)
 from .lanes_linalg import *  # noqa: F401,F403  (batching helpers of linalg and indexing)
 from .lanes_adjoint import *  # noqa: F401,F403  (batching helpers of reverse/forward mode)
+from .collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402

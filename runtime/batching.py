@@ -4,6 +4,11 @@ A batched value holds one example per index of its leading axis; an unbatched va
 same for every example. Per-example ranks are not known when code is generated, so the few
 places where they matter (aligning operands of elementwise operations, choosing between
 lanes) ask the arrays at run time, here.
+
+vmap of vmapped code: the outer vmap adds its batch axis in front of the inner one. Helpers
+whose meaning depends on where the batch axis is take `outer`, the number of such extra
+leading axes (the outer vmap's rule passes outer + 1 and makes every array argument carry
+them); everything else about them is relative to the inner batch axis.
 """
 import numbers
 
@@ -40,21 +45,23 @@ def _leaves_with_axes(value, axes, path):
                      f"{path} ({type(value).__name__})")
 
 
-def axis_size(args, in_axes, names, given, where):
+def axis_size(args, in_axes, names, given, where, outer=None):
     """The batch size: `given` (axis_size=) or the size of every mapped axis, which must agree.
 
     Errors name the argument (and the leaf within it) whose axis is out of range or whose
-    size disagrees with the others."""
+    size disagrees with the others. `outer`: per argument, how many leading axes an
+    enclosing vmap added (they are not counted)."""
     sizes = []
-    for value, axes, name in zip(args, in_axes, names):
+    outer = outer or (0,) * len(args)
+    for value, axes, name, lead in zip(args, in_axes, names, outer):
         for path, leaf, axis in _leaves_with_axes(value, axes, name):
             if axis is None:
                 continue
-            ndim = np.ndim(leaf)
-            if not -ndim <= axis < ndim:
+            shape = np.shape(leaf)[lead:]
+            if not -len(shape) <= axis < len(shape):
                 raise ValueError(f"vmap of {where}: in_axes={axis} is out of range for "
-                                 f"argument {path} of shape {np.shape(leaf)}")
-            sizes.append((path, np.shape(leaf)[axis]))
+                                 f"argument {path} of shape {shape}")
+            sizes.append((path, shape[axis]))
     if given is not None:
         for path, n in sizes:
             if n != given:
@@ -72,89 +79,121 @@ def axis_size(args, in_axes, names, given, where):
     return first
 
 
-def move_batch_axis(value, axes):
-    """Move each leaf's mapped axis (`axes`, a prefix tree) to the front; None stays put."""
+def _tree_axes(value, axes, fn):
+    """Apply fn(leaf, axis) to each leaf whose axis (from the prefix tree `axes`) is not None."""
     if axes is None:
         return value
     if isinstance(axes, numbers.Integral):
         if isinstance(value, (tuple, list)):
-            return type(value)(move_batch_axis(v, axes) for v in value)
+            return type(value)(_tree_axes(v, axes, fn) for v in value)
         if isinstance(value, dict):
-            return {k: move_batch_axis(v, axes) for k, v in value.items()}
-        value = array_module(value).asarray(value)
-        return value if axes == 0 else array_module(value).moveaxis(value, axes, 0)
+            return {k: _tree_axes(v, axes, fn) for k, v in value.items()}
+        return fn(value, axes)
     if isinstance(axes, dict):
-        return {k: move_batch_axis(value[k], axes[k]) for k in value}
-    return type(value)(move_batch_axis(v, a) for v, a in zip(value, axes))
-
-
-def batch_out(value, axes, n):
-    """Leave vmap: put the batch axis of each output leaf where out_axes says."""
-    if isinstance(axes, numbers.Integral):
-        if isinstance(value, (tuple, list)):
-            return type(value)(batch_out(v, axes, n) for v in value)
-        if isinstance(value, dict):
-            return {k: batch_out(v, axes, n) for k, v in value.items()}
-        if axes == 0:
-            return value
-        return array_module(value).moveaxis(value, 0, axes)
-    if axes is None:
-        return value
-    if isinstance(axes, dict):
-        return {k: batch_out(value[k], axes[k], n) for k in value}
+        return {k: _tree_axes(value[k], axes[k], fn) for k in value}
     if not isinstance(value, (tuple, list)) or len(value) != len(axes):
-        raise ValueError(f"vmap: out_axes {axes!r} does not match the output's structure")
-    return type(value)(batch_out(v, a, n) for v, a in zip(value, axes))
+        raise ValueError(f"vmap: axes {axes!r} do not match the structure of the value")
+    return type(value)(_tree_axes(v, a, fn) for v, a in zip(value, axes))
 
 
-def check_unbatched_out(value, where):
-    """out_axes=None promises an output that is the same for every example."""
-    return value
+def _shifted(axis, outer):
+    return axis + outer if axis >= 0 else axis
+
+
+def move_batch_axis(value, axes, outer=0):
+    """Enter vmap: move each leaf's mapped axis (`axes`, a prefix tree) to the front."""
+    def move(leaf, axis):
+        leaf = array_module(leaf).asarray(leaf)
+        a = _shifted(axis, outer) % leaf.ndim
+        return leaf if a == outer else array_module(leaf).moveaxis(leaf, a, outer)
+    return _tree_axes(value, axes, move)
+
+
+def batch_out(value, axes, outer=0):
+    """Leave vmap: put the batch axis of each output leaf where out_axes says."""
+    def move(leaf, axis):
+        leaf = array_module(leaf).asarray(leaf)
+        a = _shifted(axis, outer) % leaf.ndim
+        return leaf if a == outer else array_module(leaf).moveaxis(leaf, outer, a)
+    return _tree_axes(value, axes, move)
 
 
 # ---------------------------------------------------------------- batched and unbatched
 
-def broadcast_batch(value, n, have=False):
+def broadcast_batch(value, n, have=False, outer=0):
     """`value` with every leaf batched: leaves not batched (per `have`, a bool or a tuple of
-    them per element) are repeated n times along a new leading axis (a writable copy)."""
+    them per element) get the batch axis, n copies (a writable array)."""
     if have is True or value is None:
         return value
     if isinstance(value, (tuple, list)):
         parts = have if isinstance(have, (tuple, list)) else (have,) * len(value)
-        return type(value)(broadcast_batch(v, n, h) for v, h in zip(value, parts))
+        return type(value)(broadcast_batch(v, n, h, outer) for v, h in zip(value, parts))
     if isinstance(value, dict):
-        return {k: broadcast_batch(v, n, have) for k, v in value.items()}
-    if isinstance(value, (str, type)) or callable(value):
+        return {k: broadcast_batch(v, n, have[k] if isinstance(have, dict) else have, outer)
+                for k, v in value.items()}
+    if have is not False and have is not None and not isinstance(have, (tuple, list, dict)):
+        return value            # an in_axes entry: an int means the leaf is mapped
+    if isinstance(value, str) or callable(value):
         return value
     xp = array_module(value)
     value = xp.asarray(value)
-    out = xp.empty((n,) + value.shape, dtype=value.dtype)
-    out[...] = value
+    shape = value.shape[:outer] + (n,) + value.shape[outer:]
+    out = xp.empty(shape, dtype=value.dtype)
+    out[...] = xp.expand_dims(value, outer)
     return out
 
 
-def align(x, *others):
-    """Batched `x` reshaped so its per-example axes line up with those of the unbatched
-    `others` under broadcasting: (n, 3) against a (4, 3) array stays, (n,) becomes (n, 1, 1)."""
-    rank = max((np.ndim(o) for o in others), default=0)
-    return _expand(x, rank)
+def sum_batch(value, have=False, outer=0):
+    """The adjoint of broadcast_batch: leaves it broadcast are summed over the batch axis."""
+    if have is True or value is None:
+        return value
+    if isinstance(value, (tuple, list)):
+        parts = have if isinstance(have, (tuple, list)) else (have,) * len(value)
+        return type(value)(sum_batch(v, h, outer) for v, h in zip(value, parts))
+    if isinstance(value, dict):
+        return {k: sum_batch(v, have[k] if isinstance(have, dict) else have, outer)
+                for k, v in value.items()}
+    if have is not False and have is not None and not isinstance(have, (tuple, list, dict)):
+        return value
+    return array_module(value).sum(value, axis=outer)
 
 
-def align_lanes(x, *others):
-    """Like `align`, against other batched values (their first axis is the batch axis)."""
-    rank = max((np.ndim(o) - 1 for o in others), default=0)
-    return _expand(x, rank)
+def unsum_batch(d, like, have=False, outer=0):
+    """The adjoint of sum_batch: `d` repeated along the batch axis of `like`."""
+    if have is True or d is None:
+        return d
+    if isinstance(d, (tuple, list)):
+        parts = have if isinstance(have, (tuple, list)) else (have,) * len(d)
+        return type(d)(unsum_batch(x, y, h, outer) for x, y, h in zip(d, like, parts))
+    if isinstance(d, dict):
+        return {k: unsum_batch(d[k], like[k], have[k] if isinstance(have, dict) else have,
+                               outer) for k in d}
+    if have is not False and have is not None and not isinstance(have, (tuple, list, dict)):
+        return d
+    return broadcast_batch(d, np.shape(like)[outer], False, outer)
 
 
-def _expand(x, rank):
-    missing = rank - (np.ndim(x) - 1)
+def align(x, y, outer=0):
+    """Batched `x` reshaped so its per-example axes line up with those of unbatched `y`
+    under broadcasting: (n, 3) against a (4, 3) array stays, (n,) becomes (n, 1, 1)."""
+    return _expand(x, np.ndim(y) - outer, outer)
+
+
+def align_lanes(x, y, outer=0):
+    """Like `align`, against another batched value."""
+    return _expand(x, np.ndim(y) - 1 - outer, outer)
+
+
+def _expand(x, rank, outer=0):
+    lead = 1 + outer
+    missing = rank - (np.ndim(x) - lead)
     if missing <= 0:
         return x
     x = array_module(x).asarray(x)
-    return x.reshape(x.shape[:1] + (1,) * missing + x.shape[1:])
+    return x.reshape(x.shape[:lead] + (1,) * missing + x.shape[lead:])
 
 
-def select(cond, then, otherwise):
+def select(cond, then, otherwise, outer=0):
     """Per example: `then` where the batched condition holds, else `otherwise` (pytrees;
     None means "not defined on that path": the other value is taken)."""
     if otherwise is None:
@@ -172,42 +211,30 @@ def select(cond, then, otherwise):
     return xp.where(c, then, otherwise)
 
 
+def select_adj(cond, dout, taken, outer=0):
+    """The part of an adjoint (or tangent) `dout` that flows to select's `then` (taken=True)
+    or `otherwise` branch: zeros in the other examples."""
+    if dout is None:
+        return None
+    if isinstance(dout, (tuple, list)):
+        return type(dout)(select_adj(cond, d, taken) for d in dout)
+    if isinstance(dout, dict):
+        return {k: select_adj(cond, d, taken) for k, d in dout.items()}
+    xp = array_module(dout)
+    c = xp.asarray(cond)
+    c = c.reshape(c.shape + (1,) * (np.ndim(dout) - c.ndim))
+    zero = xp.zeros((), dtype=xp.asarray(dout).dtype)
+    return xp.where(c, dout, zero) if taken else xp.where(c, zero, dout)
+
+
 def any_lane(cond):
-    """Whether a batched loop condition holds for some example."""
+    """Whether a batched condition holds for some example (a branch or loop to run)."""
     return bool(np.any(cond))
 
 
 def max_trips(n):
     """How many trips a loop with a per-example trip count needs: the largest one."""
     return int(np.max(n)) if np.size(n) else 0
-
-
-def batch_size_of(value):
-    return np.shape(value)[0]
-
-
-# ---------------------------------------------------------------- axes
-
-def lane_axis(axis, x):
-    """A per-example axis argument as an axis of the batched array (None: all of them)."""
-    if axis is None:
-        return tuple(range(1, np.ndim(x)))
-    if isinstance(axis, (tuple, list)):
-        return tuple(a + 1 if a >= 0 else a for a in axis)
-    return axis + 1 if axis >= 0 else axis
-
-
-def flat_lanes(x):
-    """Each example flattened: shape (n, size) (for functions whose axis=None flattens)."""
-    x = array_module(x).asarray(x)
-    return x.reshape(x.shape[0], -1)
-
-
-def lane_shape(shape, n):
-    """A per-example shape argument (int or tuple) as the batched shape."""
-    if isinstance(shape, numbers.Integral):
-        return (n, shape)
-    return (n,) + tuple(shape)
 
 
 def min_start(start):
@@ -219,11 +246,35 @@ def as_float(x):
     return array_module(x).asarray(x, dtype=np.float64)
 
 
-def lane_len(x):
+# ---------------------------------------------------------------- axes and shapes
+
+def lane_axis(axis, x, outer=0):
+    """A per-example axis argument as an axis of the batched array (None: all of them)."""
+    if axis is None:
+        return tuple(range(1, np.ndim(x) - outer))
+    if isinstance(axis, (tuple, list)):
+        return tuple(a + 1 if a >= 0 else a for a in axis)
+    return axis + 1 if axis >= 0 else axis
+
+
+def flat_lanes(x, outer=0):
+    """Each example flattened: shape (n, size) (for functions whose axis=None flattens)."""
+    x = array_module(x).asarray(x)
+    return x.reshape(x.shape[:outer + 1] + (-1,))
+
+
+def lane_shape(shape, n):
+    """A per-example shape argument (int or tuple) as the batched shape."""
+    if isinstance(shape, numbers.Integral):
+        return (n, shape)
+    return (n,) + tuple(shape)
+
+
+def lane_len(x, outer=0):
     """len() of each example (the same for all): a batched array's second axis."""
     if isinstance(x, (tuple, list, dict)):
         return len(x)
-    return np.shape(x)[1]
+    return np.shape(x)[1 + outer]
 
 
 # ---------------------------------------------------------------- subscripts
@@ -240,9 +291,11 @@ def lane_index(x, index):
     return (slice(None),) + _as_tuple(index)
 
 
-def lane_getitem(x, index):
+def lane_getitem(x, index, outer=0):
     """x[index] in every example of batched x, for an index that is the same for all."""
-    return x[lane_index(x, index)]
+    if isinstance(x, (tuple, list, dict)):
+        return x[index]
+    return x[(slice(None),) * (1 + outer) + _as_tuple(index)]
 
 
 def _lane_positions(index, n):
@@ -253,17 +306,55 @@ def _lane_positions(index, n):
         if isinstance(p, slice) or p is None or p is Ellipsis:
             raise TransformError("an index that differs between examples can only be made "
                                  "of integers or integer arrays (no slices) under vmap")
-    rows = np.arange(n)
     arrays = [np.asarray(p) for p in parts]
     depth = max((a.ndim - 1 for a in arrays if a.ndim), default=0)
-    rows = rows.reshape((n,) + (1,) * depth)
-    return (rows,) + tuple(a.reshape(a.shape + (1,) * (depth - a.ndim + 1)) if a.ndim else
-                           np.broadcast_to(a, (n,)).reshape((n,) + (1,) * depth)
-                           for a in arrays)
+    rows = np.arange(n).reshape((n,) + (1,) * depth)
+    out = []
+    for a in arrays:
+        if a.ndim == 0:
+            a = np.broadcast_to(a, (n,))
+        out.append(a.reshape(a.shape + (1,) * (depth + 1 - a.ndim)))
+    return (rows,) + tuple(out)
 
 
-def lane_gather(x, index, x_batched):
+def lane_getitem_adj(dout, x, index, outer=0):
+    """The adjoint of lane_getitem: `dout` placed at `index` of zeros shaped like x."""
+    if isinstance(x, (tuple, list)):
+        return [dout if i == index else None for i in range(len(x))]
+    xp = array_module(dout)
+    dx = xp.zeros(np.shape(x), dtype=xp.result_type(dout, np.float32))
+    full = (slice(None),) * (1 + outer) + _as_tuple(index)
+    np.add.at(dx, full, dout) if not _basic(index) else dx.__setitem__(full, dout)
+    return dx
+
+
+def _basic(index):
+    return all(isinstance(i, (int, slice)) or i is None or i is Ellipsis
+               for i in _as_tuple(index))
+
+
+def lane_gather_adj(dout, x, index, x_batched, outer=0):
+    """The adjoint of lane_gather (summed over examples when x is not batched)."""
+    if outer:
+        n = np.shape(dout)[0]
+        return np.stack([lane_gather_adj(dout[k], x[k], tuple(p[k] for p in _as_tuple(index))
+                                         if isinstance(index, tuple) else index[k],
+                                         x_batched, outer - 1) for k in range(n)])
+    parts = _as_tuple(index)
+    n = next(np.shape(p)[0] for p in parts if np.ndim(p))
+    shape = ((n,) if x_batched else ()) + np.shape(x)[1 if x_batched else 0:]
+    dx = np.zeros((n,) + np.shape(x)[1 if x_batched else 0:], dtype=np.result_type(dout, np.float32))
+    np.add.at(dx, _lane_positions(index, n), dout)
+    return dx if x_batched else dx.sum(axis=0).reshape(shape)
+
+
+def lane_gather(x, index, x_batched, outer=0):
     """x[index] per example, for an index that differs between examples."""
+    if outer:   # vmap of vmap: one outer example at a time (a loop over the outer axis)
+        n = np.shape(x)[0]
+        return np.stack([lane_gather(x[k], tuple(p[k] for p in _as_tuple(index))
+                                     if isinstance(index, tuple) else index[k],
+                                     x_batched, outer - 1) for k in range(n)])
     parts = _as_tuple(index)
     n = next(np.shape(p)[0] for p in parts if np.ndim(p))
     if isinstance(x, (tuple, list)):
@@ -279,37 +370,68 @@ def lane_scatter_index(index, n):
     return _lane_positions(index, n)
 
 
-# ---------------------------------------------------------------- linear algebra
+# ---------------------------------------------------------------- np.dot per example
 
-def batched_dot(a, b, a_batched, b_batched):
+_LETTERS = "abcdefghijklmopqrstuvwxyz"     # no "n": that is the batch
+
+
+def dot_subscripts(p, q, a_batched, b_batched, outer=0):
+    """einsum subscripts of np.dot for per-example ranks p and q, either side batched."""
+    lead = "".join("ABCDEFGH"[:outer])
+    sa, sb = _LETTERS[:p], _LETTERS[p:p + q]
+    if p == 0 or q == 0:                      # a number times an array
+        out = sa + sb
+    else:
+        c = sa[-1]
+        if q == 1:
+            sb, out = c, sa[:-1]
+        else:
+            sb = sb[:-2] + c + sb[-1]
+            out = sa[:-1] + sb[:-2] + sb[-1]
+    na, nb = ("n" if a_batched else ""), ("n" if b_batched else "")
+    return lead + na + sa, lead + nb + sb, lead + "n" + out
+
+
+def _ranks(a, b, a_batched, b_batched, outer):
+    return (np.ndim(a) - outer - (1 if a_batched else 0),
+            np.ndim(b) - outer - (1 if b_batched else 0))
+
+
+def batched_dot(a, b, a_batched, b_batched, outer=0):
     """np.dot per example, for a and/or b batched (on axis 0)."""
     xp = array_module(a, b)
     a, b = xp.asarray(a), xp.asarray(b)
-    p = a.ndim - 1 if a_batched else a.ndim        # per-example ranks
-    q = b.ndim - 1 if b_batched else b.ndim
-    if p == 0 or q == 0:                            # a number times an array
-        if a_batched and b_batched:
-            return _expand(a, q) * _expand(b, p)
-        return (_expand(a, q) * b) if a_batched else (a * _expand(b, p))
-    if a_batched and not b_batched:                 # the batch is one more row of a
-        return xp.dot(a, b)
-    if not a_batched:                               # contract a's last axis per example
-        if q == 1:
+    p, q = _ranks(a, b, a_batched, b_batched, outer)
+    if not outer and p and q:                 # the common cases, on BLAS directly
+        if a_batched and not b_batched:       # the batch is more rows of a
+            return xp.dot(a, b)
+        if not a_batched and q == 1:          # dot(A, x) for every example: X A^T
             return xp.tensordot(b, a, axes=([1], [p - 1]))
-        out = xp.tensordot(a, b, axes=([p - 1], [q - 1]))   # (a..., n, b...)
-        return xp.moveaxis(out, p - 1, 0)
-    if p == 2 and q == 2:
-        return xp.matmul(a, b)
-    letters = "abcdefghijklmopqrstuvwxyz"
-    la, lb = letters[:p], letters[p:p + q]
-    if q == 1:
-        spec_b, out = la[-1], la[:-1]
-    else:
-        spec_b, out = lb[:-2] + la[-1] + lb[-1], la[:-1] + lb[:-2] + lb[-1]
-    return xp.einsum(f"n{la},n{spec_b}->n{out}", a, b)
+        if a_batched and b_batched and p == 2 and q == 2:
+            return xp.matmul(a, b)
+    sa, sb, so = dot_subscripts(p, q, a_batched, b_batched, outer)
+    return xp.einsum(f"{sa},{sb}->{so}", a, b, optimize=True)
 
 
-__all__ = ["lane_len", "lane_getitem", "lane_gather", "lane_index", "lane_scatter_index",
-           "batched_dot", "as_float", "min_start", "axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "align",
-           "align_lanes", "select", "any_lane", "max_trips", "lane_axis", "flat_lanes",
-           "lane_shape", "TransformError"]
+def batched_dot_adj_a(dout, a, b, a_batched, b_batched, outer=0):
+    """The adjoint of batched_dot for `a` (summed over the batch when a is not batched)."""
+    xp = array_module(dout, b)
+    sa, sb, so = dot_subscripts(*_ranks(a, b, a_batched, b_batched, outer), a_batched,
+                                b_batched, outer)
+    return xp.einsum(f"{so},{sb}->{sa}", dout, b, optimize=True)
+
+
+def batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer=0):
+    """The adjoint of batched_dot for `b`."""
+    xp = array_module(dout, a)
+    sa, sb, so = dot_subscripts(*_ranks(a, b, a_batched, b_batched, outer), a_batched,
+                                b_batched, outer)
+    return xp.einsum(f"{sa},{so}->{sb}", a, dout, optimize=True)
+
+
+__all__ = ["axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "sum_batch",
+           "align", "align_lanes", "select", "select_adj", "any_lane", "max_trips",
+           "min_start", "as_float", "lane_axis", "flat_lanes", "lane_shape", "lane_len",
+           "lane_index", "lane_getitem", "lane_gather", "lane_getitem_adj", "lane_gather_adj",
+           "unsum_batch", "lane_scatter_index", "batched_dot",
+           "batched_dot_adj_a", "batched_dot_adj_b", "dot_subscripts"]

@@ -8,6 +8,7 @@ from .api import Transformed, grad, jvp, transform, value_and_grad, vjp, vmap
 from .custom import custom_jvp, custom_vjp
 from .errors import TransformError
 from .jacobians import hessian, jacfwd, jacrev
+from runtime.collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 
-__all__ = ["TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
+__all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
 __version__ = "0.1.0"

@@ -186,6 +186,17 @@ class Normalizer:
     def stmt_Pass(self, node):
         return []
 
+    def stmt_With(self, node):
+        # `with np.errstate(...)` (which vmapped code uses around lanes whose results are
+        # thrown away) only silences warnings: its body is transformed as if it were bare
+        items = node.items
+        if len(items) == 1 and items[0].optional_vars is None and \
+                isinstance(items[0].context_expr, gast.Call) and \
+                dotted(items[0].context_expr.func) in ("np.errstate", "numpy.errstate"):
+            return self.block(node.body)
+        raise self.error(node, "'With' statements are not supported in transformed code.",
+                         _STMT_HINTS["With"])
+
     def stmt_Expr(self, node):
         v = node.value
         if isinstance(v, gast.Constant):

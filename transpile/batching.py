@@ -23,7 +23,7 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import (assigned_in, is_pop, is_push, is_update, maybe_defined, names_in,
+from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_update, maybe_defined, names_in,
                        pop_stack, push_parts, walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
@@ -210,7 +210,10 @@ class Batching:
         stmts = body[:-1]
         self.analyse(stmts)
         self.maybe = maybe_defined(stmts, self.fir.params)
-        self.reads_outside = {}
+        self.surely = definitely_defined(stmts, self.fir.params)
+        self.need_init = set()
+        self.ints = {st.target.id for st in walk_simple(stmts) if isinstance(st, gast.For)
+                     and not self.of(st.target.id)}
         self.all_stmts = stmts
         self.mask = None
         out = []
@@ -220,6 +223,7 @@ class Batching:
             if want != have:
                 out.append(self.convert_stmt(p, have, want, p))
         out += self.block(stmts)
+        out[:0] = [assign(v, const(None)) for v in sorted(self.need_init)]
         return out, ret.value, self.expr_spec(ret.value)
 
     def convert(self, expr, have, want):
@@ -356,6 +360,13 @@ class Batching:
             return v, spec
         if rule.kind == "elementwise":
             return self.elementwise(s, v, rule), spec
+        if rule.kind == "lanes":
+            return self.lanes(s, v, spelling, rule), spec
+        if rule.kind == "axis_size":
+            return self.axis_size(s, v), spec
+        if rule.kind == "unsupported":
+            raise self.error(s, f"{spelling} cannot be batched again (vmap of vmap of code "
+                             "that indexes with per-example indices).")
         return self.template(s, v, prim, spelling, rule), spec
 
     def elementwise(self, s, v, rule):
@@ -381,7 +392,8 @@ class Batching:
         return new
 
     def _aligned(self, operands):
-        arrays = [o for o in operands if not isinstance(o, gast.Constant)]
+        arrays = [o for o in operands if not isinstance(o, gast.Constant) and not
+                  (isinstance(o, gast.Name) and o.id in self.ints)]
         if len(arrays) < 2:
             return operands
         out = []
@@ -393,10 +405,10 @@ class Batching:
             plain = [_copy.deepcopy(a) for a in others if not batched(self.expr_spec(a))]
             lanes = [_copy.deepcopy(a) for a in others if batched(self.expr_spec(a))]
             new = o
-            if plain:
-                new = call("rt.align", [new] + plain)
-            if lanes:
-                new = call("rt.align_lanes", [new] + lanes)
+            for a in plain:
+                new = call("rt.align", [new, a])
+            for a in lanes:
+                new = call("rt.align_lanes", [new, a])
             out.append(new)
         return out
 
@@ -420,7 +432,51 @@ class Batching:
                 body[-1].targets[0].id != "out":
             raise TransformError(f"internal: the batching template of {spelling} must end "
                                  "in one statement `out = ...`")
-        return body[-1].value
+        return _fold_lane_axes(body[-1].value)
+
+    def _bound(self, v, spelling):
+        import inspect
+        import runtime
+        fn = getattr(runtime, spelling.split(".", 1)[1])
+        sig = inspect.signature(fn)
+        return sig, sig.bind_partial(*v.args, **{k.arg: k.value for k in v.keywords})
+
+    def lanes(self, s, v, spelling, rule):
+        """A helper taking `outer`: its unbatched array arguments get this batch axis too,
+        and it is told one more outer axis leads (runtime/batching.py)."""
+        sig, bound = self._bound(v, spelling)
+        args = []
+        for p in sig.parameters:
+            if p == "outer" or p not in bound.arguments:
+                continue
+            a = bound.arguments[p]
+            if p in rule.arrays and not isinstance(a, gast.Constant) and \
+                    not batched(self.expr_spec(a)):
+                a = call("rt.broadcast_batch", [a, name(self.size)])
+            args.append(a)
+        outer = bound.arguments.get("outer", const(0))
+        if not isinstance(outer, gast.Constant):
+            raise self.error(s, f"internal: {spelling} with a computed `outer`")
+        new = call(spelling, args)
+        new.keywords = [gast.keyword(arg="outer", value=const(outer.value + 1))]
+        return new
+
+    def axis_size(self, s, v):
+        """The inner batch size check of vmap of vmap: arguments this vmap batches have one
+        more leading axis, which the check must skip."""
+        sig, bound = self._bound(v, "rt.axis_size")
+        args = bound.arguments["args"]
+        spec = self.expr_spec(args)
+        before = bound.arguments.get("outer")
+        n = len(spec) if isinstance(spec, tuple) else None
+        if n is None:
+            raise self.error(s, "internal: rt.axis_size of a value that is not a tuple")
+        old = before.value if isinstance(before, gast.Constant) and before.value else (0,) * n
+        leads = tuple(o + (1 if batched(p) else 0) for o, p in zip(old, spec))
+        new = call("rt.axis_size", [bound.arguments[p] for p in
+                                    ("args", "in_axes", "names", "given", "where")])
+        new.keywords = [gast.keyword(arg="outer", value=_literal(leads))]
+        return new
 
     def collective(self, s, v, spelling):
         axis = _axis_name_of(v, spelling)
@@ -539,33 +595,54 @@ class Batching:
         outside = self._outside_reads(s.body + s.orelse)
         in_body, in_else = assigned_in(s.body), assigned_in(s.orelse)
         merged = sorted((in_body | in_else) & outside)
-        before = self.maybe.get(id(s), set())
         out, orig, then = [], {}, {}
+        if names_in(cond) & (in_body | in_else):   # the branch changes its own test
+            frozen = self.namer.fresh("taken")
+            out.append(assign(frozen, cond))
+            cond = name(frozen)
         for v in merged:
             orig[v] = self.namer.fresh(v + "_before")
-            out.append(assign(orig[v], name(v) if v in before else const(None)))
+            out.append(assign(orig[v], self.current(s, v)))
         needs_mask = _has_update(s.body) or _has_update(s.orelse)
-        if needs_mask:
-            pre, body = self._with_mask(_copy.deepcopy(cond), lambda: self.block(s.body))
-            out += pre + body
-        else:
-            out += self.block(s.body)
+        # a branch no example takes is skipped (this also ends recursion on a batched test)
+        taken = cond if self.mask is None else call("np.logical_and", [name(self.mask), cond])
+        if s.body:
+            if needs_mask:
+                pre, body = self._with_mask(_copy.deepcopy(cond), lambda: self.block(s.body))
+                body = pre + body
+            else:
+                body = self.block(s.body)
+            out.append(_guard(call("rt.any_lane", [_copy.deepcopy(taken)]), body))
         for v in merged:
             if v in in_body:
                 then[v] = self.namer.fresh(v + "_then")
                 out.append(assign(then[v], name(v)))
                 out.append(assign(v, name(orig[v])))
-        if needs_mask:
-            pre, orelse = self._with_mask(call("np.logical_not", [_copy.deepcopy(cond)]),
-                                          lambda: self.block(s.orelse))
-            out += pre + orelse
-        else:
-            out += self.block(s.orelse)
+        if s.orelse:
+            if needs_mask:
+                pre, orelse = self._with_mask(call("np.logical_not", [_copy.deepcopy(cond)]),
+                                              lambda: self.block(s.orelse))
+                orelse = pre + orelse
+            else:
+                orelse = self.block(s.orelse)
+            skipped = call("np.logical_not", [_copy.deepcopy(cond)])
+            if self.mask is not None:
+                skipped = call("np.logical_and", [name(self.mask), skipped])
+            out.append(_guard(call("rt.any_lane", [skipped]), orelse))
         for v in merged:
             chosen = name(then[v]) if v in then else name(orig[v])
             out.append(assign(v, call("rt.select", [_copy.deepcopy(cond), chosen, name(v)]),
                               origin=s))
         return out
+
+    def current(self, s, v):
+        """The value of `v` just before statement `s`: None where it may not exist yet."""
+        if v in self.surely.get(id(s), ()):
+            return name(v)
+        if v in self.maybe.get(id(s), ()):
+            self.need_init.add(v)      # bound on some paths only: start it as None
+            return name(v)
+        return const(None)
 
     def _masked_trip(self, s, active_expr):
         """The body of a loop whose examples finish at different trips: names the loop
@@ -590,8 +667,13 @@ class Batching:
         for v in merged:
             trip.append(assign(v, call("rt.select", [name(active), name(v), name(orig[v])]),
                                origin=s))
-        before = self.maybe.get(id(s), set())
-        pre = [assign(v, const(None)) for v in merged if v not in before]
+        pre = []
+        for v in merged:
+            if v not in self.surely.get(id(s), ()):
+                if v in self.maybe.get(id(s), ()):
+                    self.need_init.add(v)
+                else:
+                    pre.append(assign(v, const(None)))
         return pre, trip
 
     def while_loop(self, s):
@@ -694,6 +776,10 @@ def _lane_slice(idx):
     return gast.Tuple(elts=[full] + [_copy.deepcopy(e) for e in elts], ctx=gast.Load())
 
 
+def _guard(test, body):
+    return gast.If(test=test, body=body or [gast.Pass()], orelse=[])
+
+
 def _has_update(stmts):
     return any(is_update(s) for s in walk_simple(stmts))
 
@@ -718,6 +804,24 @@ def _read_before_assigned(body, n):
         if n in targets(st) and not is_update(st):
             return False
     return False
+
+
+def _fold_lane_axes(expr):
+    """`rt.lane_axis(1, x)` -> `2`: a literal per-example axis shifts when generated."""
+    class Fold(gast.NodeTransformer):
+        def visit_Call(self, n):
+            self.generic_visit(n)
+            if _dotted(n.func) == "rt.lane_axis" and len(n.args) == 2 and not n.keywords:
+                a = n.args[0]
+                if isinstance(a, gast.Constant) and isinstance(a.value, int) and \
+                        not isinstance(a.value, bool):
+                    return const(a.value + 1 if a.value >= 0 else a.value)
+                if isinstance(a, gast.Tuple) and all(
+                        isinstance(e, gast.Constant) and type(e.value) is int for e in a.elts):
+                    return _literal(tuple(e.value + 1 if e.value >= 0 else e.value
+                                          for e in a.elts))
+            return n
+    return Fold().visit(expr)
 
 
 def _fold_static_ifs(stmts):
@@ -817,7 +921,7 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
             call("rt.broadcast_batch", [result, name(bt.size), _literal(_flat_spec(spec))]) \
             if batched(want) and spec is not True else result
     if out_axes not in (0, None):
-        result = call("rt.batch_out", [result, _literal(out_axes), name(bt.size)])
+        result = call("rt.batch_out", [result, _literal(out_axes)])
     body = optimize.dce(prologue + stmts + [gast.Return(value=result)], set())
     if _has_batched_control(body):
         # examples on the path not taken compute values that are thrown away: their

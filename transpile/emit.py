@@ -30,8 +30,11 @@ class _Cosmetic(ast.NodeTransformer):
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
                 f.value.id == "np" and f.attr in _REDUCTIONS:
             node.keywords = [k for k in node.keywords if not (
-                k.arg == "keepdims" and isinstance(k.value, ast.Constant) and
-                k.value.value is False)]
+                isinstance(k.value, ast.Constant) and (
+                    (k.arg == "keepdims" and k.value.value is False) or
+                    (k.arg in ("dtype", "axis") and k.value.value is None) or
+                    (k.arg == "ddof" and k.value.value == 0 and
+                     type(k.value.value) is int)))]
             if len(node.args) == 2 and isinstance(node.args[1], ast.Constant) and \
                     node.args[1].value is None:
                 node.args = node.args[:1]

@@ -83,6 +83,8 @@ class Forward:
         for var in sorted(b - a):
             if primal[var] in before | assigned_in(s.body):
                 body.append(self.zeros(var))
+        # a tangent that both paths end (x = constant on each) is zero after the join
+        state.clear()
         state |= a | b
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
         return [anno.copy(s, gast.copy_location(new, s))]

@@ -1,0 +1,238 @@
+"""What vmapped code calls (runtime/batching.py): derivative and batching rules.
+
+With these, vmapped code is transformed again like any other: grad(vmap(f)), jvp(vmap(f)),
+vmap(vmap(f)). Helpers whose meaning depends on where the batch axis is take `outer`; an
+enclosing vmap batches them with `batch_lanes`: its unbatched array arguments are
+broadcast and `outer` goes up by one (see runtime/batching.py).
+"""
+from .core import BatchRule, batch_elementwise, batch_same, fwd, lookup, nondiff, rev
+import numpy as np  # noqa: F401
+import runtime as rt  # noqa: F401
+
+
+def batch_lanes(spelling, arrays, out_batched=True):
+    """The batching rule of a helper taking `outer`: broadcast `arrays` args, outer + 1."""
+    rule = BatchRule("lanes", out_batched=out_batched)
+    rule.arrays = tuple(arrays)
+    lookup(spelling).batch = rule
+
+
+# ---------------------------------------------------------------- aligning, selecting
+
+@rev("rt.align")
+def align(dout, out, x, y, outer=0):
+    dx = np.reshape(dout, np.shape(x))
+
+
+@fwd("rt.align")
+def align_fwd(out, x, y, outer=0):
+    dout = rt.align(dx, y, outer)
+
+
+@rev("rt.align_lanes")
+def align_lanes(dout, out, x, y, outer=0):
+    dx = np.reshape(dout, np.shape(x))
+
+
+@fwd("rt.align_lanes")
+def align_lanes_fwd(out, x, y, outer=0):
+    dout = rt.align_lanes(dx, y, outer)
+
+
+@rev("rt.select")
+def select(dout, out, cond, then, otherwise, outer=0):
+    dthen = rt.select_adj(cond, dout, True, outer)
+    dotherwise = rt.select_adj(cond, dout, False, outer)
+
+
+@fwd("rt.select")
+def select_fwd(out, cond, then, otherwise, outer=0):
+    dout = rt.select_adj(cond, dthen, True, outer)
+    dout = rt.select_adj(cond, dotherwise, False, outer)
+
+
+@rev("rt.select_adj")
+def select_adj(dout, out, cond, d, taken, outer=0):
+    dd = rt.select_adj(cond, dout, taken, outer)
+
+
+@fwd("rt.select_adj")
+def select_adj_fwd(out, cond, d, taken, outer=0):
+    dout = rt.select_adj(cond, dd, taken, outer)
+
+
+# ---------------------------------------------------------------- entering, leaving, broadcasting
+
+@rev("rt.broadcast_batch")
+def broadcast_batch(dout, out, value, n, have=False, outer=0):
+    dvalue = rt.sum_batch(dout, have, outer)
+
+
+@fwd("rt.broadcast_batch")
+def broadcast_batch_fwd(out, value, n, have=False, outer=0):
+    dout = rt.broadcast_batch(dvalue, n, have, outer)
+
+
+@rev("rt.sum_batch")
+def sum_batch(dout, out, value, have=False, outer=0):
+    dvalue = rt.unsum_batch(dout, value, have, outer)
+
+
+@fwd("rt.sum_batch")
+def sum_batch_fwd(out, value, have=False, outer=0):
+    dout = rt.sum_batch(dvalue, have, outer)
+
+
+@rev("rt.unsum_batch")
+def unsum_batch(dout, out, d, like, have=False, outer=0):
+    dd = rt.sum_batch(dout, have, outer)
+
+
+@fwd("rt.unsum_batch")
+def unsum_batch_fwd(out, d, like, have=False, outer=0):
+    dout = rt.unsum_batch(dd, like, have, outer)
+
+
+@rev("rt.move_batch_axis")
+def move_batch_axis(dout, out, value, axes, outer=0):
+    dvalue = rt.batch_out(dout, axes, outer)
+
+
+@fwd("rt.move_batch_axis")
+def move_batch_axis_fwd(out, value, axes, outer=0):
+    dout = rt.move_batch_axis(dvalue, axes, outer)
+
+
+@rev("rt.batch_out")
+def batch_out(dout, out, value, axes, outer=0):
+    dvalue = rt.move_batch_axis(dout, axes, outer)
+
+
+@fwd("rt.batch_out")
+def batch_out_fwd(out, value, axes, outer=0):
+    dout = rt.batch_out(dvalue, axes, outer)
+
+
+@rev("rt.as_float")
+def as_float(dout, out, x):
+    dx = rt.cast_like(dout, x)
+
+
+@fwd("rt.as_float")
+def as_float_fwd(out, x):
+    dout = rt.as_float(dx)
+
+
+@rev("rt.flat_lanes")
+def flat_lanes(dout, out, x, outer=0):
+    dx = np.reshape(dout, np.shape(x))
+
+
+@fwd("rt.flat_lanes")
+def flat_lanes_fwd(out, x, outer=0):
+    dout = rt.flat_lanes(dx, outer)
+
+
+# ---------------------------------------------------------------- subscripts, products
+
+@rev("rt.lane_getitem")
+def lane_getitem(dout, out, x, index, outer=0):
+    dx = rt.lane_getitem_adj(dout, x, index, outer)
+
+
+@fwd("rt.lane_getitem")
+def lane_getitem_fwd(out, x, index, outer=0):
+    dout = rt.lane_getitem(dx, index, outer)
+
+
+@rev("rt.lane_getitem_adj")
+def lane_getitem_adj(dout, out, d, x, index, outer=0):
+    dd = rt.lane_getitem(dout, index, outer)
+
+
+@fwd("rt.lane_getitem_adj")
+def lane_getitem_adj_fwd(out, d, x, index, outer=0):
+    dout = rt.lane_getitem_adj(dd, x, index, outer)
+
+
+@rev("rt.lane_gather")
+def lane_gather(dout, out, x, index, x_batched, outer=0):
+    dx = rt.lane_gather_adj(dout, x, index, x_batched, outer)
+
+
+@fwd("rt.lane_gather")
+def lane_gather_fwd(out, x, index, x_batched, outer=0):
+    dout = rt.lane_gather(dx, index, x_batched, outer)
+
+
+@rev("rt.lane_gather_adj")
+def lane_gather_adj(dout, out, d, x, index, x_batched, outer=0):
+    dd = rt.lane_gather(dout, index, x_batched, outer)
+
+
+@fwd("rt.lane_gather_adj")
+def lane_gather_adj_fwd(out, d, x, index, x_batched, outer=0):
+    dout = rt.lane_gather_adj(dd, x, index, x_batched, outer)
+
+
+@rev("rt.batched_dot")
+def batched_dot(dout, out, a, b, a_batched, b_batched, outer=0):
+    da = rt.batched_dot_adj_a(dout, a, b, a_batched, b_batched, outer)
+    db = rt.batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer)
+
+
+@fwd("rt.batched_dot")
+def batched_dot_fwd(out, a, b, a_batched, b_batched, outer=0):
+    dout = rt.batched_dot(da, b, a_batched, b_batched, outer)
+    dout = rt.batched_dot(a, db, a_batched, b_batched, outer)
+
+
+# adj_a(g, a, b) is linear in g and b (a gives only its shape); adj_b likewise in g and a
+@rev("rt.batched_dot_adj_a")
+def batched_dot_adj_a(dout, out, g, a, b, a_batched, b_batched, outer=0):
+    dg = rt.batched_dot(dout, b, a_batched, b_batched, outer)
+    db = rt.batched_dot_adj_b(g, dout, b, a_batched, b_batched, outer)
+
+
+@fwd("rt.batched_dot_adj_a")
+def batched_dot_adj_a_fwd(out, g, a, b, a_batched, b_batched, outer=0):
+    dout = rt.batched_dot_adj_a(dg, a, b, a_batched, b_batched, outer)
+    dout = rt.batched_dot_adj_a(g, a, db, a_batched, b_batched, outer)
+
+
+@rev("rt.batched_dot_adj_b")
+def batched_dot_adj_b(dout, out, g, a, b, a_batched, b_batched, outer=0):
+    dg = rt.batched_dot(a, dout, a_batched, b_batched, outer)
+    da = rt.batched_dot_adj_a(g, a, dout, a_batched, b_batched, outer)
+
+
+@fwd("rt.batched_dot_adj_b")
+def batched_dot_adj_b_fwd(out, g, a, b, a_batched, b_batched, outer=0):
+    dout = rt.batched_dot_adj_b(dg, a, b, a_batched, b_batched, outer)
+    dout = rt.batched_dot_adj_b(g, da, b, a_batched, b_batched, outer)
+
+
+nondiff("rt.axis_size", side_effect=True)
+nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
+        "rt.lane_index", "rt.lane_scatter_index", "rt.lane_shape")
+
+# ---------------------------------------------------------------- batching (vmap of vmap)
+batch_elementwise("rt.as_float")
+batch_same("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_index", "rt.lane_shape",
+           out_batched=False)
+for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
+                    "rt.select": ("cond", "then", "otherwise"),
+                    "rt.select_adj": ("cond", "d"),
+                    "rt.broadcast_batch": ("value",), "rt.sum_batch": ("value",),
+                    "rt.unsum_batch": ("d", "like"), "rt.move_batch_axis": ("value",),
+                    "rt.batch_out": ("value",), "rt.flat_lanes": ("x",),
+                    "rt.lane_getitem": ("x",), "rt.lane_getitem_adj": ("d", "x"),
+                    "rt.lane_gather": ("x", "index"), "rt.lane_gather_adj": ("d", "x", "index"),
+                    "rt.batched_dot": ("a", "b"),
+                    "rt.batched_dot_adj_a": ("dout", "a", "b"),
+                    "rt.batched_dot_adj_b": ("dout", "a", "b")}.items():
+    batch_lanes(_s, _arrays)
+batch_lanes("rt.lane_len", ("x",), out_batched=False)
+batch_lanes("rt.lane_axis", ("x",), out_batched=False)
+lookup("rt.axis_size").batch = BatchRule("axis_size", out_batched=False)
+lookup("rt.lane_scatter_index").batch = BatchRule("unsupported")
