@@ -200,15 +200,30 @@ def select(cond, then, otherwise, outer=0):
         return then
     if then is None:
         return otherwise
-    if isinstance(then, (tuple, list)):
+    if isinstance(then, (tuple, list, dict)) or isinstance(otherwise, (tuple, list, dict)):
+        if type(then) is not type(otherwise) or len(then) != len(otherwise) or (
+                isinstance(then, dict) and set(then) != set(otherwise)):
+            raise TransformError(
+                "the two paths of an `if` whose condition differs between examples give "
+                f"values of different structure ({_structure(then)} and "
+                f"{_structure(otherwise)}); vmap needs one structure for every example.\n"
+                "  hint: return the same kind of value on both paths.")
+        if isinstance(then, dict):
+            return {k: select(cond, then[k], otherwise[k]) for k in then}
         return type(then)(select(cond, a, b) for a, b in zip(then, otherwise))
-    if isinstance(then, dict):
-        return {k: select(cond, then[k], otherwise[k]) for k in then}
     xp = array_module(then, otherwise)
     c = xp.asarray(cond)
     rank = max(np.ndim(then), np.ndim(otherwise))
     c = c.reshape(c.shape + (1,) * (rank - c.ndim))
     return xp.where(c, then, otherwise)
+
+
+def _structure(x):
+    if isinstance(x, (tuple, list)):
+        return f"{type(x).__name__} of {len(x)}"
+    if isinstance(x, dict):
+        return f"dict with keys {sorted(x)}"
+    return "an array"
 
 
 def select_adj(cond, dout, taken, outer=0):

@@ -23,7 +23,8 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_update, maybe_defined, names_in,
+from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_stack_push,
+                       is_update, maybe_defined, names_in,
                        pop_stack, push_parts, walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
@@ -212,6 +213,11 @@ class Batching:
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
         self.need_init = set()
+        # stacks of saved values (reverse mode): pushed and popped on every path, so that
+        # under a batched condition each example finds its own values at the same depth
+        self.stacks = {push_parts(st)[0] for st in walk_simple(stmts) if is_stack_push(st)} | \
+            {pop_stack(st) for st in walk_simple(stmts) if is_pop(st) and
+             _dotted(st.value.func) == "rt.pop"}
         self.ints = {st.target.id for st in walk_simple(stmts) if isinstance(st, gast.For)
                      and not self.of(st.target.id)}
         self.all_stmts = stmts
@@ -230,6 +236,8 @@ class Batching:
         """`expr` (spec `have`) as a value of spec `want`."""
         if have == want or want is False or have is True:
             return expr
+        if isinstance(expr, (gast.List, gast.Tuple)) and not expr.elts:
+            return expr          # an empty list: what it will hold is batched
         args = [expr, name(self.size)]
         if have is not False:
             args.append(_spec_const(have))
@@ -260,9 +268,10 @@ class Batching:
     def simple(self, s):
         if is_push(s):
             stack, item = push_parts(s)
-            if self.mask is not None:
-                raise self.error(s, "a list append (or a saved value) under a condition "
-                                 "that differs between examples cannot be batched.",
+            if self.mask is not None and stack not in self.stacks:
+                raise self.error(s, "a list append under a condition that differs between "
+                                 "examples cannot be batched (the list would have a "
+                                 "different length in each example).",
                                  "compute the value on every path and append "
                                  "unconditionally, or move the append out of the branch.")
             have = self.expr_spec(item)
@@ -594,7 +603,7 @@ class Batching:
         _check_branch(self, s)
         outside = self._outside_reads(s.body + s.orelse)
         in_body, in_else = assigned_in(s.body), assigned_in(s.orelse)
-        merged = sorted((in_body | in_else) & outside)
+        merged = sorted(((in_body | in_else) & outside) - self.stacks)
         out, orig, then = [], {}, {}
         if names_in(cond) & (in_body | in_else):   # the branch changes its own test
             frozen = self.namer.fresh("taken")
@@ -602,38 +611,56 @@ class Batching:
             cond = name(frozen)
         for v in merged:
             orig[v] = self.namer.fresh(v + "_before")
-            out.append(assign(orig[v], self.current(s, v)))
-        needs_mask = _has_update(s.body) or _has_update(s.orelse)
-        # a branch no example takes is skipped (this also ends recursion on a batched test)
-        taken = cond if self.mask is None else call("np.logical_and", [name(self.mask), cond])
+            now = self.current(s, v)
+            if isinstance(now, gast.Constant):   # not bound yet: None on a skipped path
+                out.append(assign(v, const(None)))
+            out.append(assign(orig[v], now))
+        # each path runs with a mask of the examples that take it: updates in place write
+        # only those, loops stop when those are done, a path no example takes is skipped
+        # (which also ends recursion on a batched test)
+        outer = self.mask
+        if outer is None and isinstance(cond, gast.Name):
+            body_mask = cond.id
+        else:
+            body_mask = self.namer.fresh("mask")
+            out.append(assign(body_mask, _copy.deepcopy(cond) if outer is None else
+                              call("np.logical_and", [name(outer), _copy.deepcopy(cond)])))
         if s.body:
-            if needs_mask:
-                pre, body = self._with_mask(_copy.deepcopy(cond), lambda: self.block(s.body))
-                body = pre + body
-            else:
+            self.mask = body_mask
+            try:
                 body = self.block(s.body)
-            out.append(_guard(call("rt.any_lane", [_copy.deepcopy(taken)]), body))
+            finally:
+                self.mask = outer
+            out.extend(self._guarded(name(body_mask), body, s.body))
         for v in merged:
             if v in in_body:
                 then[v] = self.namer.fresh(v + "_then")
                 out.append(assign(then[v], name(v)))
                 out.append(assign(v, name(orig[v])))
         if s.orelse:
-            if needs_mask:
-                pre, orelse = self._with_mask(call("np.logical_not", [_copy.deepcopy(cond)]),
-                                              lambda: self.block(s.orelse))
-                orelse = pre + orelse
-            else:
-                orelse = self.block(s.orelse)
+            else_mask = self.namer.fresh("mask")
             skipped = call("np.logical_not", [_copy.deepcopy(cond)])
-            if self.mask is not None:
-                skipped = call("np.logical_and", [name(self.mask), skipped])
-            out.append(_guard(call("rt.any_lane", [skipped]), orelse))
+            out.append(assign(else_mask, skipped if outer is None else
+                              call("np.logical_and", [name(outer), skipped])))
+            self.mask = else_mask
+            try:
+                orelse = self.block(s.orelse)
+            finally:
+                self.mask = outer
+            out.extend(self._guarded(name(else_mask), orelse, s.orelse))
         for v in merged:
             chosen = name(then[v]) if v in then else name(orig[v])
             out.append(assign(v, call("rt.select", [_copy.deepcopy(cond), chosen, name(v)]),
                               origin=s))
         return out
+
+    def _guarded(self, mask, stmts, original):
+        """`stmts` run only if some example takes this path; a path that saves or restores
+        values on a stack always runs, so pushes and pops stay paired in every example."""
+        if any((is_push(st) and push_parts(st)[0] in self.stacks) or
+               (is_pop(st) and pop_stack(st) in self.stacks) for st in walk_simple(original)):
+            return stmts
+        return [_guard(call("rt.any_lane", [mask]), stmts)]
 
     def current(self, s, v):
         """The value of `v` just before statement `s`: None where it may not exist yet."""
@@ -650,7 +677,7 @@ class Batching:
         outside = self._outside_reads(s.body)
         body_assigned = assigned_in(s.body)
         carried = {v for v in body_assigned if _read_before_assigned(s.body, v)}
-        merged = sorted(body_assigned & (outside | carried))
+        merged = sorted((body_assigned & (outside | carried)) - self.stacks)
         active = self.namer.fresh("active")
         if self.mask is not None:      # examples outside an enclosing branch never loop
             active_expr = call("np.logical_and", [name(self.mask), active_expr])
@@ -695,8 +722,11 @@ class Batching:
         it, backwards = s.iter, False
         if isinstance(it, gast.Call) and _dotted(it.func) == "reversed":
             it, backwards = it.args[0], True
-        if not (isinstance(it, gast.Call) and _dotted(it.func) == "range" and
-                1 <= len(it.args) <= 2):
+        if isinstance(it, gast.Call) and _dotted(it.func) == "rt.reversed_range":
+            backwards = True
+        elif not (isinstance(it, gast.Call) and _dotted(it.func) == "range"):
+            it = None
+        if it is None or not 1 <= len(it.args) <= 2:
             raise self.error(s, "a loop whose trip count differs between examples must "
                              "run over range(stop) or range(start, stop).",
                              "write the loop as a while loop.")
@@ -707,9 +737,7 @@ class Batching:
             else _copy.deepcopy(start)
         hi = call("rt.max_trips", [_copy.deepcopy(stop)]) if batched(self.expr_spec(stop)) \
             else _copy.deepcopy(stop)
-        rng = call("range", [lo, hi])
-        if backwards:
-            rng = call("reversed", [rng])
+        rng = call("rt.reversed_range" if backwards else "range", [lo, hi])
         active = gast.Compare(left=name(i), ops=[gast.Lt()], comparators=[_copy.deepcopy(stop)])
         anno.set(active, Anno.PRIM, (rules.lookup("<"), "<"))
         if batched(self.expr_spec(start)):
@@ -786,7 +814,7 @@ def _has_update(stmts):
 
 def _check_branch(pass_, s):
     for st in walk_simple(s.body + s.orelse):
-        if is_push(st):
+        if is_push(st) and push_parts(st)[0] not in pass_.stacks:
             raise pass_.error(st, "a list append (or a saved value) in a branch whose "
                               "condition differs between examples cannot be batched.",
                               "append on every path, or move it out of the branch.")

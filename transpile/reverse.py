@@ -184,8 +184,13 @@ class Reverse:
             elif isinstance(s, gast.For):
                 out.extend(self.backward_loop(s, state, s.body, self._reversed_range(s)))
             elif isinstance(s, gast.While):
+                # backwards, like the reverse of a for loop: trip k of the forward loop
+                # is undone by the trip with the same index (which vmap relies on when
+                # examples make different numbers of trips)
+                trips = _call("range", [_name(s._trip_counter)])
                 header = gast.For(target=_name(self.namer.fresh("_"), True),
-                                  iter=_call("range", [_name(s._trip_counter)]),
+                                  iter=gast.Call(func=_name("reversed"), args=[trips],
+                                                 keywords=[]),
                                   body=[], orelse=[], type_comment=None)
                 out.extend(self.backward_loop(s, state, s.body, header))
             else:
