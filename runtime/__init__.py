@@ -3,7 +3,7 @@
 Generated modules do `import runtime as rt` and call `rt.<helper>`; they never import
 `transpile`, so a dumped module runs without the transformer installed.
 """
-from .adjoints import (astype, basis_like, broadcast_like, cast_like, copy, dict_keys,
+from .adjoints import (astype, basis_like, basis_of, broadcast_like, cast_like, copy, dict_keys,
                        dot_adj_a, dot_adj_b, dtype_of, expand, getitem, index_add, index_add_into,
                        index_clear, index_update, inside, inverse_axes, jacobian_shape,
                        reduced_size, reversed_range, seed, size_of, tie_share, to_like,

@@ -320,5 +320,17 @@ def basis_like(x, i):
     return e
 
 
+def basis_of(x, outer=0):
+    """Every standard basis vector shaped like `x`, stacked: shape (size,) + shape(x).
+    (`outer`: leading axes of x that an enclosing vmap added, not part of its shape.)"""
+    xp = array_module(x)
+    dtype = getattr(x, "dtype", np.float64)
+    if getattr(dtype, "kind", "f") not in "fc":
+        dtype = np.float64
+    shape = tuple(np.shape(x))[outer:]
+    n = int(np.prod(shape, dtype=np.int64))
+    return xp.eye(n, dtype=dtype).reshape((n,) + shape)
+
+
 def jacobian_shape(out, x):
     return tuple(np.shape(out)) + tuple(np.shape(x))

@@ -938,16 +938,14 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     stmts, out, spec = bt.run()
     out_axes = opts["out_axes"]
     want = axes_spec(out_axes)
-    if isinstance(want, tuple) and not isinstance(spec, tuple) and spec is True:
-        want = True if all(w is not False for w in _flat(want)) else want
     _check_out(bt, fir, spec, want, out_axes)
-    result = bt.convert(_copy.deepcopy(out), spec, True) if want is True else \
-        _copy.deepcopy(out)
-    if isinstance(want, tuple):
-        result = bt._convert_parts(_copy.deepcopy(out), spec, want) \
-            if isinstance(out, (gast.Tuple, gast.List)) else \
-            call("rt.broadcast_batch", [result, name(bt.size), _literal(_flat_spec(spec))]) \
-            if batched(want) and spec is not True else result
+    result = _copy.deepcopy(out)
+    if want is True:
+        result = bt.convert(result, spec, True)
+    elif isinstance(want, tuple) and spec != want:
+        # batch the leaves out_axes maps; leaves it leaves unmapped stay as they are
+        result = call("rt.broadcast_batch", [result, name(bt.size),
+                                             _literal(_keep(spec, want))])
     if out_axes not in (0, None):
         result = call("rt.batch_out", [result, _literal(out_axes)])
     body = optimize.dce(prologue + stmts + [gast.Return(value=result)], set())
@@ -974,8 +972,16 @@ def _flat(tree):
     return [tree]
 
 
-def _flat_spec(spec):
-    return spec
+def _keep(have, want):
+    """`have` for broadcast_batch: True for leaves to leave alone (batched already, or
+    not wanted batched)."""
+    if want is False or have is True:
+        return True
+    if want is True:
+        return have
+    if not isinstance(have, tuple):
+        return tuple(_keep(have, w) for w in want)
+    return tuple(_keep(h, w) for h, w in zip(have, want))
 
 
 def _check_out(bt, fir, spec, want, out_axes):
@@ -988,6 +994,9 @@ def _check_out(bt, fir, spec, want, out_axes):
         if isinstance(w, tuple) and isinstance(have, tuple) and len(w) == len(have):
             for k, (h, x) in enumerate(zip(have, w)):
                 visit(h, x, f"{path}[{k}]")
+    if isinstance(want, tuple) and isinstance(spec, tuple) and len(want) != len(spec):
+        raise TransformError(f"vmap of {fir.name}: out_axes={out_axes!r} does not match the "
+                             f"output's structure ({len(spec)} values)")
     visit(spec, want, "")
 
 

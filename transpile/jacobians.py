@@ -2,16 +2,14 @@
 
     jacrev(f)(x)  ->  def jacrev_f(x):
                           out, saved = f_fwd(x)
-                          rows = []
-                          for i in range(rt.size_of(out)):
-                              cotangents = f_bwd(saved, rt.basis_like(out, i))
-                              rows.append(cotangents[0])
-                          return np.reshape(np.stack(rows), rt.jacobian_shape(out, x))
+                          cotangents = f_bwd_batched(saved, rt.basis_of(out))
+                          return np.reshape(cotangents[0], rt.jacobian_shape(out, x))
 
-Each is a small Python function around the generated forward/backward (or jvp) functions,
-compiled with readable source, so it is itself transformable: `hessian(f)` is
-`jacfwd(jacrev(f))` by composition. The loop over basis vectors runs one vjp (jvp) per
-output (input) element; it becomes a single batched call once `vmap` exists.
+One vjp per output element, all at once: `f_bwd_batched` is vmap of the generated backward
+function over a stack of basis cotangents (jacfwd likewise vmaps the jvp over basis
+tangents). Each Jacobian is a small Python function with readable source around
+transformed functions, so it is itself transformable: `hessian(f)` is `jacfwd(jacrev(f))`
+by composition (a vmap of the jvp of vmapped code).
 Arguments and outputs are arrays or Python floats (pytrees are not supported here yet).
 """
 import itertools
@@ -50,12 +48,10 @@ def jacrev(f, argnums=0):
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
             f"    out, saved = f_fwd({call})\n"
-            f"    rows = []\n"
-            f"    for i in range(rt.size_of(out)):\n"
-            f"        cotangents = f_bwd(saved, rt.basis_like(out, i))\n"
-            f"        rows.append(cotangents[{k}])\n"
-            f"    return np.reshape(np.stack(rows), rt.jacobian_shape(out, {params[argnum]}))\n")
-    env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"], **prefix, **extra}
+            f"    cotangents = f_bwd_batched(saved, rt.basis_of(out))\n"
+            f"    return np.reshape(cotangents[{k}], rt.jacobian_shape(out, {params[argnum]}))\n")
+    env = {"f_fwd": gen.entry, "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)),
+           **prefix, **extra}
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
@@ -68,18 +64,17 @@ def jacfwd(f, argnums=0):
     prefix, extra = _constants(t)
     primals = list(prefix) + params + list(extra)
     x = params[argnum]
-    tangents = [f"rt.basis_like({x}, i)" if p == x else f"rt.tangent_zeros({p})"
-                for p in primals]
+    tangents = ["basis" if p == x else f"rt.tangent_zeros({p})" for p in primals]
+    in_axes = (None,) * len(primals) + tuple(0 if p == x else None for p in primals)
     name = f"jacfwd_{getattr(f, '__name__', 'f').replace('<', '').replace('>', '')}"
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
-            f"    columns = []\n"
-            f"    for i in range(rt.size_of({x})):\n"
-            f"        out, out_dot = f_jvp({', '.join(primals)}, {', '.join(tangents)})\n"
-            f"        columns.append(out_dot)\n"
-            f"    jacobian = np.moveaxis(np.stack(columns), 0, -1)\n"
-            f"    return np.reshape(jacobian, rt.jacobian_shape(columns[0], {x}))\n")
-    env = {"f_jvp": gen.entry, **prefix, **extra}
+            f"    basis = rt.basis_of({x})\n"
+            f"    out, columns = f_jvp_batched({', '.join(primals)}, {', '.join(tangents)})\n"
+            f"    jacobian = np.moveaxis(columns, 0, -1)\n"
+            f"    return np.reshape(jacobian, rt.jacobian_shape(out, {x}))\n")
+    env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),
+           **prefix, **extra}
     return api.Transformed(file_backed(text, env, name), "transform")
 
 

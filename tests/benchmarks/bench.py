@@ -28,6 +28,14 @@ What it measures (docs/benchmarks.md has the numbers and notes):
      hand-written forward-mode pass. Target: ratio <= 1.2. autograd.make_jvp and
      jax.jit(jax.jvp) (same call, same zero tangents) are extra columns.
 
+  7. vmap (issue 3): `tp.vmap(predict, in_axes=(None, 0))` of a per-example MLP
+     784-512-512-10 (tanh) on a batch of 256 vs the hand-batched NumPy version
+     (target <= 1.2); per-example gradients of the per-example MLP loss (784-512-512-10,
+     batch 32) by `tp.vmap(tp.grad(loss), in_axes=(None, 0, 0))` vs a Python loop over
+     `tp.grad(loss)` (target: >= 10x faster; the "hand numpy" column is that loop) and
+     jax.jit(jax.vmap(jax.grad)); `tp.vmap(relu_or_square)` on 10^6 elements vs a
+     hand-written np.where (target <= 1.5).
+
 Method: every competitor is warmed up, then timed in interleaved rounds (the order rotates
 each round); one sample is a loop of calls long enough to dwarf the timer, the garbage
 collector is off while sampling (as timeit does). Times are medians over rounds; ratios are
@@ -109,6 +117,29 @@ def square(x):
 HESSIAN_SRC = '''\
 def tanh_sum(x):
     return np.sum(np.tanh(A @ x))
+'''
+
+PREDICT_SRC = '''\
+def predict(params, input_vec):
+    for W, b in params:
+        input_vec = np.tanh(np.dot(W, input_vec) + b)
+    return input_vec
+'''
+
+EXAMPLE_LOSS_SRC = '''\
+def example_loss(params, x, y):
+    for W, b in params[:-1]:
+        x = np.tanh(np.dot(W, x) + b)
+    W, b = params[-1]
+    pred = np.dot(W, x) + b
+    return np.mean((pred - y) ** 2)
+'''
+
+RELU_SRC = '''\
+def relu_or_square(x):
+    if x > 0:
+        return x * x
+    return 0.1 * x
 '''
 
 _counter = itertools.count()
@@ -505,6 +536,94 @@ def bench_jvp(sizes, batch, rounds, target_s, target_ratio=1.2):
 
 
 # ---------------------------------------------------------------------------- report
+def _per_example_problem(sizes, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    params = [(rng.standard_normal((m, n)) / np.sqrt(n), 0.1 * rng.standard_normal(m))
+              for n, m in zip(sizes[:-1], sizes[1:])]
+    return params, rng.standard_normal((batch, sizes[0])), rng.standard_normal((batch, sizes[-1]))
+
+
+def hand_predict_batched(params, xs):
+    for W, b in params:
+        xs = np.tanh(xs @ W.T + b)
+    return xs
+
+
+def bench_vmap_predict(sizes, batch, rounds, target_s, target_ratio=1.2):
+    params, xs, _ = _per_example_problem(sizes, batch)
+    f = tp.vmap(compile_fn(PREDICT_SRC, "predict", np), in_axes=(None, 0))
+    want = hand_predict_batched(params, xs)
+    if not np.allclose(f(params, xs), want, rtol=1e-12, atol=1e-12):
+        fail("vmap(predict) does not match the hand-batched version")
+    name = f"vmap(predict) {'-'.join(map(str, sizes))}, batch {batch}"
+    print(f"check {name}: matches the hand-batched numpy version", flush=True)
+    fns = {"tp": lambda: f(params, xs), "hand": lambda: hand_predict_batched(params, xs)}
+    if jax is not None:
+        jf = jax.jit(jax.vmap(compile_fn(PREDICT_SRC, "predict", jnp), in_axes=(None, 0)))
+        jp = [(jnp.asarray(W), jnp.asarray(b)) for W, b in params]
+        jx = jnp.asarray(xs)
+        fns["jax"] = lambda: jax.block_until_ready(jf(jp, jx))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(name, "float64", ms["tp"], ms["hand"], ratio, None, ms.get("jax"),
+               f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
+def bench_per_example_grads(sizes, batch, rounds, target_s, target_speedup=10.0):
+    """vmap(grad(loss)) against a Python loop of grad(loss) (the 'hand' column)."""
+    params, xs, ys = _per_example_problem(sizes, batch, seed=1)
+    loss = compile_fn(EXAMPLE_LOSS_SRC, "example_loss", np)
+    g = tp.grad(loss)
+    vg = tp.vmap(g, in_axes=(None, 0, 0))
+
+    def looped():
+        return [g(params, xs[i], ys[i]) for i in range(batch)]
+    got, want = vg(params, xs, ys), looped()
+    for k in range(batch):
+        for (dW, db), (wW, wb) in zip([(W[k], b[k]) for W, b in got], want[k]):
+            if not (np.allclose(dW, wW, rtol=1e-10, atol=1e-12) and
+                    np.allclose(db, wb, rtol=1e-10, atol=1e-12)):
+                fail("vmap(grad(loss)) does not match a loop over grad(loss)")
+    name = f"per-example grads {'-'.join(map(str, sizes))}, batch {batch}"
+    print(f"check {name}: vmap(grad) matches a loop over grad", flush=True)
+    fns = {"tp": lambda: vg(params, xs, ys), "hand": looped}
+    if jax is not None:
+        jl = compile_fn(EXAMPLE_LOSS_SRC, "example_loss", jnp)
+        jg = jax.jit(jax.vmap(jax.grad(jl), in_axes=(None, 0, 0)))
+        jp = [(jnp.asarray(W), jnp.asarray(b)) for W, b in params]
+        jx, jy = jnp.asarray(xs), jnp.asarray(ys)
+        fns["jax"] = lambda: jax.block_until_ready(jg(jp, jx, jy))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(name + " (hand = loop of tp.grad)", "float64", ms["tp"], ms["hand"], ratio,
+               None, ms.get("jax"), f"ratio <= {1 / target_speedup:g}",
+               ratio <= 1 / target_speedup)
+
+
+def bench_vmap_branch(size, rounds, target_s, target_ratio=1.5):
+    x = np.random.default_rng(2).standard_normal(size)
+    f = tp.vmap(compile_fn(RELU_SRC, "relu_or_square", np))
+
+    def hand():
+        return np.where(x > 0, x * x, 0.1 * x)
+    if not np.array_equal(f(x), hand()):
+        fail("vmap(relu_or_square) does not match np.where")
+    name = f"vmap(relu_or_square), {size:.0e} elements"
+    print(f"check {name}: matches np.where", flush=True)
+    fns = {"tp": lambda: f(x), "hand": hand}
+    if jax is not None:
+        jx = jnp.asarray(x)
+        jf = jax.jit(lambda v: jnp.where(v > 0, v * v, 0.1 * v))
+        fns["jax"] = lambda: jax.block_until_ready(jf(jx))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(name + " (jax: jnp.where)", "float64", ms["tp"], ms["hand"], ratio, None,
+               ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
 def machine_info():
     lines = []
     model = "unknown"
@@ -607,6 +726,8 @@ def print_table(rows):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
+    ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
+                    "overhead, hessian, jvp, vmap (default: all)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -631,30 +752,46 @@ def main(argv=None):
 
     rows = []
     big = (784, 512, 512, 10)
-    for dtype in (np.float64, np.float32):
-        row = bench_mlp("MLP 784-512-512-10, batch 128", big, 128, dtype, rounds_big,
-                        target_s, 1.10, vs_autograd=False)
-        rows.append(row)
-    rows.append(bench_mlp("tiny MLP 10-32-32-1, batch 8", (10, 32, 32, 1), 8, np.float64,
-                          rounds_small, target_s, 1.5, vs_autograd=True))
-    first_row, first_times, cold, gen_ms = bench_first_transform(big, 128, reps_first)
-    rows.append(first_row)
-    over_row, us = bench_overhead(rounds_small, target_s)
-    rows.append(over_row)
-    for n in (100, 500):
-        rows.append(bench_hessian(n, rounds_hess, target_s))
-    rows.append(bench_jvp(big, 128, rounds_big, target_s))
+    only = set(filter(None, args.only.split(",")))
+
+    def want(name):
+        return not only or name in only
+    if want("mlp"):
+        for dtype in (np.float64, np.float32):
+            rows.append(bench_mlp("MLP 784-512-512-10, batch 128", big, 128, dtype,
+                                  rounds_big, target_s, 1.10, vs_autograd=False))
+    if want("tiny"):
+        rows.append(bench_mlp("tiny MLP 10-32-32-1, batch 8", (10, 32, 32, 1), 8, np.float64,
+                              rounds_small, target_s, 1.5, vs_autograd=True))
+    first_times = us = None
+    if want("first"):
+        first_row, first_times, cold, gen_ms = bench_first_transform(big, 128, reps_first)
+        rows.append(first_row)
+    if want("overhead"):
+        over_row, us = bench_overhead(rounds_small, target_s)
+        rows.append(over_row)
+    if want("hessian"):
+        for n in (100, 500):
+            rows.append(bench_hessian(n, rounds_hess, target_s))
+    if want("jvp"):
+        rows.append(bench_jvp(big, 128, rounds_big, target_s))
+    if want("vmap"):
+        rows.append(bench_vmap_predict(big, 256, rounds_big, target_s))
+        rows.append(bench_per_example_grads(big, 32, rounds_hess, target_s))
+        rows.append(bench_vmap_branch(10 ** 6, rounds_hess, target_s))
 
     print()
     print_table(rows)
     print()
-    print("first transform (ms, each minus one steady call): "
-          + ", ".join(f"{t:.1f}" for t in first_times)
-          + f"; the first in this process (not counted): {cold:.1f}; code generation alone "
-          f"(g.generated()), median: {gen_ms:.1f}")
-    print(f"call overhead of tp.grad(f)(3.0): {us['tp']:.2f} us total, {us['entry']:.2f} us "
-          f"in the generated function, {us['tp'] - us['entry']:.2f} us in the Transformed "
-          f"wrapper; a plain Python `2.0 * x`: {us['plain']:.3f} us")
+    if first_times is not None:
+        print("first transform (ms, each minus one steady call): "
+              + ", ".join(f"{t:.1f}" for t in first_times)
+              + f"; the first in this process (not counted): {cold:.1f}; code generation "
+              f"alone (g.generated()), median: {gen_ms:.1f}")
+    if us is not None:
+        print(f"call overhead of tp.grad(f)(3.0): {us['tp']:.2f} us total, {us['entry']:.2f} "
+              f"us in the generated function, {us['tp'] - us['entry']:.2f} us in the "
+              f"Transformed wrapper; a plain Python `2.0 * x`: {us['plain']:.3f} us")
     print(f"total wall time: {time.perf_counter() - t_start:.0f} s; at the end, {_load()}")
     return 0
 

@@ -233,6 +233,9 @@ for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
                     "rt.batched_dot_adj_b": ("dout", "a", "b")}.items():
     batch_lanes(_s, _arrays)
 batch_lanes("rt.lane_len", ("x",), out_batched=False)
+# Jacobians (transpile/jacobians.py): the basis depends only on the per-example shape
+nondiff("rt.basis_of")
+batch_lanes("rt.basis_of", ("x",), out_batched=False)
 batch_lanes("rt.lane_axis", ("x",), out_batched=False)
 lookup("rt.axis_size").batch = BatchRule("axis_size", out_batched=False)
 lookup("rt.lane_scatter_index").batch = BatchRule("unsupported")
