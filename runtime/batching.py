@@ -388,11 +388,28 @@ def lane_scatter_index(index, n):
 # ---------------------------------------------------------------- np.dot per example
 
 _LETTERS = "abcdefghijklmopqrstuvwxyz"     # no "n": that is the batch
+_FRAMES = "ABCDEFGHIJ"                      # axes of enclosing vmaps
 
 
-def dot_subscripts(p, q, a_batched, b_batched, outer=0):
-    """einsum subscripts of np.dot for per-example ranks p and q, either side batched."""
-    lead = "".join("ABCDEFGH"[:outer])
+def frames(outer, count):
+    """`outer` of a helper that batches each array argument separately, as one tuple of
+    flags per argument (outermost vmap first): which enclosing vmaps' axes it carries.
+    An int means every argument carries that many."""
+    if isinstance(outer, int):
+        return ((1,) * outer,) * count
+    return tuple(tuple(f) for f in outer)
+
+
+def _lead(flags):
+    return "".join(_FRAMES[j] for j, f in enumerate(flags) if f)
+
+
+def dot_subscripts(p, q, a_batched, b_batched, fa=(), fb=(), fo=None):
+    """einsum subscripts of np.dot for per-example ranks p and q, either side batched;
+    fa/fb/fo: the enclosing vmaps' axes a, b and the result carry (default: the result
+    carries every one)."""
+    if fo is None:
+        fo = (1,) * max(len(fa), len(fb))
     sa, sb = _LETTERS[:p], _LETTERS[p:p + q]
     if p == 0 or q == 0:                      # a number times an array
         out = sa + sb
@@ -404,19 +421,16 @@ def dot_subscripts(p, q, a_batched, b_batched, outer=0):
             sb = sb[:-2] + c + sb[-1]
             out = sa[:-1] + sb[:-2] + sb[-1]
     na, nb = ("n" if a_batched else ""), ("n" if b_batched else "")
-    return lead + na + sa, lead + nb + sb, lead + "n" + out
-
-
-def _ranks(a, b, a_batched, b_batched, outer):
-    return (np.ndim(a) - outer - (1 if a_batched else 0),
-            np.ndim(b) - outer - (1 if b_batched else 0))
+    return _lead(fa) + na + sa, _lead(fb) + nb + sb, _lead(fo) + "n" + out
 
 
 def batched_dot(a, b, a_batched, b_batched, outer=0):
     """np.dot per example, for a and/or b batched (on axis 0)."""
     xp = array_module(a, b)
     a, b = xp.asarray(a), xp.asarray(b)
-    p, q = _ranks(a, b, a_batched, b_batched, outer)
+    fa, fb = frames(outer, 2)
+    p = np.ndim(a) - sum(fa) - (1 if a_batched else 0)
+    q = np.ndim(b) - sum(fb) - (1 if b_batched else 0)
     if not outer and p and q:                 # the common cases, on BLAS directly
         if a_batched and not b_batched:       # the batch is more rows of a
             return xp.dot(a, b)
@@ -424,24 +438,53 @@ def batched_dot(a, b, a_batched, b_batched, outer=0):
             return xp.tensordot(b, a, axes=([1], [p - 1]))
         if a_batched and b_batched and p == 2 and q == 2:
             return xp.matmul(a, b)
-    sa, sb, so = dot_subscripts(p, q, a_batched, b_batched, outer)
+    sa, sb, so = dot_subscripts(p, q, a_batched, b_batched, fa, fb)
     return xp.einsum(f"{sa},{sb}->{so}", a, b, optimize=True)
 
 
-def batched_dot_adj_a(dout, a, b, a_batched, b_batched, outer=0):
+_LATER = "PQRSTUVWXY"                       # axes of vmaps applied to an adjoint itself
+
+
+def _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, wrt_a):
+    """The adjoint of batched_dot for a (wrt_a) or b, as an einsum.
+
+    Axes of the vmaps that batched the primal product (`outer`, per a and b; the cotangent
+    carries all of them): the adjoint keeps those its argument carries and sums the rest,
+    like any adjoint. Axes of vmaps applied to this adjoint call afterwards (`outer_adj`,
+    per dout, a, b: vmap of gradient code): the result carries every one that some
+    argument carries; one only the argument itself carries gives the same adjoint along it.
+    """
+    xp = array_module(dout, a, b)
+    fa, fb = frames(outer, 2)
+    gd, ga, gb = frames(outer_adj, 3) if outer_adj else ((), (), ())
+    p = np.ndim(a) - sum(fa) - sum(ga) - (1 if a_batched else 0)
+    q = np.ndim(b) - sum(fb) - sum(gb) - (1 if b_batched else 0)
+    sa, sb, so = dot_subscripts(p, q, a_batched, b_batched, fa, fb)
+    later = lambda flags: "".join(_LATER[j] for j, f in enumerate(flags) if f)  # noqa: E731
+    sa, sb, so = later(ga) + sa, later(gb) + sb, later(gd) + so
+    g_mine, g_other = (ga, gb) if wrt_a else (gb, ga)
+    mine = sa if wrt_a else sb
+    g_res = tuple(int(x or y) for x, y in zip(gd, g_other))
+    res = later(g_res) + mine[len(later(g_mine)):]
+    out = xp.einsum(f"{so},{sb if wrt_a else sa}->{res}", dout, b if wrt_a else a,
+                    optimize=True)
+    shape = np.shape(a if wrt_a else b)
+    for j, f in enumerate(g_mine):       # axes only the argument carries: repeat
+        if f and not g_res[j]:
+            pos = sum(1 for k in range(j) if g_res[k] or (g_mine[k] and not g_res[k]))
+            size = shape[sum(1 for k in range(j) if g_mine[k])]
+            out = xp.repeat(xp.expand_dims(out, pos), size, axis=pos)
+    return out
+
+
+def batched_dot_adj_a(dout, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     """The adjoint of batched_dot for `a` (summed over the batch when a is not batched)."""
-    xp = array_module(dout, b)
-    sa, sb, so = dot_subscripts(*_ranks(a, b, a_batched, b_batched, outer), a_batched,
-                                b_batched, outer)
-    return xp.einsum(f"{so},{sb}->{sa}", dout, b, optimize=True)
+    return _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, True)
 
 
-def batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer=0):
+def batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     """The adjoint of batched_dot for `b`."""
-    xp = array_module(dout, a)
-    sa, sb, so = dot_subscripts(*_ranks(a, b, a_batched, b_batched, outer), a_batched,
-                                b_batched, outer)
-    return xp.einsum(f"{sa},{so}->{sb}", a, dout, optimize=True)
+    return _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, False)
 
 
 __all__ = ["axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "sum_batch",
@@ -449,4 +492,4 @@ __all__ = ["axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "sum_
            "min_start", "as_float", "lane_axis", "flat_lanes", "lane_shape", "lane_len",
            "lane_index", "lane_getitem", "lane_gather", "lane_getitem_adj", "lane_gather_adj",
            "unsum_batch", "lane_scatter_index", "batched_dot",
-           "batched_dot_adj_a", "batched_dot_adj_b", "dot_subscripts"]
+           "batched_dot_adj_a", "batched_dot_adj_b", "dot_subscripts", "frames"]

@@ -398,3 +398,39 @@ def test_calls_get_batched_variants():
     f = tp.vmap(calls_helper, in_axes=(0, None))
     close(f(xs, W), loop(calls_helper, (xs, W), (0, None), 4))
     assert "helper_vmap(batch_size, x, W)" in f.source
+
+
+def dot_(a, b):
+    return np.dot(a, b)
+
+
+def _nested_dot_case(sa, sb, axes):
+    ia, ib, ja, jb = axes
+    A = RNG.standard_normal(((4,) if ja is not None else ()) + ((3,) if ia is not None else ())
+                            + sa)
+    B = RNG.standard_normal(((4,) if jb is not None else ()) + ((3,) if ib is not None else ())
+                            + sb)
+    f = tp.vmap(tp.vmap(dot_, in_axes=(ia, ib)), in_axes=(ja, jb))
+    pick = lambda X, k, ax: X if ax is None else X[k]  # noqa: E731
+    want = np.stack([np.stack([np.dot(pick(pick(A, j, ja), i, ia), pick(pick(B, j, jb), i, ib))
+                               for i in range(3)]) for j in range(4)])
+    return f, A, B, want
+
+
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)),
+                                    ((2, 3), (3, 4)), ((2, 2, 3), (3, 4))])
+def test_vmap_of_vmap_of_products_and_their_gradients(shapes):
+    """Products keep an argument that an enclosing vmap does not batch unbatched (no copy
+    per example); values and gradients against loops and finite differences."""
+    import itertools
+    for axes in itertools.product([None, 0], repeat=4):
+        if axes[0] is None and axes[1] is None or axes[2] is None and axes[3] is None:
+            continue
+        f, A, B, want = _nested_dot_case(*shapes, axes)
+        close(f(A, B), want)
+
+        def make(f):
+            def total(A, B):
+                return np.sum(np.sin(f(A, B)))
+            return total
+        check_grads(make(f), (A, B), order=1, modes=("rev", "fwd"))

@@ -454,20 +454,37 @@ class Batching:
         """A helper taking `outer`: its unbatched array arguments get this batch axis too,
         and it is told one more outer axis leads (runtime/batching.py)."""
         sig, bound = self._bound(v, spelling)
-        args = []
+        each = getattr(rule, "each", False)
+        args, flags = [], []
         for p in sig.parameters:
-            if p == "outer" or p not in bound.arguments:
+            if p in ("outer", "outer_adj") or p not in bound.arguments:
                 continue
             a = bound.arguments[p]
-            if p in rule.arrays and not isinstance(a, gast.Constant) and \
-                    not batched(self.expr_spec(a)):
-                a = call("rt.broadcast_batch", [a, name(self.size)])
+            if p in rule.arrays:
+                carried = batched(self.expr_spec(a))
+                flags.append(int(carried))
+                if not each and not carried and not isinstance(a, gast.Constant):
+                    a = call("rt.broadcast_batch", [a, name(self.size)])
             args.append(a)
-        outer = bound.arguments.get("outer", const(0))
-        if not isinstance(outer, gast.Constant):
+        param = getattr(rule, "param", "outer")
+        if param == "outer_adj" and "outer" in bound.arguments:
+            args.append(bound.arguments["outer"])
+        outer = bound.arguments.get(param, const(0))
+        if isinstance(outer, gast.Constant) and outer.value == ():
+            outer = const(0)
+        if not isinstance(outer, (gast.Constant, gast.Tuple)):
             raise self.error(s, f"internal: {spelling} with a computed `outer`")
         new = call(spelling, args)
-        new.keywords = [gast.keyword(arg="outer", value=const(outer.value + 1))]
+        if each:
+            import ast as _ast
+            old = _ast.literal_eval(gast.unparse(outer)) if isinstance(outer, gast.Tuple) \
+                else outer.value
+            import runtime
+            before = runtime.batching.frames(old, len(flags))
+            value = _literal(tuple((f,) + tuple(b) for f, b in zip(flags, before)))
+        else:
+            value = const(outer.value + 1)
+        new.keywords = [gast.keyword(arg=param, value=value)]
         return new
 
     def axis_size(self, s, v):

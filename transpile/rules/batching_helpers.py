@@ -10,10 +10,15 @@ import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
 
-def batch_lanes(spelling, arrays, out_batched=True):
-    """The batching rule of a helper taking `outer`: broadcast `arrays` args, outer + 1."""
+def batch_lanes(spelling, arrays, out_batched=True, each=False, param="outer"):
+    """The batching rule of a helper taking `outer`: broadcast `arrays` args, outer + 1.
+
+    each=True: the helper takes `outer` per argument (runtime/batching.py `frames`): no
+    argument is broadcast, each is told whether it carries this vmap's axis."""
     rule = BatchRule("lanes", out_batched=out_batched)
     rule.arrays = tuple(arrays)
+    rule.each = each
+    rule.param = param
     lookup(spelling).batch = rule
 
 
@@ -187,29 +192,31 @@ def batched_dot_fwd(out, a, b, a_batched, b_batched, outer=0):
     dout = rt.batched_dot(a, db, a_batched, b_batched, outer)
 
 
-# adj_a(g, a, b) is linear in g and b (a gives only its shape); adj_b likewise in g and a
+# adj_a(g, a, b) is linear in g and b (a gives only its shape); adj_b likewise in g and a.
+# Their own derivatives hold for calls no vmap has batched yet (outer_adj empty): gradient
+# code of vmapped gradient code of a product is not supported.
 @rev("rt.batched_dot_adj_a")
-def batched_dot_adj_a(dout, out, g, a, b, a_batched, b_batched, outer=0):
+def batched_dot_adj_a(dout, out, g, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     dg = rt.batched_dot(dout, b, a_batched, b_batched, outer)
     db = rt.batched_dot_adj_b(g, dout, b, a_batched, b_batched, outer)
 
 
 @fwd("rt.batched_dot_adj_a")
-def batched_dot_adj_a_fwd(out, g, a, b, a_batched, b_batched, outer=0):
-    dout = rt.batched_dot_adj_a(dg, a, b, a_batched, b_batched, outer)
-    dout = rt.batched_dot_adj_a(g, a, db, a_batched, b_batched, outer)
+def batched_dot_adj_a_fwd(out, g, a, b, a_batched, b_batched, outer=0, outer_adj=()):
+    dout = rt.batched_dot_adj_a(dg, a, b, a_batched, b_batched, outer, outer_adj)
+    dout = rt.batched_dot_adj_a(g, a, db, a_batched, b_batched, outer, outer_adj)
 
 
 @rev("rt.batched_dot_adj_b")
-def batched_dot_adj_b(dout, out, g, a, b, a_batched, b_batched, outer=0):
+def batched_dot_adj_b(dout, out, g, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     dg = rt.batched_dot(a, dout, a_batched, b_batched, outer)
     da = rt.batched_dot_adj_a(g, a, dout, a_batched, b_batched, outer)
 
 
 @fwd("rt.batched_dot_adj_b")
-def batched_dot_adj_b_fwd(out, g, a, b, a_batched, b_batched, outer=0):
-    dout = rt.batched_dot_adj_b(dg, a, b, a_batched, b_batched, outer)
-    dout = rt.batched_dot_adj_b(g, da, b, a_batched, b_batched, outer)
+def batched_dot_adj_b_fwd(out, g, a, b, a_batched, b_batched, outer=0, outer_adj=()):
+    dout = rt.batched_dot_adj_b(dg, a, b, a_batched, b_batched, outer, outer_adj)
+    dout = rt.batched_dot_adj_b(g, da, b, a_batched, b_batched, outer, outer_adj)
 
 
 nondiff("rt.axis_size", side_effect=True)
@@ -228,10 +235,13 @@ for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
                     "rt.batch_out": ("value",), "rt.flat_lanes": ("x",),
                     "rt.lane_getitem": ("x",), "rt.lane_getitem_adj": ("d", "x"),
                     "rt.lane_gather": ("x", "index"), "rt.lane_gather_adj": ("d", "x", "index"),
-                    "rt.batched_dot": ("a", "b"),
-                    "rt.batched_dot_adj_a": ("dout", "a", "b"),
-                    "rt.batched_dot_adj_b": ("dout", "a", "b")}.items():
+                    }.items():
     batch_lanes(_s, _arrays)
+# products: an argument not batched by an enclosing vmap is not copied for it
+batch_lanes("rt.batched_dot", ("a", "b"), each=True)
+batch_lanes("rt.batched_dot_adj_a", ("dout", "a", "b"), each=True, param="outer_adj")
+batch_lanes("rt.batched_dot_adj_b", ("dout", "a", "b"), each=True, param="outer_adj")
+
 batch_lanes("rt.lane_len", ("x",), out_batched=False)
 # Jacobians (transpile/jacobians.py): the basis depends only on the per-example shape
 nondiff("rt.basis_of")
