@@ -371,6 +371,10 @@ def lane_gather(x, index, x_batched, outer=0):
                                      if isinstance(index, tuple) else index[k],
                                      x_batched, outer - 1) for k in range(n)])
     parts = _as_tuple(index)
+    for p in parts:
+        if isinstance(p, slice) or p is None or p is Ellipsis:
+            raise TransformError("an index that differs between examples can only be made "
+                                 "of integers or integer arrays (no slices) under vmap")
     n = next(np.shape(p)[0] for p in parts if np.ndim(p))
     if isinstance(x, (tuple, list)):
         raise TransformError("indexing a list with an index that differs between examples "

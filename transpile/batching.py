@@ -55,10 +55,6 @@ def uniform(spec):
     return batched(spec)
 
 
-def _spec_const(spec):
-    return const(spec)
-
-
 class Batching:
     def __init__(self, program, fir, in_specs, callee_batched, axis_name):
         self.program = program
@@ -240,7 +236,7 @@ class Batching:
             return expr          # an empty list: what it will hold is batched
         args = [expr, name(self.size)]
         if have is not False:
-            args.append(_spec_const(have))
+            args.append(const(have))
         if isinstance(want, tuple):
             raise TransformError("internal: partial conversion to a tuple spec")
         return call("rt.broadcast_batch", args)
@@ -595,22 +591,6 @@ class Batching:
                     out.add(st.targets[0].value.id)
         return out | names_in(self.fir.node.body[-1])
 
-    def _with_mask(self, cond_expr, body_fn):
-        """Run `body_fn` with the current mask narrowed by `cond_expr`; returns (stmts, out)."""
-        saved = self.mask
-        pre = []
-        mask = self.namer.fresh("mask")
-        if saved is None:
-            pre.append(assign(mask, cond_expr))
-        else:
-            pre.append(assign(mask, call("np.logical_and", [name(saved), cond_expr])))
-        self.mask = mask
-        try:
-            out = body_fn()
-        finally:
-            self.mask = saved
-        return pre, out
-
     def branch(self, s):
         cond = s.test
         if not batched(self.expr_spec(cond)):
@@ -893,7 +873,7 @@ def batched_function(program, fir, name_, in_specs, callee_batched, axis_name,
     if force_out is not None and spec != force_out:   # a recursive variant: fully batched
         stmts.append(assign(bt.namer.fresh("result"), bt.convert(out, spec, force_out)))
         out, spec = name(stmts[-1].targets[0].id), force_out
-    body = optimize.dce(stmts + [gast.Return(value=_copy.deepcopy(out))], set())
+    body = _quiet(optimize.dce(stmts + [gast.Return(value=_copy.deepcopy(out))], set()))
     fdef = _funcdef(name_, [bt.size] + list(fir.params), body, fir.node)
     return _with_source(fdef, fir), spec
 
@@ -925,7 +905,6 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     from . import optimize
     params = list(fir.params)
     in_axes = opts["in_axes"]
-    user = params[nprefix:nprefix + nuser]
     axes = [None] * len(params)
     for i, a in zip(range(nprefix, nprefix + nuser), in_axes):
         axes[i] = a
@@ -943,7 +922,7 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
         anno.set(node, Anno.PRIM, (rules.lookup("tuple"), "tuple"))
     prologue = [assign(bt.size, call("rt.axis_size", size_args))]
     for p, a, sp in zip(params, axes, specs):
-        if a is None or a == 0:
+        if all(x is None or x == 0 for x in _flat(a)):
             continue
         if isinstance(a, int) or not _is_dict_mixed(a):
             prologue.append(assign(p, call("rt.move_batch_axis", [name(p), _literal(a)])))
@@ -959,20 +938,14 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     result = _copy.deepcopy(out)
     if want is True:
         result = bt.convert(result, spec, True)
-    elif isinstance(want, tuple) and spec != want:
+    elif isinstance(want, tuple) and spec != want and \
+            not all(k is True for k in _flat(_keep(spec, want))):
         # batch the leaves out_axes maps; leaves it leaves unmapped stay as they are
         result = call("rt.broadcast_batch", [result, name(bt.size),
                                              _literal(_keep(spec, want))])
     if out_axes not in (0, None):
         result = call("rt.batch_out", [result, _literal(out_axes)])
-    body = optimize.dce(prologue + stmts + [gast.Return(value=result)], set())
-    if _has_batched_control(body):
-        # examples on the path not taken compute values that are thrown away: their
-        # floating point warnings (0/0, overflow) mean nothing
-        ctx = call("np.errstate", [])
-        ctx.keywords = [gast.keyword(arg="all", value=const("ignore"))]
-        body = [gast.With(items=[gast.withitem(context_expr=ctx, optional_vars=None)],
-                          body=body, type_comment=None)]
+    body = _quiet(optimize.dce(prologue + stmts + [gast.Return(value=result)], set()))
     fdef = _funcdef(name_, params, body, fir.node)
     return _with_source(fdef, fir)
 
@@ -1015,6 +988,18 @@ def _check_out(bt, fir, spec, want, out_axes):
         raise TransformError(f"vmap of {fir.name}: out_axes={out_axes!r} does not match the "
                              f"output's structure ({len(spec)} values)")
     visit(spec, want, "")
+
+
+def _quiet(body):
+    """Examples on a path they do not take compute values that are thrown away: their
+    floating point warnings (0/0, overflow) mean nothing, so a function that selects
+    between paths runs under np.errstate(all='ignore')."""
+    if not _has_batched_control(body):
+        return body
+    ctx = call("np.errstate", [])
+    ctx.keywords = [gast.keyword(arg="all", value=const("ignore"))]
+    return [gast.With(items=[gast.withitem(context_expr=ctx, optional_vars=None)],
+                      body=body, type_comment=None)]
 
 
 def _has_batched_control(body):

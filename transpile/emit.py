@@ -93,7 +93,7 @@ def _line_comments(stmts, src, last=None):
                 out.append(gast.Expr(value=gast.Constant(value=f"{_COMMENT}{label}: {text}",
                                                          kind=None)))
                 last = key
-        if isinstance(s, (gast.If, gast.For, gast.While)):
+        if isinstance(s, (gast.If, gast.For, gast.While, gast.With)):
             s = copy.copy(s)
             s.body = _line_comments(s.body, src, last)
             if isinstance(s, gast.If):
