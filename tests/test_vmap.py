@@ -434,3 +434,16 @@ def test_vmap_of_vmap_of_products_and_their_gradients(shapes):
                 return np.sum(np.sin(f(A, B)))
             return total
         check_grads(make(f), (A, B), order=1, modes=("rev", "fwd"))
+
+
+def scaled(x, c=2.0):
+    return x * c
+
+
+def test_int_in_axes_maps_the_arguments_passed():
+    """As in JAX: a parameter left to its default is not mapped; one passed is."""
+    xs = RNG.standard_normal((4, 3))
+    f = tp.vmap(scaled)
+    close(f(xs), xs * 2.0)
+    cs = RNG.standard_normal(4)
+    close(f(xs, cs), xs * cs[:, None])

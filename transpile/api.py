@@ -115,6 +115,7 @@ class Transformed:
         self._generated = None
         self._fast = None
         self._nparams = len(self.signature.parameters)
+        self._partial_axes = None     # vmap with one int in_axes: defaults are not mapped
         functools.update_wrapper(self, target, updated=())
 
     # ------------------------------------------------------------------ generation
@@ -164,6 +165,8 @@ class Transformed:
         return self.root.prefix + tuple(self.bind(args, kwargs)) + self.root.extra_values()
 
     def __call__(self, *args, **kwargs):
+        if self._partial_axes is not None and len(args) + len(kwargs) < self._nparams:
+            return self._vmap_of_passed(args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs and len(args) == self._nparams:
             return fast(*args)          # no defaults, prefix or closure values to add
@@ -171,6 +174,19 @@ class Transformed:
         if self.kind != "vjp" and not self.root.prefix and not self.root.has_extra():
             self._fast = gen.entry
         return gen.call(self, self.full_args(args, kwargs))
+
+    def _vmap_of_passed(self, args, kwargs):
+        """JAX's reading of an int in_axes: it maps the arguments passed; parameters left
+        to their defaults are the same for every example."""
+        passed = set(self.signature.bind(*args, **kwargs).arguments)
+        axes = tuple(self._partial_axes if p in passed else None
+                     for p in self.signature.parameters)
+        variants = self.__dict__.setdefault("_variants", {})
+        if axes not in variants:
+            opts = dict(self.options)
+            variants[axes] = vmap(self.target, in_axes=axes, out_axes=opts["out_axes"].value,
+                                  axis_name=opts["axis_name"], axis_size=opts["axis_size"])
+        return variants[axes](*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -336,6 +352,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         axes = (in_axes,) * nuser
     t.options["in_axes"] = _Axes(axes)
     t.key = (t.kind, tuple(sorted(t.options.items(), key=repr)), t.root.key)
+    if not isinstance(in_axes, (tuple, list)) and t.defaults():
+        t._partial_axes = in_axes
     return t
 
 
