@@ -143,6 +143,21 @@ def broadcast_batch(value, n, have=False, outer=0):
     return out
 
 
+def batch_view(value, n, outer=0):
+    """`value` seen as the same in each of n examples: a read-only broadcast view (no copy),
+    for arguments of helpers that only read them."""
+    if value is None or isinstance(value, (str, type)) or callable(value):
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(batch_view(v, n, outer) for v in value)
+    if isinstance(value, dict):
+        return {k: batch_view(v, n, outer) for k, v in value.items()}
+    xp = array_module(value)
+    value = xp.asarray(value)
+    return xp.broadcast_to(xp.expand_dims(value, outer),
+                           value.shape[:outer] + (n,) + value.shape[outer:])
+
+
 def sum_batch(value, have=False, outer=0):
     """The adjoint of broadcast_batch: leaves it broadcast are summed over the batch axis."""
     if have is True or value is None:
@@ -259,6 +274,54 @@ def min_start(start):
 def as_float(x):
     """float(x) for a batch of numbers."""
     return array_module(x).asarray(x, dtype=np.float64)
+
+
+def _depth(x):
+    depth = 0
+    while isinstance(x, (tuple, list)) and len(x):
+        x, depth = x[0], depth + 1
+    return depth
+
+
+def lanes_array(x, spec, n, outer=0):
+    """np.array(x) per example, x batched by `spec` (a list of batched values is stacked
+    along the axis after the batch, unbatched elements repeated for every example)."""
+    if not isinstance(x, (tuple, list)):
+        return array_module(x).asarray(x)
+    x = broadcast_batch(x, n, spec, outer)
+    leaves = tree_leaves_(x)
+    arr = array_module(*leaves).asarray(x) if leaves else np.asarray(x)
+    depth = _depth(x)
+    return np.moveaxis(arr, list(range(depth, depth + outer + 1)), list(range(outer + 1)))
+
+
+def lanes_unarray(d, x, spec, outer=0):
+    """The adjoint of lanes_array: `d` split back into x's structure (summed over the batch
+    for elements that were not batched)."""
+    if not isinstance(x, (tuple, list)):
+        return d
+    depth = _depth(x)
+    d = np.moveaxis(d, list(range(outer + 1)), list(range(depth, depth + outer + 1)))
+    parts = spec if isinstance(spec, (tuple, list)) else (spec,) * len(x)
+
+    def split(dd, xx, sp):
+        if isinstance(xx, (tuple, list)):
+            sps = sp if isinstance(sp, (tuple, list)) else (sp,) * len(xx)
+            return type(xx)(split(dd[i], xi, s) for i, (xi, s) in enumerate(zip(xx, sps)))
+        return dd if sp else np.sum(dd, axis=outer)
+    return type(x)(split(d[i], xi, s) for i, (xi, s) in enumerate(zip(x, parts)))
+
+
+def batch_size_of(value, outer=0):
+    """The batch size of a batched value (its first leaf's axis after the outer ones)."""
+    leaves = tree_leaves_(value) if isinstance(value, (tuple, list)) else [value]
+    return np.shape(leaves[0])[outer]
+
+
+def tree_leaves_(x):
+    if isinstance(x, (tuple, list)):
+        return [leaf for t in x for leaf in tree_leaves_(t)]
+    return [x]
 
 
 # ---------------------------------------------------------------- axes and shapes
@@ -491,7 +554,8 @@ def batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     return _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, False)
 
 
-__all__ = ["axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "sum_batch",
+__all__ = ["lanes_array", "lanes_unarray", "batch_size_of", "axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "batch_view",
+           "sum_batch",
            "align", "align_lanes", "select", "select_adj", "any_lane", "max_trips",
            "min_start", "as_float", "lane_axis", "flat_lanes", "lane_shape", "lane_len",
            "lane_index", "lane_getitem", "lane_gather", "lane_getitem_adj", "lane_gather_adj",

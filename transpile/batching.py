@@ -166,7 +166,8 @@ class Batching:
         if not any(batched(self.expr_spec(a)) for a in args):
             return False
         prim = found[0] if found else None
-        if prim is not None and prim.batch is not None and not prim.batch.out_batched:
+        rule = (prim.batch_for.get(spelling) or prim.batch) if prim is not None else None
+        if rule is not None and not rule.out_batched:
             return False
         return True
 
@@ -360,7 +361,7 @@ class Batching:
                              f"add one in transpile/rules/ next to its derivative rules "
                              f"(@batch(\"{spelling}\"), or batch_elementwise/batch_same; see "
                              "docs/adding_a_primitive.md).")
-        rule = prim.batch
+        rule = prim.batch_for.get(spelling) or prim.batch
         if rule.kind == "same":
             return v, spec
         if rule.kind == "elementwise":
@@ -426,6 +427,7 @@ class Batching:
         for p in tpl.params:
             mapping[p] = actual[p]
             mapping[p + "_batched"] = const(batched(self.expr_spec(actual[p])))
+            mapping[p + "_spec"] = _literal(self.expr_spec(actual[p]))
         local = {}
         for st in tpl.body:
             for n in gast.walk(st):
@@ -460,7 +462,8 @@ class Batching:
                 carried = batched(self.expr_spec(a))
                 flags.append(int(carried))
                 if not each and not carried and not isinstance(a, gast.Constant):
-                    a = call("rt.broadcast_batch", [a, name(self.size)])
+                    # helpers only read their arguments: a view, not a copy per example
+                    a = call("rt.batch_view", [a, name(self.size)])
             args.append(a)
         param = getattr(rule, "param", "outer")
         if param == "outer_adj" and "outer" in bound.arguments:
@@ -478,6 +481,10 @@ class Batching:
             import runtime
             before = runtime.batching.frames(old, len(flags))
             value = _literal(tuple((f,) + tuple(b) for f, b in zip(flags, before)))
+        elif isinstance(outer, gast.Tuple):      # per-argument frames, all now batched
+            import ast as _ast
+            old = _ast.literal_eval(gast.unparse(outer))
+            value = _literal(tuple((1,) + tuple(f) for f in old))
         else:
             value = const(outer.value + 1)
         new.keywords = [gast.keyword(arg=param, value=value)]

@@ -78,6 +78,16 @@ def broadcast_batch_fwd(out, value, n, have=False, outer=0):
     dout = rt.broadcast_batch(dvalue, n, have, outer)
 
 
+@rev("rt.batch_view")
+def batch_view(dout, out, value, n, outer=0):
+    dvalue = rt.sum_batch(dout, False, outer)
+
+
+@fwd("rt.batch_view")
+def batch_view_fwd(out, value, n, outer=0):
+    dout = rt.batch_view(dvalue, n, outer)
+
+
 @rev("rt.sum_batch")
 def sum_batch(dout, out, value, have=False, outer=0):
     dvalue = rt.unsum_batch(dout, value, have, outer)
@@ -136,6 +146,26 @@ def flat_lanes(dout, out, x, outer=0):
 @fwd("rt.flat_lanes")
 def flat_lanes_fwd(out, x, outer=0):
     dout = rt.flat_lanes(dx, outer)
+
+
+@rev("rt.lanes_array")
+def lanes_array(dout, out, x, spec, n, outer=0):
+    dx = rt.lanes_unarray(dout, x, spec, outer)
+
+
+@fwd("rt.lanes_array")
+def lanes_array_fwd(out, x, spec, n, outer=0):
+    dout = rt.lanes_array(dx, spec, n, outer)
+
+
+@rev("rt.lanes_unarray")
+def lanes_unarray(dout, out, d, x, spec, outer=0):
+    dd = rt.lanes_array(dout, spec, rt.batch_size_of(d, outer), outer)
+
+
+@fwd("rt.lanes_unarray")
+def lanes_unarray_fwd(out, d, x, spec, outer=0):
+    dout = rt.lanes_unarray(dd, x, spec, outer)
 
 
 # ---------------------------------------------------------------- subscripts, products
@@ -220,6 +250,8 @@ def batched_dot_adj_b_fwd(out, g, a, b, a_batched, b_batched, outer=0, outer_adj
 
 
 nondiff("rt.axis_size", side_effect=True)
+nondiff("rt.batch_size_of")
+batch_lanes("rt.batch_size_of", ("value",), out_batched=False)
 nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
         "rt.lane_index", "rt.lane_scatter_index", "rt.lane_shape")
 
@@ -231,6 +263,8 @@ for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
                     "rt.select": ("cond", "then", "otherwise"),
                     "rt.select_adj": ("cond", "d"),
                     "rt.broadcast_batch": ("value",), "rt.sum_batch": ("value",),
+                    "rt.batch_view": ("value",), "rt.lanes_array": ("x",),
+                    "rt.lanes_unarray": ("d", "x"),
                     "rt.unsum_batch": ("d", "like"), "rt.move_batch_axis": ("value",),
                     "rt.batch_out": ("value",), "rt.flat_lanes": ("x",),
                     "rt.lane_getitem": ("x",), "rt.lane_getitem_adj": ("d", "x"),

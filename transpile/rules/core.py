@@ -98,6 +98,7 @@ class Primitive:
         self.stateful = False       # mutates its first argument (a stack pop)
         self.container_out = False  # returns a tuple/list (np.split, slogdet, ...)
         self.batch = None           # BatchRule: how vmap pushes a batch axis through it
+        self.batch_for = {}         # spelling -> BatchRule, where spellings differ (float)
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -215,7 +216,7 @@ def batch(*spellings, out_batched=True):
     def decorate(fn):
         rule = BatchRule("template", Template(fn), out_batched=out_batched)
         for s in spellings:
-            _register([s], fn.__name__).batch = rule
+            _set_batch(_register([s], fn.__name__), s, rule)
         return fn
     return decorate
 
@@ -225,16 +226,22 @@ def batch_elementwise(*spellings, vectorized=None):
     batches them once per-example ranks are aligned. `vectorized`: the spelling that works
     on arrays, for math.* and builtins."""
     for s in spellings:
-        _register([s], s.rsplit(".", 1)[-1]).batch = BatchRule("elementwise",
-                                                                vectorized=vectorized or s)
+        _set_batch(_register([s], s.rsplit(".", 1)[-1]), s,
+                   BatchRule("elementwise", vectorized=vectorized or s))
 
 
 def batch_same(*spellings, out_batched=True):
     """Primitives that already treat a leading batch axis like any other axis (or, with
     out_batched=False, whose result is the same for every example)."""
     for s in spellings:
-        _register([s], s.rsplit(".", 1)[-1]).batch = BatchRule("same",
-                                                                out_batched=out_batched)
+        _set_batch(_register([s], s.rsplit(".", 1)[-1]), s,
+                   BatchRule("same", out_batched=out_batched))
+
+
+def _set_batch(prim, spelling, rule):
+    prim.batch_for[spelling] = rule
+    if prim.batch is None or spelling == prim.spellings[0]:
+        prim.batch = rule
 
 
 # Spellings that generated code uses for speed but that mean another primitive: code

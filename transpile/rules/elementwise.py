@@ -4,7 +4,7 @@ Binary reverse rules unbroadcast each adjoint back to its argument's shape; forw
 (one term per argument) broadcast a tangent to the result's shape where a term would not
 already have it (`rt.broadcast_like`).
 """
-from .core import batch_elementwise, batch_same, fwd, nondiff, rev
+from .core import batch, batch_elementwise, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401  (templates refer to np and rt)
 import runtime as rt  # noqa: F401
 
@@ -111,6 +111,188 @@ nondiff("np.random.randn", "np.random.rand", "np.random.normal", "np.random.unif
         "np.random.gamma", "np.random.beta", "np.random.laplace", "np.random.logistic",
         "np.random.lognormal", "np.random.multivariate_normal", "np.random.standard_t",
         "np.random.seed", "np.random.shuffle", side_effect=True)
+
+
+# Random numbers under vmap: parameters that differ between examples become leading axes of
+# the draw (one call draws every example's numbers, in the order a loop over examples
+# would). A size or shape that differs between examples cannot be batched.
+@batch("np.random.normal")
+def normal_batch(loc=0.0, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.normal", "its size differs between examples")
+    else:
+        out = rt.lane_random("normal", batch_size, size, loc, scale, loc_batched,
+                             scale_batched)
+
+
+@batch("np.random.uniform")
+def uniform_batch(low=0.0, high=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.uniform", "its size differs between examples")
+    else:
+        out = rt.lane_random("uniform", batch_size, size, low, high, low_batched,
+                             high_batched)
+
+
+@batch("np.random.randint")
+def randint_batch(low, high=None, size=None, dtype=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.randint", "its size differs between examples")
+    else:
+        out = rt.lane_random("randint", batch_size, size, low, high, low_batched,
+                             high_batched, dtype)
+
+
+@batch("np.random.binomial")
+def binomial_batch(n, p, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.binomial", "its size differs between examples")
+    else:
+        out = rt.lane_random("binomial", batch_size, size, n, p, n_batched, p_batched)
+
+
+@batch("np.random.poisson")
+def poisson_batch(lam=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.poisson", "its size differs between examples")
+    else:
+        out = rt.lane_random("poisson", batch_size, size, lam, None, lam_batched)
+
+
+@batch("np.random.exponential")
+def exponential_batch(scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.exponential", "its size differs between examples")
+    else:
+        out = rt.lane_random("exponential", batch_size, size, scale, None, scale_batched)
+
+
+@batch("np.random.gamma")
+def gamma_batch(shape, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.gamma", "its size differs between examples")
+    else:
+        out = rt.lane_random("gamma", batch_size, size, shape, scale, shape_batched,
+                             scale_batched)
+
+
+@batch("np.random.beta")
+def beta_batch(a, b, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.beta", "its size differs between examples")
+    else:
+        out = rt.lane_random("beta", batch_size, size, a, b, a_batched, b_batched)
+
+
+@batch("np.random.laplace")
+def laplace_batch(loc=0.0, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.laplace", "its size differs between examples")
+    else:
+        out = rt.lane_random("laplace", batch_size, size, loc, scale, loc_batched,
+                             scale_batched)
+
+
+@batch("np.random.logistic")
+def logistic_batch(loc=0.0, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.logistic", "its size differs between examples")
+    else:
+        out = rt.lane_random("logistic", batch_size, size, loc, scale, loc_batched,
+                             scale_batched)
+
+
+@batch("np.random.lognormal")
+def lognormal_batch(mean=0.0, sigma=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.lognormal", "its size differs between examples")
+    else:
+        out = rt.lane_random("lognormal", batch_size, size, mean, sigma, mean_batched,
+                             sigma_batched)
+
+
+@batch("np.random.standard_t")
+def standard_t_batch(df, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.standard_t", "its size differs between examples")
+    else:
+        out = rt.lane_random("standard_t", batch_size, size, df, None, df_batched)
+
+
+@batch("np.random.choice")
+def choice_batch(a, size=None, replace=True, p=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.choice", "its size differs between examples")
+    else:
+        out = rt.lane_choice(a, size, replace, p, a_batched, p_batched, batch_size)
+
+
+@batch("np.random.permutation")
+def permutation_batch(x):
+    out = rt.lane_permutation(x)
+
+
+@batch("np.random.shuffle")
+def shuffle_batch(x):
+    out = rt.lane_shuffle(x)
+
+
+@batch("np.random.multivariate_normal")
+def multivariate_normal_batch(mean, cov, size=None, check_valid="warn", tol=1e-8):
+    if size_batched:
+        out = rt.cannot_batch("np.random.multivariate_normal", "its size differs between "
+                              "examples")
+    else:
+        out = rt.lane_multivariate_normal(mean, cov, size, mean_batched, cov_batched,
+                                          batch_size)
+
+
+@batch("np.random.randn", "np.random.rand")
+def randn_batch(d0=None, d1=None, d2=None, d3=None, d4=None, d5=None):
+    out = rt.cannot_batch("np.random.randn/rand", "its shape differs between examples")
+
+
+@batch("np.random.standard_normal", "np.random.random", "np.random.random_sample")
+def standard_normal_batch(size=None):
+    out = rt.cannot_batch("np.random.standard_normal/random", "its size differs between "
+                          "examples")
+
+
+@batch("np.random.seed")
+def seed_batch(seed=None):
+    out = rt.cannot_batch("np.random.seed", "the random state is shared by all examples, "
+                          "so it cannot be seeded per example")
+
+
+# The batching helpers above draw random numbers too (vmap of vmap).
+from .batching_helpers import batch_lanes  # noqa: E402
+
+nondiff("rt.lane_random", "rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
+        "rt.lane_multivariate_normal", side_effect=True)
+batch_lanes("rt.lane_random", ("a", "b"))
+
+
+@batch("rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
+       "rt.lane_multivariate_normal")
+def lane_random_nested_batch(a=None, b=None, c=None, d=None, e=None, f=None, g=None):
+    out = rt.cannot_batch("np.random.choice/permutation/shuffle/multivariate_normal",
+                          "vmap of vmap of these is not supported")
+
+
+# `k in d`: a key test on a dict (or string) of batched values is the same for every
+# example; membership among batched values is refused (rt.lane_contains).
+@batch("in", out_batched=False)
+def contains_batch(x, y):
+    out = rt.lane_contains(x, y)
+
+
+@batch("not in", out_batched=False)
+def not_contains_batch(x, y):
+    out = rt.lane_contains(x, y, True)
+
+
+nondiff("rt.lane_contains")
+batch_same("rt.lane_contains", out_batched=False)
 
 # ---------------------------------------------------------------- exponentials and logs
 
@@ -528,8 +710,7 @@ batch_elementwise(
     "np.sinh", "np.cosh", "np.tanh", "np.arcsinh", "np.arccosh", "np.arctanh",
     "np.deg2rad", "np.rad2deg", "np.radians", "np.degrees", "np.abs", "np.absolute",
     "np.fabs", "np.maximum", "np.minimum", "np.fmax", "np.fmin", "np.where", "np.clip",
-    "np.hypot", "np.conj", "np.conjugate", "np.real", "np.float64", "np.asarray",
-    "np.array", "rt.below", "rt.above")
+    "np.hypot", "np.conj", "np.conjugate", "np.real", "np.float64", "rt.below", "rt.above")
 batch_same("np.zeros_like", "np.ones_like", "np.empty_like")
 # math.* and builtins work on one number; their batched spelling is numpy's
 for _math, _np in {"exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
@@ -546,5 +727,10 @@ batch_elementwise("max", vectorized="np.maximum")
 batch_elementwise("min", vectorized="np.minimum")
 batch_elementwise("round", vectorized="np.round")
 batch_elementwise("float", vectorized="rt.as_float")
+
+
+@batch("np.array", "np.asarray")
+def array_batch(x):
+    out = rt.lanes_array(x, x_spec, batch_size)
 batch_elementwise("not", vectorized="np.logical_not")
 batch_same("is", "is not", out_batched=False)

@@ -3,7 +3,8 @@
 The adjoints of `x1 @ x2` are bilinear helpers (`rt.matmul_adj_x1/x2`) whose rules are
 written in terms of each other, so products differentiate to any order.
 """
-from .core import batch, fwd, nondiff, rev
+from .batching_helpers import batch_lanes
+from .core import batch, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -246,17 +247,33 @@ def slogdet_fwd(out, a):
     dout = (np.zeros_like(out[0]), np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * da, (-2, -1)))
 
 
-@rev("np.linalg.solve", "rt.solve")
+@rev("np.linalg.solve")
 def solve(dout, out, a, b):
     gb = rt.solve(np.swapaxes(a, -1, -2), dout)
     da = -rt.einsum_gen(rt.solve_spec(a, out), a, gb, out)
     db = rt.unbroadcast(gb, b)
 
 
-@fwd("np.linalg.solve", "rt.solve")
+@fwd("np.linalg.solve")
 def solve_fwd(out, a, b):
     """d(a^-1 b) = a^-1 (db - da out); `da @ out` is an einsum that reads `out` as a (batch
-    of) vector(s) where `b` was one."""
+    of) vector(s) where `b` was one. `db` is read as `b` is (np.linalg.solve, not rt.solve:
+    they differ for a stack of matrices `a` and one matrix `b`)."""
+    dout = np.linalg.solve(a, db)
+    dout = -rt.solve(a, rt.einsum_gen(rt.einsum_swap(rt.solve_spec(a, out), 0), out, da, out))
+
+
+# rt.solve has np.linalg.solve's derivative rules but its own primitive: it reads `b` as a
+# vector by another rule (one axis fewer than `a`), so it batches differently.
+@rev("rt.solve")
+def rt_solve(dout, out, a, b):
+    gb = rt.solve(np.swapaxes(a, -1, -2), dout)
+    da = -rt.einsum_gen(rt.solve_spec(a, out), a, gb, out)
+    db = rt.unbroadcast(gb, b)
+
+
+@fwd("rt.solve")
+def rt_solve_fwd(out, a, b):
     dout = rt.solve(a, db)
     dout = -rt.solve(a, rt.einsum_gen(rt.einsum_swap(rt.solve_spec(a, out), 0), out, da, out))
 
@@ -313,7 +330,360 @@ nondiff("rt.einsum_spec", "rt.einsum_swap", "rt.tensordot_spec", "rt.inner_spec"
 
 
 # ---------------------------------------------------------------- batching (vmap)
+# Per-example ranks are known only at run time, so products that depend on them call
+# helpers (runtime/lanes_linalg.py). An adjoint helper batched for per-example gradients
+# (vmap of grad) keeps one adjoint per example: an argument that only lends its shape is
+# viewed along the batch (rt.lanes_view), an unbatched cotangent is broadcast.
+
+@batch("@", "np.matmul")
+def matmul_batch(x1, x2):
+    out = rt.lanes_matmul(x1, x2, x1_batched, x2_batched)
+
+
+@batch("rt.matmul_adj_x1")
+def matmul_adj_x1_batch(g, x2, x1):
+    if g_batched:
+        if x1_batched:
+            out = rt.lanes_matmul_adj_x1(g, x1, x2, True, x2_batched)
+        else:
+            out = rt.lanes_matmul_adj_x1(g, rt.lanes_view(x1, batch_size), x2, True,
+                                         x2_batched)
+    else:
+        if x1_batched:
+            out = rt.lanes_matmul_adj_x1(rt.broadcast_batch(g, batch_size), x1, x2, True,
+                                         x2_batched)
+        else:
+            out = rt.lanes_matmul_adj_x1(rt.broadcast_batch(g, batch_size),
+                                         rt.lanes_view(x1, batch_size), x2, True, x2_batched)
+
+
+@batch("rt.matmul_adj_x2")
+def matmul_adj_x2_batch(x1, g, x2):
+    if g_batched:
+        if x2_batched:
+            out = rt.lanes_matmul_adj_x2(g, x1, x2, x1_batched, True)
+        else:
+            out = rt.lanes_matmul_adj_x2(g, x1, rt.lanes_view(x2, batch_size), x1_batched,
+                                         True)
+    else:
+        if x2_batched:
+            out = rt.lanes_matmul_adj_x2(rt.broadcast_batch(g, batch_size), x1, x2,
+                                         x1_batched, True)
+        else:
+            out = rt.lanes_matmul_adj_x2(rt.broadcast_batch(g, batch_size), x1,
+                                         rt.lanes_view(x2, batch_size), x1_batched, True)
+
+
+@rev("rt.lanes_matmul")
+def lanes_matmul(dout, out, x1, x2, x1_batched, x2_batched, outer=0):
+    dx1 = rt.lanes_matmul_adj_x1(dout, x1, x2, x1_batched, x2_batched, outer)
+    dx2 = rt.lanes_matmul_adj_x2(dout, x1, x2, x1_batched, x2_batched, outer)
+
+
+@fwd("rt.lanes_matmul")
+def lanes_matmul_fwd(out, x1, x2, x1_batched, x2_batched, outer=0):
+    dout = rt.lanes_matmul(dx1, x2, x1_batched, x2_batched, outer)
+    dout = rt.lanes_matmul(x1, dx2, x1_batched, x2_batched, outer)
+
+
+# adj_x1(g, x1, x2) is linear in g and x2 (x1 lends its shape); adj_x2 in g and x1
+@rev("rt.lanes_matmul_adj_x1")
+def lanes_matmul_adj_x1(dout, out, g, x1, x2, x1_batched, x2_batched, outer=0):
+    dg = rt.lanes_matmul(dout, x2, x1_batched, x2_batched, outer)
+    dx2 = rt.lanes_matmul_adj_x2(g, dout, x2, x1_batched, x2_batched, outer)
+
+
+@fwd("rt.lanes_matmul_adj_x1")
+def lanes_matmul_adj_x1_fwd(out, g, x1, x2, x1_batched, x2_batched, outer=0):
+    dout = rt.lanes_matmul_adj_x1(dg, x1, x2, x1_batched, x2_batched, outer)
+    dout = rt.lanes_matmul_adj_x1(g, x1, dx2, x1_batched, x2_batched, outer)
+
+
+@rev("rt.lanes_matmul_adj_x2")
+def lanes_matmul_adj_x2(dout, out, g, x1, x2, x1_batched, x2_batched, outer=0):
+    dg = rt.lanes_matmul(x1, dout, x1_batched, x2_batched, outer)
+    dx1 = rt.lanes_matmul_adj_x1(g, x1, dout, x1_batched, x2_batched, outer)
+
+
+@fwd("rt.lanes_matmul_adj_x2")
+def lanes_matmul_adj_x2_fwd(out, g, x1, x2, x1_batched, x2_batched, outer=0):
+    dout = rt.lanes_matmul_adj_x2(dg, x1, x2, x1_batched, x2_batched, outer)
+    dout = rt.lanes_matmul_adj_x2(g, dx1, x2, x1_batched, x2_batched, outer)
+
 
 @batch("np.dot")
 def dot_batch(a, b):
     out = rt.batched_dot(a, b, a_batched, b_batched)
+
+
+@batch("rt.dot_adj_a")
+def dot_adj_a_batch(g, b, a):
+    if g_batched:
+        if a_batched:
+            out = rt.batched_dot_adj_a(g, a, b, True, b_batched)
+        else:
+            out = rt.batched_dot_adj_a(g, rt.lanes_view(a, batch_size), b, True, b_batched)
+    else:
+        if a_batched:
+            out = rt.batched_dot_adj_a(rt.broadcast_batch(g, batch_size), a, b, True,
+                                       b_batched)
+        else:
+            out = rt.batched_dot_adj_a(rt.broadcast_batch(g, batch_size),
+                                       rt.lanes_view(a, batch_size), b, True, b_batched)
+
+
+@batch("rt.dot_adj_b")
+def dot_adj_b_batch(a, g, b):
+    if g_batched:
+        if b_batched:
+            out = rt.batched_dot_adj_b(g, a, b, a_batched, True)
+        else:
+            out = rt.batched_dot_adj_b(g, a, rt.lanes_view(b, batch_size), a_batched, True)
+    else:
+        if b_batched:
+            out = rt.batched_dot_adj_b(rt.broadcast_batch(g, batch_size), a, b, a_batched,
+                                       True)
+        else:
+            out = rt.batched_dot_adj_b(rt.broadcast_batch(g, batch_size), a,
+                                       rt.lanes_view(b, batch_size), a_batched, True)
+
+
+# einsum-shaped products: rt.einsum_gen with a batch letter on the batched operands and the
+# output (rt.lanes_spec); its own rules then give every derivative.
+
+@batch("np.einsum")
+def einsum_batch(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None, op5=None,
+                 op6=None, op7=None, optimize=False):
+    out = rt.einsum_gen(rt.lanes_einsum_spec(subscripts, op0, op0_batched, op1, op1_batched,
+                                             op2, op2_batched, op3, op3_batched, op4,
+                                             op4_batched, op5, op5_batched, op6, op6_batched,
+                                             op7, op7_batched),
+                        None, op0, op1, op2, op3, op4, op5, op6, op7)
+
+
+@batch("rt.einsum_gen")
+def einsum_gen_batch(spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None,
+                     op6=None, op7=None):
+    if like_batched:
+        out = rt.einsum_gen(rt.lanes_spec(spec, op0_batched, op1_batched, op2_batched,
+                                          op3_batched, op4_batched, op5_batched, op6_batched,
+                                          op7_batched),
+                            like, op0, op1, op2, op3, op4, op5, op6, op7)
+    else:
+        out = rt.einsum_gen(rt.lanes_spec(spec, op0_batched, op1_batched, op2_batched,
+                                          op3_batched, op4_batched, op5_batched, op6_batched,
+                                          op7_batched),
+                            rt.lanes_view(like, batch_size), op0, op1, op2, op3, op4, op5,
+                            op6, op7)
+
+
+@batch("rt.einsum_spec", out_batched=False)
+def einsum_spec_batch(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None,
+                      op5=None, op6=None, op7=None):
+    out = rt.example_einsum_spec(subscripts, op0, op0_batched, op1, op1_batched, op2,
+                                 op2_batched, op3, op3_batched, op4, op4_batched, op5,
+                                 op5_batched, op6, op6_batched, op7, op7_batched)
+
+
+@batch("np.tensordot")
+def tensordot_batch(a, b, axes=2):
+    out = rt.einsum_gen(rt.lanes_tensordot_spec(a, b, axes, a_batched, b_batched), None, a, b)
+
+
+@batch("np.inner")
+def inner_batch(a, b):
+    out = rt.einsum_gen(rt.lanes_inner_spec(a, b, a_batched, b_batched), None, a, b)
+
+
+@batch("rt.tensordot_spec", out_batched=False)
+def tensordot_spec_batch(a, b, axes=2):
+    if a_batched:
+        if b_batched:
+            out = rt.tensordot_spec(rt.lanes_probe(a), rt.lanes_probe(b), axes)
+        else:
+            out = rt.tensordot_spec(rt.lanes_probe(a), b, axes)
+    else:
+        out = rt.tensordot_spec(a, rt.lanes_probe(b), axes)
+
+
+@batch("rt.inner_spec", out_batched=False)
+def inner_spec_batch(a, b):
+    if a_batched:
+        if b_batched:
+            out = rt.inner_spec(rt.lanes_probe(a), rt.lanes_probe(b))
+        else:
+            out = rt.inner_spec(rt.lanes_probe(a), b)
+    else:
+        out = rt.inner_spec(a, rt.lanes_probe(b))
+
+
+@batch("rt.solve_spec", out_batched=False)
+def solve_spec_batch(a, x):
+    if a_batched:
+        if x_batched:
+            out = rt.solve_spec(rt.lanes_probe(a), rt.lanes_probe(x))
+        else:
+            out = rt.solve_spec(rt.lanes_probe(a), x)
+    else:
+        out = rt.solve_spec(a, rt.lanes_probe(x))
+
+
+@batch("rt.norm_axis", out_batched=False)
+def norm_axis_batch(x, ord=None, axis=None):
+    out = rt.norm_axis(rt.lanes_probe(x), ord, axis)
+
+
+# subscript strings never depend on the batch
+batch_same("rt.einsum_swap", "rt.lanes_spec", out_batched=False)
+
+
+# np.outer and np.vdot flatten each example
+
+@batch("np.outer")
+def outer_batch(a, b):
+    if a_batched:
+        if b_batched:
+            out = np.einsum("ni,nj->nij", rt.flat_lanes(a), rt.flat_lanes(b))
+        else:
+            out = np.einsum("ni,j->nij", rt.flat_lanes(a), np.ravel(b))
+    else:
+        out = np.einsum("i,nj->nij", np.ravel(a), rt.flat_lanes(b))
+
+
+@batch("np.vdot")
+def vdot_batch(a, b):
+    if a_batched:
+        if b_batched:
+            out = np.einsum("ni,ni->n", np.conj(rt.flat_lanes(a)), rt.flat_lanes(b))
+        else:
+            out = np.conj(rt.flat_lanes(a)) @ np.ravel(b)
+    else:
+        out = rt.flat_lanes(b) @ np.conj(np.ravel(a))
+
+
+@batch("np.trace")
+def trace_batch(a, offset=0, axis1=0, axis2=1):
+    if a_batched:
+        out = np.trace(a, offset, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
+    else:
+        out = rt.cannot_batch("np.trace", "its offset or axes differ between examples")
+
+
+@batch("rt.trace_adj")
+def trace_adj_batch(g, a, offset=0, axis1=0, axis2=1):
+    if g_batched:
+        if a_batched:
+            out = rt.trace_adj(g, a, offset, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
+        else:
+            out = rt.trace_adj(g, rt.lanes_view(a, batch_size), offset,
+                               rt.lane_axis(axis1, rt.lanes_view(a, batch_size)),
+                               rt.lane_axis(axis2, rt.lanes_view(a, batch_size)))
+    else:
+        out = rt.trace_adj(rt.broadcast_batch(g, batch_size), a, offset,
+                           rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
+
+
+# numpy's linalg already treats leading axes as a stack of matrices
+batch_same("np.linalg.inv", "np.linalg.det", "np.linalg.slogdet", "np.linalg.cholesky",
+           "np.linalg.cond", "rt.cholesky_phi")
+
+
+@batch("np.linalg.matrix_rank")
+def matrix_rank_batch(A, tol=None, hermitian=False, rtol=None):
+    out = rt.lanes_matrix_rank(A, tol, hermitian, rtol, A_batched, tol_batched, rtol_batched)
+
+
+@batch("np.linalg.solve")
+def solve_batch(a, b):
+    out = rt.lanes_solve(a, b, a_batched, b_batched)
+
+
+@batch("rt.solve")
+def rt_solve_batch(a, b):
+    out = rt.lanes_solve(a, b, a_batched, b_batched, True)
+
+
+@rev("rt.lanes_solve")
+def lanes_solve(dout, out, a, b, a_batched, b_batched, rt_rule=False, outer=0):
+    """The rules of rt.solve on the padded operands (their shapes reshaped back)."""
+    pa = np.reshape(a, rt.lanes_solve_shape(a, b, a_batched, b_batched, rt_rule, 0, outer))
+    pb = np.reshape(b, rt.lanes_solve_shape(a, b, a_batched, b_batched, rt_rule, 1, outer))
+    gb = rt.solve(np.swapaxes(pa, -1, -2), dout)
+    da = np.reshape(-rt.einsum_gen(rt.solve_spec(pa, out), pa, gb, out), np.shape(a))
+    db = np.reshape(rt.unbroadcast(gb, pb), np.shape(b))
+
+
+@fwd("rt.lanes_solve")
+def lanes_solve_fwd(out, a, b, a_batched, b_batched, rt_rule=False, outer=0):
+    pa = np.reshape(a, rt.lanes_solve_shape(a, b, a_batched, b_batched, rt_rule, 0, outer))
+    dout = rt.lanes_solve(a, db, a_batched, b_batched, rt_rule, outer)
+    dout = -rt.solve(pa, rt.einsum_gen(rt.einsum_swap(rt.solve_spec(pa, out), 0), out,
+                                       np.reshape(da, np.shape(pa)), out))
+
+
+@batch("rt.lanes_solve_shape", out_batched=False)
+def lanes_solve_shape_batch(a, b, batched_a, batched_b, rt_rule, which, outer=0):
+    if a_batched:
+        if b_batched:
+            out = rt.lanes_solve_shape(rt.lanes_probe(a), rt.lanes_probe(b), batched_a,
+                                       batched_b, rt_rule, which, outer)
+        else:
+            out = rt.lanes_solve_shape(rt.lanes_probe(a), b, batched_a, batched_b, rt_rule,
+                                       which, outer)
+    else:
+        out = rt.lanes_solve_shape(a, rt.lanes_probe(b), batched_a, batched_b, rt_rule, which,
+                                   outer)
+
+
+@batch("np.linalg.norm")
+def norm_batch(x, ord=None, axis=None, keepdims=False):
+    out = rt.lanes_norm(x, ord, axis, keepdims)
+
+
+@rev("rt.lanes_norm")
+def lanes_norm(dout, out, x, ord=None, axis=None, keepdims=False, outer=0):
+    dx = rt.expand_norm(dout / out, x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
+                        keepdims) * x
+
+
+@fwd("rt.lanes_norm")
+def lanes_norm_fwd(out, x, ord=None, axis=None, keepdims=False, outer=0):
+    dout = np.sum(x * dx, rt.norm_axis(x, ord, rt.lanes_norm_axes(x, ord, axis, outer)),
+                  keepdims=keepdims) / out
+
+
+@batch("rt.expand_norm")
+def expand_norm_batch(g, x, ord=None, axis=None, keepdims=False):
+    if g_batched:
+        if x_batched:
+            out = rt.expand_norm(g, x, ord, rt.lanes_norm_axes(x, ord, axis), keepdims)
+        else:
+            out = rt.expand_norm(g, rt.lanes_view(x, batch_size), ord,
+                                 rt.lanes_norm_axes(rt.lanes_view(x, batch_size), ord, axis),
+                                 keepdims)
+    else:
+        out = rt.expand_norm(rt.broadcast_batch(g, batch_size), x, ord,
+                             rt.lanes_norm_axes(x, ord, axis), keepdims)
+
+
+@batch("rt.lanes_norm_axes", out_batched=False)
+def lanes_norm_axes_batch(x, ord=None, axis=None, outer=0):
+    out = rt.lanes_norm_axes(rt.lanes_probe(x), ord, axis, outer)
+
+
+# the helpers above, batched again (vmap of vmap): their `outer` goes up by one
+nondiff("rt.lanes_view", "rt.lanes_probe", "rt.lanes_spec", "rt.example_einsum_spec",
+        "rt.lanes_einsum_spec", "rt.lanes_tensordot_spec", "rt.lanes_inner_spec",
+        "rt.lanes_solve_shape", "rt.lanes_norm_axes", "rt.lanes_matrix_rank")
+batch_lanes("rt.lanes_view", ("x",))
+batch_lanes("rt.lanes_probe", ("x",), out_batched=False)
+batch_lanes("rt.example_einsum_spec", tuple(f"op{i}" for i in range(8)), out_batched=False)
+batch_lanes("rt.lanes_einsum_spec", tuple(f"op{i}" for i in range(8)), out_batched=False)
+batch_lanes("rt.lanes_tensordot_spec", ("a", "b"), out_batched=False)
+batch_lanes("rt.lanes_inner_spec", ("a", "b"), out_batched=False)
+batch_lanes("rt.lanes_matrix_rank", ("A", "tol", "rtol"))
+batch_lanes("rt.lanes_matmul", ("x1", "x2"), each=True)
+batch_lanes("rt.lanes_matmul_adj_x1", ("g", "x1", "x2"))
+batch_lanes("rt.lanes_matmul_adj_x2", ("g", "x1", "x2"))
+batch_lanes("rt.lanes_solve", ("a", "b"))
+batch_lanes("rt.lanes_norm", ("x",))
