@@ -242,6 +242,8 @@ def dot_adj_b(a, g, b):
 def _dot_nd_adj_a(g, b, a):
     # dot(a, b)[i..., j..., l] = sum_k a[i..., k] b[j..., k, l]
     nb = np.ndim(b)
+    if nb == 1:                       # dot(a, b)[i...] = sum_k a[i..., k] b[k]
+        return np.multiply.outer(g, b)
     b_axes = [i for i in range(nb) if i != nb - 2]
     g_axes = list(range(np.ndim(a) - 1, np.ndim(g)))
     return np.tensordot(g, b, axes=(g_axes, b_axes))

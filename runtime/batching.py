@@ -377,14 +377,24 @@ def lane_getitem(x, index, outer=0):
 
 
 def _lane_positions(index, n):
-    """A batched index (ints or int arrays per example, possibly in a tuple) as a numpy
-    index into a batched array: a leading arange picks each example's own row."""
+    """A batched index (ints or int arrays per example, possibly in a tuple, possibly
+    followed by slices) as a numpy index into a batched array: a leading arange picks each
+    example's own row."""
     parts = _as_tuple(index)
-    for p in parts:
+    k = len(parts)
+    while k and isinstance(parts[k - 1], slice):
+        k -= 1                          # trailing slices apply to every example alike
+    head, tail = parts[:k], parts[k:]
+    for p in head:
         if isinstance(p, slice) or p is None or p is Ellipsis:
             raise TransformError("an index that differs between examples can only be made "
-                                 "of integers or integer arrays (no slices) under vmap")
-    arrays = [np.asarray(p) for p in parts]
+                                 "of integers or integer arrays, followed by slices, under "
+                                 "vmap (x[i, 1:3] works, x[1:3, i] does not)")
+        if np.asarray(p).dtype == bool:
+            raise TransformError("a boolean mask that differs between examples selects a "
+                                 "different number of elements in each: the batched result "
+                                 "would be ragged. hint: use np.where(mask, x, 0) instead")
+    arrays = [np.asarray(p) for p in head]
     depth = max((a.ndim - 1 for a in arrays if a.ndim), default=0)
     rows = np.arange(n).reshape((n,) + (1,) * depth)
     out = []
@@ -392,13 +402,15 @@ def _lane_positions(index, n):
         if a.ndim == 0:
             a = np.broadcast_to(a, (n,))
         out.append(a.reshape(a.shape + (1,) * (depth + 1 - a.ndim)))
-    return (rows,) + tuple(out)
+    return (rows,) + tuple(out) + tuple(tail)
 
 
 def lane_getitem_adj(dout, x, index, outer=0):
     """The adjoint of lane_getitem: `dout` placed at `index` of zeros shaped like x."""
+    if isinstance(x, dict):
+        return {k: dout if k == index else None for k in x}
     if isinstance(x, (tuple, list)):
-        return [dout if i == index else None for i in range(len(x))]
+        return type(x)(dout if i == index else None for i in range(len(x)))
     xp = array_module(dout)
     dx = xp.zeros(np.shape(x), dtype=xp.result_type(dout, np.float32))
     full = (slice(None),) * (1 + outer) + _as_tuple(index)
@@ -419,7 +431,7 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
                                          if isinstance(index, tuple) else index[k],
                                          x_batched, outer - 1) for k in range(n)])
     parts = _as_tuple(index)
-    n = next(np.shape(p)[0] for p in parts if np.ndim(p))
+    n = next(np.shape(p)[0] for p in parts if not isinstance(p, slice) and np.ndim(p))
     shape = ((n,) if x_batched else ()) + np.shape(x)[1 if x_batched else 0:]
     dx = np.zeros((n,) + np.shape(x)[1 if x_batched else 0:], dtype=np.result_type(dout, np.float32))
     np.add.at(dx, _lane_positions(index, n), dout)
@@ -434,11 +446,12 @@ def lane_gather(x, index, x_batched, outer=0):
                                      if isinstance(index, tuple) else index[k],
                                      x_batched, outer - 1) for k in range(n)])
     parts = _as_tuple(index)
-    for p in parts:
-        if isinstance(p, slice) or p is None or p is Ellipsis:
-            raise TransformError("an index that differs between examples can only be made "
-                                 "of integers or integer arrays (no slices) under vmap")
-    n = next(np.shape(p)[0] for p in parts if np.ndim(p))
+    arrays = [p for p in parts if not isinstance(p, slice) and p is not None and
+              p is not Ellipsis and np.ndim(p)]
+    if not arrays:
+        raise TransformError("an index that differs between examples can only be made of "
+                             "integers or integer arrays, followed by slices, under vmap")
+    n = np.shape(arrays[0])[0]
     if isinstance(x, (tuple, list)):
         raise TransformError("indexing a list with an index that differs between examples "
                              "cannot be batched; stack the list into an array first")
