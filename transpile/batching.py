@@ -163,7 +163,7 @@ class Batching:
         if spelling in COLLECTIVES:
             return self._collective_spec(v, spelling)
         args = _operands(v)
-        if not any(batched(self.expr_spec(a)) for a in args):
+        if not any(batched(self.expr_spec(a)) for a in args) and not _is_random(v):
             return False
         prim = found[0] if found else None
         rule = (prim.batch_for.get(spelling) or prim.batch) if prim is not None else None
@@ -289,6 +289,10 @@ class Batching:
         if is_update(s):
             return self.update(s)
         if isinstance(s, gast.Expr):
+            if isinstance(s.value, gast.Call) and self._applies(s.value):
+                value, _ = self.value(s, s.value, None)   # a call for its effect
+                new = gast.Expr(value=value)
+                return [anno.copy(s, gast.copy_location(new, s))]
             return [s]
         if not isinstance(s, gast.Assign):
             return [s]
@@ -301,6 +305,13 @@ class Batching:
             self._convert_parts(value, have, want)
         new = gast.Assign(targets=[name(t.id, True)], value=value, type_comment=None)
         return [anno.copy(s, gast.copy_location(new, s))]
+
+    def _applies(self, v):
+        """Whether a call's batching rule must run: a batched argument, or a random draw
+        (which a loop over examples would make anew for each example)."""
+        if any(batched(self.expr_spec(a)) for a in _operands(v)):
+            return True
+        return _is_random(v)
 
     def _convert_parts(self, value, have, want):
         if have == want or have is False and not batched(want):
@@ -352,7 +363,7 @@ class Batching:
         spelling = found[1] if found else None
         if spelling in COLLECTIVES:
             return self.collective(s, v, spelling), spec
-        if not any(batched(self.expr_spec(a)) for a in args):
+        if not any(batched(self.expr_spec(a)) for a in args) and not _is_random(v):
             return v, False
         prim = found[0] if found else None
         if prim is None or prim.batch is None:
@@ -768,6 +779,12 @@ def _operands(v):
     if isinstance(v, gast.Subscript):
         return [v.value, _as_index_value(v.slice)]
     return []
+
+
+def _is_random(v):
+    """np.random draws (not seed): each example draws its own numbers, as in a loop."""
+    name_ = _dotted(v.func) if isinstance(v, gast.Call) else None
+    return bool(name_) and name_.startswith("np.random.") and name_ != "np.random.seed"
 
 
 def _same_name(a, b):

@@ -411,13 +411,24 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     bwd = rev.backward_from(seed, dout)
     grads = [_call("rt.as_grad", [rev.param_adjoint(p) or _const(None), _name(p)]) for p in wrt]
     result = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
+    # the value and aux as the forward pass left them (the backward pass may restore older
+    # values of the same names while it undoes a loop)
+    kept = []
+    if with_value and isinstance(out, gast.Name):
+        kept.append(_assign(rev.namer.fresh("value"), _copy(out)))
+        out = _name(kept[-1].targets[0].id)
+    aux = None
+    if has_aux:
+        kept.append(_assign(rev.namer.fresh("aux_value"), _name(rev.aux)))
+        aux = _name(kept[-1].targets[0].id)
+    fwd = fwd + kept
     value = _copy(out)
     if has_aux:
-        value = gast.Tuple(elts=[value, _name(rev.aux)], ctx=gast.Load())
+        value = gast.Tuple(elts=[value, aux], ctx=gast.Load())
     if with_value:
         result = gast.Tuple(elts=[value, result], ctx=gast.Load())
     elif has_aux:
-        result = gast.Tuple(elts=[result, _name(rev.aux)], ctx=gast.Load())
+        result = gast.Tuple(elts=[result, _copy(aux)], ctx=gast.Load())
     ret = gast.Return(value=result)
     fwd_of = rev.fwd_of
     bwd = optimize.dce(bwd + [ret], set())

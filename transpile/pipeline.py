@@ -153,7 +153,13 @@ def generate(t):
             return found[0], found[1]
         name = program.namer.fresh(ir_name + "_vmap")
         entry = batch_variants[key] = [name, None, False]
-        callee = program.functions[ir_name]
+        if ir_name in program.custom:
+            # batching computes the function's value: its own body (a custom derivative
+            # rule matters to the derivative passes, which see it when they run first)
+            plain = normalize_function(program.custom[ir_name].fn, program)[0]
+            callee = program.functions[plain]
+        else:
+            callee = program.functions[ir_name]
         node, spec = batching.batched_function(program, _fresh(callee), name, specs,
                                                callee_batched, axis_name)
         if entry[2] and spec is not True:
