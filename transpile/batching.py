@@ -856,10 +856,14 @@ def _read_before_assigned(body, n):
 
 
 def _fold_lane_axes(expr):
-    """`rt.lane_axis(1, x)` -> `2`: a literal per-example axis shifts when generated."""
+    """`rt.lane_axis(1, x)` -> `2`: a literal per-example axis shifts when generated;
+    `rt.broadcast_batch(x, n, True)` -> `x`."""
     class Fold(gast.NodeTransformer):
         def visit_Call(self, n):
             self.generic_visit(n)
+            if _dotted(n.func) == "rt.broadcast_batch" and len(n.args) == 3 and \
+                    isinstance(n.args[2], gast.Constant) and n.args[2].value is True:
+                return n.args[0]           # already batched everywhere
             if _dotted(n.func) == "rt.lane_axis" and len(n.args) == 2 and not n.keywords:
                 a = n.args[0]
                 if isinstance(a, gast.Constant) and isinstance(a.value, int) and \

@@ -1,5 +1,5 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
-from .core import batch, batch_same, fwd, nondiff, rev, stateful
+from .core import batch, batch_elementwise, batch_same, fwd, nondiff, rev, stateful
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -163,8 +163,286 @@ def len_batch(obj):
     out = rt.lane_len(obj)
 
 
-# What vmapped code calls to enter and leave a batch. The size check is kept even when the
-# size is not used: it is the error a user sees for mismatched batch sizes.
-nondiff("rt.axis_size", side_effect=True)
-nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
-        "rt.lane_index", "rt.lane_scatter_index", "rt.lane_shape")
+# Reverse mode. One example of an adjoint has the shape of one example of its value; the
+# shape-only argument of unbroadcast and expand (`x`) is asked for one example's shape.
+
+@batch("rt.seed")
+def seed_batch(out_, where):
+    """Every example's output must be a scalar: its adjoint seed is 1."""
+    out = rt.lane_seed(out_, where)
+
+
+@batch("rt.unbroadcast")
+def unbroadcast_batch(g, x):
+    if g_batched:
+        if x_batched:
+            out = rt.lane_unbroadcast(g, rt.example_shape(x))
+        else:
+            out = rt.lane_unbroadcast(g, np.shape(x))
+    else:
+        out = rt.lane_unbroadcast(rt.broadcast_batch(g, batch_size), rt.example_shape(x))
+
+
+@batch("rt.expand")
+def expand_batch(g, x, axis=None, keepdims=False):
+    if g_batched:
+        if x_batched:
+            out = rt.expand(g, x, rt.lane_axis(axis, x), keepdims)
+        else:
+            out = rt.lane_expand_to(g, np.shape(x), axis, keepdims)
+    else:
+        out = rt.lane_expand_to(rt.broadcast_batch(g, batch_size), rt.example_shape(x),
+                                axis, keepdims)
+
+
+@batch("rt.broadcast_like")
+def broadcast_like_batch(t, out_):
+    if t_batched:
+        if out__batched:
+            out = rt.broadcast_like(rt.align_lanes(t, out_), out_)
+        else:
+            out = rt.lane_broadcast_to_shape(t, np.shape(out_)) * 1
+    else:
+        out = rt.broadcast_like(t, out_)
+
+
+@batch("rt.as_grad")
+def as_grad_batch(g, x):
+    """A batched gradient of an unbatched input is one gradient per example."""
+    out = rt.lane_as_grad(g, x, g_batched, x_batched, batch_size)
+
+
+@batch("rt.cast_like")
+def cast_like_batch(g, x):
+    if g_batched:
+        out = rt.cast_like(g, x)
+    else:
+        out = rt.broadcast_batch(rt.cast_like(g, x), batch_size)
+
+
+# pytrees may be partly batched (`<param>_spec`): their unbatched leaves are broadcast
+@batch("rt.add")
+def add_batch(a, b):
+    out = rt.add(rt.broadcast_batch(a, batch_size, a_spec),
+                 rt.broadcast_batch(b, batch_size, b_spec))
+
+
+@batch("rt.tree_vdot")
+def tree_vdot_batch(a, b):
+    out = rt.lane_tree_vdot(rt.broadcast_batch(a, batch_size, a_spec),
+                            rt.broadcast_batch(b, batch_size, b_spec))
+
+
+@batch("rt.tree_scale")
+def tree_scale_batch(x, s):
+    if s_batched:
+        out = rt.lane_tree_scale(rt.broadcast_batch(x, batch_size, x_spec), s)
+    else:
+        out = rt.tree_scale(x, s)
+
+
+@batch("rt.reduced_size", out_batched=False)
+def reduced_size_batch(x, axis=None):
+    out = rt.reduced_size(x, rt.lane_axis(axis, x))
+
+
+@batch("rt.size_of", out_batched=False)
+def size_of_batch(x):
+    out = rt.reduced_size(x, rt.lane_axis(None, x))
+
+
+@batch("rt.jacobian_shape", out_batched=False)
+def jacobian_shape_batch(out_, x):
+    if out__batched:
+        if x_batched:
+            out = rt.example_shape(out_) + rt.example_shape(x)
+        else:
+            out = rt.example_shape(out_) + np.shape(x)
+    else:
+        out = np.shape(out_) + rt.example_shape(x)
+
+
+@batch("rt.basis_like")
+def basis_like_batch(x, i):
+    if i_batched:
+        out = rt.cannot_batch("rt.basis_like", "the basis index differs between examples")
+    else:
+        out = rt.lane_basis_like(x, i)
+
+
+@batch("rt.to_like")
+def to_like_batch(g, x):
+    if g_batched:
+        if x_batched:
+            out = rt.lane_to_like(g, x)
+        else:
+            out = rt.lane_to_like(g, rt.broadcast_batch(x, batch_size))
+    else:
+        out = rt.lane_to_like(rt.broadcast_batch(g, batch_size), x)
+
+
+@batch("rt.inverse_axes")
+def inverse_axes_batch(axes):
+    out = rt.cannot_batch("np.transpose", "its axes differ between examples")
+
+
+# Values made alike for every leaf, whatever carries the batch: calling them on batched
+# arguments is already right.
+batch_same("rt.copy", "np.copy", "rt.astype", "rt.zeros_like", "rt.tangent_zeros",
+           "rt.copy_stack", "rt.check_float_input")
+batch_elementwise("rt.tie_share")
+batch_elementwise("rt.inside", vectorized="rt.lane_inside")
+nondiff("rt.lane_inside")
+batch_elementwise("rt.lane_inside")
+# Stacks of saved values are plain lists: the vmap pass handles push and pop statements
+# itself (a stack is batched when anything pushed on it is); these rules are never asked.
+batch_same("rt.push", "rt.pop", "rt.pop_adjoint")
+
+
+# Builtins whose batched results would differ in length between examples. (A `for` loop
+# over range() of a batched bound is handled by the vmap pass itself; range, int, bool,
+# isinstance, type and print have their rules in shape.py.)
+@batch("rt.reversed_range")
+def reversed_range_batch(start, stop=None, step=None):
+    out = rt.cannot_batch("range", "its bounds differ between examples",
+                          "loop over it directly: `for i in reversed(range(n))` with n "
+                          "differing between examples is supported")
+
+
+@batch("reversed")
+def reversed_batch(seq):
+    out = rt.cannot_batch("reversed", "its argument differs between examples",
+                          "loop over reversed(range(n)) and index")
+
+
+@batch("slice")
+def slice_batch(start, stop=None, step=None):
+    out = rt.cannot_batch("a slice", "its bounds differ between examples, so the examples "
+                          "of the result would have different lengths",
+                          "use a mask (np.where) or index with integer arrays")
+
+
+@batch("zip")
+def zip_batch(a, b=None, c=None, d=None):
+    out = rt.cannot_batch("zip", "it is only supported as the iterable of a for loop",
+                          "loop over range(len(...)) and index")
+
+
+@batch("enumerate")
+def enumerate_batch(iterable, start=0):
+    out = rt.cannot_batch("enumerate", "it is only supported as the iterable of a for loop",
+                          "loop over range(len(...)) and index")
+
+
+# ---------------------------------------------------------------- batching the batching helpers
+# (vmap of vmap, grad of vmap: the helpers above are primitives too)
+from .batching_helpers import batch_lanes  # noqa: E402
+
+nondiff("rt.cannot_batch", side_effect=True)
+batch_same("rt.cannot_batch")
+nondiff("rt.example_shape", "rt.lane_seed", "rt.lane_basis_like")
+batch_lanes("rt.example_shape", ("x",), out_batched=False)
+batch_lanes("rt.lane_seed", ("out",))
+batch_lanes("rt.lane_basis_like", ("x",))
+
+
+@rev("rt.lane_unbroadcast")
+def lane_unbroadcast(dout, out, g, shape, outer=0):
+    dg = rt.lane_broadcast_to_shape(dout, rt.example_shape(g, outer), outer)
+
+
+@fwd("rt.lane_unbroadcast")
+def lane_unbroadcast_fwd(out, g, shape, outer=0):
+    dout = rt.lane_unbroadcast(dg, shape, outer)
+
+
+@rev("rt.lane_broadcast_to_shape", view=True)
+def lane_broadcast_to_shape(dout, out, t, shape, outer=0):
+    dt = rt.lane_unbroadcast(dout, rt.example_shape(t, outer), outer)
+
+
+@fwd("rt.lane_broadcast_to_shape")
+def lane_broadcast_to_shape_fwd(out, t, shape, outer=0):
+    dout = rt.lane_broadcast_to_shape(dt, shape, outer)
+
+
+@rev("rt.lane_expand_to")
+def lane_expand_to(dout, out, g, shape, axis=None, keepdims=False, outer=0):
+    dg = rt.lane_expand_to_adj(dout, axis, keepdims, outer)
+
+
+@fwd("rt.lane_expand_to")
+def lane_expand_to_fwd(out, g, shape, axis=None, keepdims=False, outer=0):
+    dout = rt.lane_expand_to(dg, shape, axis, keepdims, outer)
+
+
+@rev("rt.lane_expand_to_adj")
+def lane_expand_to_adj(dout, out, x, axis=None, keepdims=False, outer=0):
+    dx = rt.lane_expand_to(dout, rt.example_shape(x, outer), axis, keepdims, outer)
+
+
+@fwd("rt.lane_expand_to_adj")
+def lane_expand_to_adj_fwd(out, x, axis=None, keepdims=False, outer=0):
+    dout = rt.lane_expand_to_adj(dx, axis, keepdims, outer)
+
+
+@rev("rt.lane_as_grad")
+def lane_as_grad(dout, out, g, x, g_batched, x_batched, n, outer=0):
+    dg = rt.lane_as_grad_adj(dout, g, x, g_batched, x_batched, n, outer)
+
+
+@fwd("rt.lane_as_grad")
+def lane_as_grad_fwd(out, g, x, g_batched, x_batched, n, outer=0):
+    dout = rt.lane_as_grad(dg, x, g_batched, x_batched, n, outer)
+
+
+@rev("rt.lane_as_grad_adj")
+def lane_as_grad_adj(dout, out, d, g, x, g_batched, x_batched, n, outer=0):
+    dd = rt.lane_as_grad(dout, x, g_batched, x_batched, n, outer)
+
+
+@fwd("rt.lane_as_grad_adj")
+def lane_as_grad_adj_fwd(out, d, g, x, g_batched, x_batched, n, outer=0):
+    dout = rt.lane_as_grad_adj(dd, g, x, g_batched, x_batched, n, outer)
+
+
+@rev("rt.lane_to_like")
+def lane_to_like(dout, out, g, x, outer=0):
+    dg = rt.lane_to_like(dout, g, outer)
+
+
+@fwd("rt.lane_to_like")
+def lane_to_like_fwd(out, g, x, outer=0):
+    dout = rt.lane_to_like(dg, x, outer)
+
+
+@rev("rt.lane_tree_vdot")
+def lane_tree_vdot(dout, out, a, b, outer=0):
+    da = rt.lane_tree_scale(b, dout, outer)
+    db = rt.lane_tree_scale(a, dout, outer)
+
+
+@fwd("rt.lane_tree_vdot")
+def lane_tree_vdot_fwd(out, a, b, outer=0):
+    dout = rt.lane_tree_vdot(da, b, outer)
+    dout = rt.lane_tree_vdot(a, db, outer)
+
+
+@rev("rt.lane_tree_scale")
+def lane_tree_scale(dout, out, x, s, outer=0):
+    dx = rt.lane_tree_scale(dout, s, outer)
+    ds = rt.lane_tree_vdot(dout, x, outer)
+
+
+@fwd("rt.lane_tree_scale")
+def lane_tree_scale_fwd(out, x, s, outer=0):
+    dout = rt.lane_tree_scale(dx, s, outer)
+    dout = rt.lane_tree_scale(x, ds, outer)
+
+
+for _s, _arrays in {"rt.lane_unbroadcast": ("g",), "rt.lane_broadcast_to_shape": ("t",),
+                    "rt.lane_expand_to": ("g",), "rt.lane_expand_to_adj": ("x",),
+                    "rt.lane_as_grad": ("g", "x"), "rt.lane_as_grad_adj": ("d", "g", "x"),
+                    "rt.lane_tree_vdot": ("a", "b"), "rt.lane_to_like": ("g", "x"),
+                    "rt.lane_tree_scale": ("x", "s")}.items():
+    batch_lanes(_s, _arrays)
