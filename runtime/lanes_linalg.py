@@ -187,11 +187,58 @@ def _plain_matmul(x1, x2, x1_batched, x2_batched, outer):
     return n1 == n2 and n1 >= 3
 
 
+def _matrix(x, lanes, view_ok):
+    """x as the one matrix every example shares: x itself when it has no lane axes, or (if
+    view_ok: it is only read) its first entry when a vmap only viewed it along them
+    (rt.batch_view: stride 0); else None."""
+    if np.ndim(x) != lanes + 2:
+        return None
+    if lanes == 0:
+        return x
+    if view_ok and hasattr(x, "strides") and all(st == 0 for st in x.strides[:lanes]):
+        return x[(0,) * lanes]
+    return None
+
+
+def _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=0):
+    """(side, matrix, k): side 1 or 2 when x1 (or x2) is one matrix shared by every example
+    and the other operand is a vector per example carrying every lane axis (k of them):
+    then the whole batch is one matrix-matrix product (one GEMM, not one matrix-vector
+    product per example). view_ok: which side may be a read-only view along its lanes."""
+    f1, f2 = frames(outer, 2)
+    k = len(f1) + 1
+    lanes1 = sum(f1) + (1 if x1_batched else 0)
+    lanes2 = sum(f2) + (1 if x2_batched else 0)
+    if lanes2 == k and np.ndim(x2) == k + 1:
+        m = _matrix(x1, lanes1, view_ok == 1)
+        if m is not None:
+            return 1, m, k
+    if lanes1 == k and np.ndim(x1) == k + 1:
+        m = _matrix(x2, lanes2, view_ok == 2)
+        if m is not None:
+            return 2, m, k
+    return None, None, k
+
+
+def _rows(x, k):
+    """The k lane axes of x merged into one: (lanes, size)."""
+    return x.reshape((-1,) + np.shape(x)[k:])
+
+
 def lanes_matmul(x1, x2, x1_batched, x2_batched, outer=0):
     """x1 @ x2 per example (numpy's matmul rules, 1-D examples included), for x1 and/or x2
     batched."""
     if _plain_matmul(x1, x2, x1_batched, x2_batched, outer):
         return array_module(x1, x2).matmul(x1, x2)
+    shared, m, k = _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=1)
+    if not shared:
+        shared, m, k = _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=2)
+    if shared == 1:        # A @ x_i for every example: X A^T
+        xp = array_module(x1, x2)
+        return xp.dot(_rows(x2, k), xp.asarray(m).T).reshape(np.shape(x2)[:k] + (-1,))
+    if shared == 2:        # x_i @ B for every example: X B
+        xp = array_module(x1, x2)
+        return xp.dot(_rows(x1, k), m).reshape(np.shape(x1)[:k] + (-1,))
     xp, a, b, row, col = _matmul_operands(x1, x2, x1_batched, x2_batched, outer)
     r = xp.matmul(a, b)
     if col:
@@ -212,6 +259,13 @@ def lanes_matmul_adj_x1(g, x1, x2, x1_batched, x2_batched, outer=0):
     where x1 is not batched."""
     if _plain_matmul(x1, x2, x1_batched, x2_batched, outer):
         return matmul_adj_x1(g, x2, x1)
+    shared, m, k = _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=2)
+    if shared == 1 and not x1_batched and np.ndim(x1) == 2:   # sum over examples g_i x_i^T
+        xp = array_module(g, x2)
+        return xp.dot(_rows(xp.asarray(g), k).T, _rows(xp.asarray(x2), k))
+    if shared == 2:        # g_i B^T for every example
+        xp = array_module(g, x2)
+        return xp.dot(_rows(xp.asarray(g), k), xp.asarray(m).T).reshape(np.shape(x1))
     xp, a, b, g = _matmul_adjoint_parts(g, x1, x2, x1_batched, x2_batched, outer)
     da = _sum_to(xp, xp.matmul(g, xp.swapaxes(b, -1, -2)), a.shape)
     return xp.reshape(da, np.shape(x1))
@@ -221,6 +275,13 @@ def lanes_matmul_adj_x2(g, x1, x2, x1_batched, x2_batched, outer=0):
     """The adjoint of lanes_matmul for x2 (x2 lends its shape only)."""
     if _plain_matmul(x1, x2, x1_batched, x2_batched, outer):
         return matmul_adj_x2(x1, g, x2)
+    shared, m, k = _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=1)
+    if shared == 1:        # A^T g_i for every example: G A
+        xp = array_module(g, x1)
+        return xp.dot(_rows(xp.asarray(g), k), xp.asarray(m)).reshape(np.shape(x2))
+    if shared == 2 and not x2_batched and np.ndim(x2) == 2:   # sum over examples x_i^T g_i
+        xp = array_module(g, x1)
+        return xp.dot(_rows(xp.asarray(x1), k).T, _rows(xp.asarray(g), k))
     xp, a, b, g = _matmul_adjoint_parts(g, x1, x2, x1_batched, x2_batched, outer)
     db = _sum_to(xp, xp.matmul(xp.swapaxes(a, -1, -2), g), b.shape)
     return xp.reshape(db, np.shape(x2))

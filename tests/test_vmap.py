@@ -447,3 +447,27 @@ def test_int_in_axes_maps_the_arguments_passed():
     close(f(xs), xs * 2.0)
     cs = RNG.standard_normal(4)
     close(f(xs, cs), xs * cs[:, None])
+
+
+def matvec(A, x):
+    return np.tanh(A @ x)
+
+
+@pytest.mark.parametrize("axes", [(None, 0), (0, None), (0, 0)])
+def test_shared_matrix_products_nested_and_differentiated(axes):
+    """A matrix shared by every example times a vector per example is one matrix-matrix
+    product, also under vmap of vmap and in gradients (and views of the shared matrix)."""
+    A = RNG.standard_normal((4, 3))
+    xs = RNG.standard_normal((5, 6, 3))
+    As = RNG.standard_normal((5, 4, 3))
+    inner = tp.vmap(matvec, in_axes=(None, 0))
+    f = tp.vmap(inner, in_axes=axes)
+    a = A if axes[0] is None else As
+    x = xs if axes[1] == 0 else xs[0]
+    want = np.stack([inner(a if axes[0] is None else a[k], x if axes[1] is None else x[k])
+                     for k in range(5)])
+    close(f(a, x), want)
+
+    def total(a, x):
+        return np.sum(f(a, x) ** 2)
+    check_grads(total, (a, x), order=2, modes=("fwd", "rev"))
