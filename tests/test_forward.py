@@ -544,3 +544,24 @@ def test_hessian_source_is_readable():
         assert len(fn.body) < 80, f"{fn.name} is {len(fn.body)} statements long"
     assert "for i in range(" in source            # the loop over basis vectors is visible
     assert source == tp.jacfwd(tp.jacrev(hess_target)).source   # deterministic
+
+
+def affine_loss(W, x, y):
+    return np.sum((np.tanh(x @ W) - y) ** 2)
+
+
+def test_zero_tangents_make_constants():
+    """An argument whose tangent is zero is a constant of the generated jvp (no products
+    with its zero tangent), with the same result as a full jvp."""
+    rng = np.random.default_rng()
+    W, x, y = rng.standard_normal((4, 3)), rng.standard_normal((5, 4)), rng.standard_normal((5, 3))
+    dW = rng.standard_normal((4, 3))
+    out, dout = tp.jvp(affine_loss, (W, x, y), (dW, np.zeros_like(x), np.zeros_like(y)))
+    eps = 1e-6
+    fd = (affine_loss(W + eps * dW, x, y) - affine_loss(W - eps * dW, x, y)) / (2 * eps)
+    np.testing.assert_allclose(dout, fd, rtol=1e-6)
+    np.testing.assert_allclose(out, affine_loss(W, x, y))
+    import transpile.api as api
+    texts = [g.text for k, g in api._CACHE.items() if k[0] == "jvp" and
+             dict(k[1]).get("active") == (True, False, False)]
+    assert texts and "x_dot" not in texts[-1] and "y_dot" not in texts[-1]

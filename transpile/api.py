@@ -270,16 +270,44 @@ def jvp(f, primals, tangents, has_aux=False):
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
         raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    t = Transformed(f, "jvp", {"has_aux": has_aux})
+    # an argument whose tangent is zero is a constant of this jvp: the code generated for
+    # it skips every product with that tangent (e.g. the data batch of a loss)
+    active = tuple(not _is_zero(t) for t in tangents)
+    options = {"has_aux": has_aux}
+    if not all(active) and any(active):
+        options["active"] = active
+    t = Transformed(f, "jvp", options)
     gen = t.generated()
     root = t.root
     extra = root.extra_values()
+    args = root.prefix + tuple(primals) + extra
+    if "active" in options:
+        return gen.entry(*args, *(d for d, a in zip(tangents, active) if a))
     # tangents of the prefix (bound partial args / self) and of closure values are zero
     from runtime.trees import tangent_zeros
     zeros_before = tuple(tangent_zeros(v) for v in root.prefix)
     zeros_after = tuple(tangent_zeros(v) for v in extra)
-    args = root.prefix + tuple(primals) + extra
     return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
+
+
+def _is_zero(tangent):
+    """A tangent that is zero everywhere (numbers and float arrays; containers leaf by leaf;
+    None and integer leaves carry no tangent)."""
+    from runtime.trees import tree_leaves
+    for leaf in tree_leaves(tangent):
+        if leaf is None or isinstance(leaf, (str, bool)):
+            continue
+        kind = getattr(getattr(leaf, "dtype", None), "kind", "f")
+        if kind not in "fc" and not isinstance(leaf, float):
+            continue
+        if getattr(leaf, "dtype", None) is not None and type(leaf).__module__ != "numpy":
+            return False           # an array of another library (cupy): do not sync on it
+        if isinstance(leaf, (float, complex, int)):
+            if leaf != 0:
+                return False
+        elif leaf.any():
+            return False
+    return True
 
 
 class _Axes:

@@ -200,8 +200,13 @@ def generate(t):
         extra["bwd_name"] = bwd
     elif t.kind == "jvp":
         entry_name = program.namer.fresh(fir.name + "_jvp")
-        jvp_variants[(entry_ir, None)] = entry_name
-        node = forward.jvp_function(program, _fresh(fir), entry_name, fir.params, callee_jvp,
+        wrt = fir.params
+        if "active" in opts:         # tangents only for the user's arguments marked active
+            wrt = [p for i, p in enumerate(fir.params)
+                   if nprefix <= i < nprefix + nuser and opts["active"][i - nprefix]]
+        else:
+            jvp_variants[(entry_ir, None)] = entry_name
+        node = forward.jvp_function(program, _fresh(fir), entry_name, wrt, callee_jvp,
                                     has_aux=opts.get("has_aux", False))
         generated.insert(0, node)
         roots = [node]
