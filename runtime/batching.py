@@ -18,6 +18,14 @@ from .backend import array_module
 from .errors import TransformError
 
 
+def _rebuild(like, items):
+    """A tuple/list (or namedtuple, such as slogdet's result) like `like` from `items`."""
+    items = list(items)
+    if hasattr(like, "_fields"):
+        return type(like)(*items)
+    return type(like)(items)
+
+
 # ---------------------------------------------------------------- entering and leaving
 
 def _leaves_with_axes(value, axes, path):
@@ -80,12 +88,12 @@ def axis_size(args, in_axes, names, given, where, outer=None):
 
 
 def _tree_axes(value, axes, fn):
-    """Apply fn(leaf, axis) to each leaf whose axis (from the prefix tree `axes`) is not None."""
+    """fn(leaf, axis) for each leaf whose axis (from the prefix tree `axes`) is not None."""
     if axes is None:
         return value
     if isinstance(axes, numbers.Integral):
         if isinstance(value, (tuple, list)):
-            return type(value)(_tree_axes(v, axes, fn) for v in value)
+            return _rebuild(value, (_tree_axes(v, axes, fn) for v in value))
         if isinstance(value, dict):
             return {k: _tree_axes(v, axes, fn) for k, v in value.items()}
         return fn(value, axes)
@@ -93,7 +101,7 @@ def _tree_axes(value, axes, fn):
         return {k: _tree_axes(value[k], axes[k], fn) for k in value}
     if not isinstance(value, (tuple, list)) or len(value) != len(axes):
         raise ValueError(f"vmap: axes {axes!r} do not match the structure of the value")
-    return type(value)(_tree_axes(v, a, fn) for v, a in zip(value, axes))
+    return _rebuild(value, (_tree_axes(v, a, fn) for v, a in zip(value, axes)))
 
 
 def _shifted(axis, outer):
@@ -127,7 +135,8 @@ def broadcast_batch(value, n, have=False, outer=0):
         return value
     if isinstance(value, (tuple, list)):
         parts = have if isinstance(have, (tuple, list)) else (have,) * len(value)
-        return type(value)(broadcast_batch(v, n, h, outer) for v, h in zip(value, parts))
+        return _rebuild(value, (broadcast_batch(v, n, h, outer)
+                                for v, h in zip(value, parts)))
     if isinstance(value, dict):
         return {k: broadcast_batch(v, n, have[k] if isinstance(have, dict) else have, outer)
                 for k, v in value.items()}
@@ -149,7 +158,7 @@ def batch_view(value, n, outer=0):
     if value is None or isinstance(value, (str, type)) or callable(value):
         return value
     if isinstance(value, (tuple, list)):
-        return type(value)(batch_view(v, n, outer) for v in value)
+        return _rebuild(value, (batch_view(v, n, outer) for v in value))
     if isinstance(value, dict):
         return {k: batch_view(v, n, outer) for k, v in value.items()}
     xp = array_module(value)
@@ -164,7 +173,7 @@ def sum_batch(value, have=False, outer=0):
         return value
     if isinstance(value, (tuple, list)):
         parts = have if isinstance(have, (tuple, list)) else (have,) * len(value)
-        return type(value)(sum_batch(v, h, outer) for v, h in zip(value, parts))
+        return _rebuild(value, (sum_batch(v, h, outer) for v, h in zip(value, parts)))
     if isinstance(value, dict):
         return {k: sum_batch(v, have[k] if isinstance(have, dict) else have, outer)
                 for k, v in value.items()}
@@ -179,7 +188,8 @@ def unsum_batch(d, like, have=False, outer=0):
         return d
     if isinstance(d, (tuple, list)):
         parts = have if isinstance(have, (tuple, list)) else (have,) * len(d)
-        return type(d)(unsum_batch(x, y, h, outer) for x, y, h in zip(d, like, parts))
+        return _rebuild(d, (unsum_batch(x, y, h, outer)
+                            for x, y, h in zip(d, like, parts)))
     if isinstance(d, dict):
         return {k: unsum_batch(d[k], like[k], have[k] if isinstance(have, dict) else have,
                                outer) for k in d}
@@ -225,7 +235,7 @@ def select(cond, then, otherwise, outer=0):
                 "  hint: return the same kind of value on both paths.")
         if isinstance(then, dict):
             return {k: select(cond, then[k], otherwise[k]) for k in then}
-        return type(then)(select(cond, a, b) for a, b in zip(then, otherwise))
+        return _rebuild(then, (select(cond, a, b) for a, b in zip(then, otherwise)))
     xp = array_module(then, otherwise)
     c = xp.asarray(cond)
     rank = max(np.ndim(then), np.ndim(otherwise))
@@ -247,7 +257,7 @@ def select_adj(cond, dout, taken, outer=0):
     if dout is None:
         return None
     if isinstance(dout, (tuple, list)):
-        return type(dout)(select_adj(cond, d, taken) for d in dout)
+        return _rebuild(dout, (select_adj(cond, d, taken) for d in dout))
     if isinstance(dout, dict):
         return {k: select_adj(cond, d, taken) for k, d in dout.items()}
     xp = array_module(dout)
@@ -307,9 +317,10 @@ def lanes_unarray(d, x, spec, outer=0):
     def split(dd, xx, sp):
         if isinstance(xx, (tuple, list)):
             sps = sp if isinstance(sp, (tuple, list)) else (sp,) * len(xx)
-            return type(xx)(split(dd[i], xi, s) for i, (xi, s) in enumerate(zip(xx, sps)))
+            return _rebuild(xx, (split(dd[i], xi, s)
+                                 for i, (xi, s) in enumerate(zip(xx, sps))))
         return dd if sp else np.sum(dd, axis=outer)
-    return type(x)(split(d[i], xi, s) for i, (xi, s) in enumerate(zip(x, parts)))
+    return _rebuild(x, (split(d[i], xi, s) for i, (xi, s) in enumerate(zip(x, parts))))
 
 
 def batch_size_of(value, outer=0):
@@ -363,7 +374,8 @@ def _as_tuple(index):
 
 def lane_index(x, index):
     """The index that applies a per-example `index` to every example of batched `x`: the
-    same index for a container (a list of batched values), one more leading `:` for an array."""
+    same index for a container (a list of batched values), one more leading `:` for an
+    array."""
     if isinstance(x, (tuple, list, dict)):
         return index
     return (slice(None),) + _as_tuple(index)
@@ -410,7 +422,7 @@ def lane_getitem_adj(dout, x, index, outer=0):
     if isinstance(x, dict):
         return {k: dout if k == index else None for k in x}
     if isinstance(x, (tuple, list)):
-        return type(x)(dout if i == index else None for i in range(len(x)))
+        return _rebuild(x, (dout if i == index else None for i in range(len(x))))
     xp = array_module(dout)
     dx = xp.zeros(np.shape(x), dtype=xp.result_type(dout, np.float32))
     full = (slice(None),) * (1 + outer) + _as_tuple(index)
@@ -433,7 +445,8 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
     parts = _as_tuple(index)
     n = next(np.shape(p)[0] for p in parts if not isinstance(p, slice) and np.ndim(p))
     shape = ((n,) if x_batched else ()) + np.shape(x)[1 if x_batched else 0:]
-    dx = np.zeros((n,) + np.shape(x)[1 if x_batched else 0:], dtype=np.result_type(dout, np.float32))
+    dx = np.zeros((n,) + np.shape(x)[1 if x_batched else 0:],
+                  dtype=np.result_type(dout, np.float32))
     np.add.at(dx, _lane_positions(index, n), dout)
     return dx if x_batched else dx.sum(axis=0).reshape(shape)
 
@@ -567,10 +580,10 @@ def batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     return _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, False)
 
 
-__all__ = ["lanes_array", "lanes_unarray", "batch_size_of", "axis_size", "move_batch_axis", "batch_out", "broadcast_batch", "batch_view",
-           "sum_batch",
+__all__ = ["lanes_array", "lanes_unarray", "batch_size_of", "axis_size",
+           "move_batch_axis", "batch_out", "broadcast_batch", "batch_view", "sum_batch",
            "align", "align_lanes", "select", "select_adj", "any_lane", "max_trips",
            "min_start", "as_float", "lane_axis", "flat_lanes", "lane_shape", "lane_len",
-           "lane_index", "lane_getitem", "lane_gather", "lane_getitem_adj", "lane_gather_adj",
-           "unsum_batch", "lane_scatter_index", "batched_dot",
+           "lane_index", "lane_getitem", "lane_gather", "lane_getitem_adj",
+           "lane_gather_adj", "unsum_batch", "lane_scatter_index", "batched_dot",
            "batched_dot_adj_a", "batched_dot_adj_b", "dot_subscripts", "frames"]

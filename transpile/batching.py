@@ -470,9 +470,13 @@ class Batching:
                 continue
             a = bound.arguments[p]
             if p in rule.arrays:
-                carried = batched(self.expr_spec(a))
+                spec = self.expr_spec(a)
+                carried = batched(spec)
                 flags.append(int(carried))
-                if not each and not carried and not isinstance(a, gast.Constant):
+                if not each and isinstance(spec, tuple) and carried:
+                    # a list some of whose elements are batched: batch the others
+                    a = call("rt.broadcast_batch", [a, name(self.size), _literal(spec)])
+                elif not each and not carried and not isinstance(a, gast.Constant):
                     # helpers only read their arguments: a view, not a copy per example
                     a = call("rt.batch_view", [a, name(self.size)])
             args.append(a)
@@ -753,7 +757,8 @@ class Batching:
         hi = call("rt.max_trips", [_copy.deepcopy(stop)]) if batched(self.expr_spec(stop)) \
             else _copy.deepcopy(stop)
         rng = call("rt.reversed_range" if backwards else "range", [lo, hi])
-        active = gast.Compare(left=name(i), ops=[gast.Lt()], comparators=[_copy.deepcopy(stop)])
+        active = gast.Compare(left=name(i), ops=[gast.Lt()],
+                              comparators=[_copy.deepcopy(stop)])
         anno.set(active, Anno.PRIM, (rules.lookup("<"), "<"))
         if batched(self.expr_spec(start)):
             low = gast.Compare(left=name(i), ops=[gast.GtE()],
@@ -862,7 +867,7 @@ def _fold_lane_axes(expr):
         def visit_Call(self, n):
             self.generic_visit(n)
             if _dotted(n.func) == "rt.broadcast_batch" and len(n.args) == 3 and \
-                    isinstance(n.args[2], gast.Constant) and n.args[2].value is True:
+                    _all_true(n.args[2]):
                 return n.args[0]           # already batched everywhere
             if _dotted(n.func) == "rt.lane_axis" and len(n.args) == 2 and not n.keywords:
                 a = n.args[0]
@@ -877,13 +882,23 @@ def _fold_lane_axes(expr):
     return Fold().visit(expr)
 
 
+def _all_true(node):
+    """A literal spec whose every leaf is True (True, (True, True), ...)."""
+    if isinstance(node, gast.Constant):
+        return node.value is True
+    if isinstance(node, (gast.Tuple, gast.List)):
+        return bool(node.elts) and all(_all_true(e) for e in node.elts)
+    return False
+
+
 def _fold_static_ifs(stmts):
     out = []
     for st in stmts:
         if isinstance(st, gast.If) and isinstance(st.test, gast.Constant):
             out.extend(_fold_static_ifs(st.body if st.test.value else st.orelse))
         elif isinstance(st, gast.If) and isinstance(st.test, gast.UnaryOp) and \
-                isinstance(st.test.op, gast.Not) and isinstance(st.test.operand, gast.Constant):
+                isinstance(st.test.op, gast.Not) and \
+                isinstance(st.test.operand, gast.Constant):
             out.extend(_fold_static_ifs(st.orelse if st.test.operand.value else st.body))
         else:
             out.append(st)

@@ -3,7 +3,8 @@
 `x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
 pass applies its rule (see reverse.py), since it updates a variable rather than making one.
 """
-from .core import fwd, register_container as _register_container, rev
+from .batching_helpers import batch_lanes
+from .core import batch, batch_same, fwd, nondiff, register_container as _register_container, rev
 import runtime as rt  # noqa: F401
 
 
@@ -100,3 +101,207 @@ def written_part(dout, out, g, idx):
 @fwd("rt.written_part")
 def written_part_fwd(out, g, idx):
     dout = rt.written_part(dg, idx)
+
+
+# ---------------------------------------------------------------- batching (vmap)
+# `x[idx]` and `x[idx] = v` written in the source are batched by the vmap pass itself; the
+# rules below are for the helpers generated code calls. A per-example index becomes an index
+# into the batched array: rt.lane_index (one more leading `:`; a container's index stays)
+# or, for an index that differs between examples, rt.lane_scatter_index (each example's row).
+# An argument that only lends its shape is viewed along the batch (rt.lanes_view).
+
+@batch("[]", "rt.getitem")
+def getitem_batch(x, idx):
+    if idx_batched:
+        out = rt.lane_gather(x, idx, x_batched)
+    else:
+        out = rt.lane_getitem(x, idx)
+
+
+@batch("rt.index_add", "rt.index_add_into")
+def index_add_batch(dx, x, idx, dy):
+    """One adjoint per example; an unbatched `dx` is added to each."""
+    if dx_batched:
+        if idx_batched:
+            if x_batched:
+                out = rt.index_add(dx, x, rt.lane_scatter_index(idx, batch_size), dy)
+            else:
+                out = rt.index_add(dx, rt.lanes_view(x, batch_size),
+                                   rt.lane_scatter_index(idx, batch_size), dy)
+        else:
+            if x_batched:
+                out = rt.index_add(dx, x, rt.lane_index(x, idx), dy)
+            else:
+                out = rt.index_add(dx, rt.lanes_view(x, batch_size),
+                                   rt.lane_index(rt.lanes_view(x, batch_size), idx), dy)
+    else:
+        if idx_batched:
+            if x_batched:
+                out = rt.add(dx, rt.index_add(None, x, rt.lane_scatter_index(idx, batch_size),
+                                              dy))
+            else:
+                out = rt.add(dx, rt.index_add(None, rt.lanes_view(x, batch_size),
+                                              rt.lane_scatter_index(idx, batch_size), dy))
+        else:
+            if x_batched:
+                out = rt.add(dx, rt.index_add(None, x, rt.lane_index(x, idx), dy))
+            else:
+                out = rt.add(dx, rt.index_add(None, rt.lanes_view(x, batch_size),
+                                              rt.lane_index(rt.lanes_view(x, batch_size), idx),
+                                              dy))
+
+
+@batch("rt.index_update")
+def index_update_batch(x, idx, v):
+    """A batched value is lined up with the slot of an array it fills (rt.lanes_slot)."""
+    if x_batched:
+        if idx_batched:
+            if v_batched:
+                out = rt.index_update(x, rt.lane_scatter_index(idx, batch_size), rt.align_lanes(
+                    v, rt.lanes_slot(x, rt.lane_scatter_index(idx, batch_size))))
+            else:
+                out = rt.index_update(x, rt.lane_scatter_index(idx, batch_size), v)
+        else:
+            if v_batched:
+                out = rt.index_update(x, rt.lane_index(x, idx), rt.align_lanes(
+                    v, rt.lanes_slot(x, rt.lane_index(x, idx))))
+            else:
+                out = rt.index_update(x, rt.lane_index(x, idx), v)
+    else:
+        if idx_batched:
+            if v_batched:
+                out = rt.index_update(
+                    rt.broadcast_batch(x, batch_size), rt.lane_scatter_index(idx, batch_size),
+                    rt.align_lanes(v, rt.lanes_slot(rt.lanes_view(x, batch_size),
+                                                    rt.lane_scatter_index(idx, batch_size))))
+            else:
+                out = rt.index_update(rt.broadcast_batch(x, batch_size),
+                                      rt.lane_scatter_index(idx, batch_size), v)
+        else:
+            out = rt.index_update(
+                rt.broadcast_batch(x, batch_size),
+                rt.lane_index(rt.lanes_view(x, batch_size), idx),
+                rt.align_lanes(v, rt.lanes_slot(rt.lanes_view(x, batch_size),
+                                                rt.lane_index(rt.lanes_view(x, batch_size),
+                                                              idx))))
+
+
+@batch("rt.lanes_slot", out_batched=False)
+def lanes_slot_batch(x, index):
+    out = rt.lanes_slot(rt.lanes_probe(x), index)
+
+
+nondiff("rt.lanes_slot")
+
+
+@batch("rt.index_clear")
+def index_clear_batch(g, idx):
+    if g_batched:
+        if idx_batched:
+            out = rt.index_clear(g, rt.lane_scatter_index(idx, batch_size))
+        else:
+            out = rt.index_clear(g, rt.lane_index(g, idx))
+    else:
+        out = rt.index_clear(rt.broadcast_batch(g, batch_size),
+                             rt.lane_scatter_index(idx, batch_size))
+
+
+@batch("rt.written_part")
+def written_part_batch(g, idx):
+    if g_batched:
+        if idx_batched:
+            out = rt.written_part(g, rt.lane_scatter_index(idx, batch_size))
+        else:
+            out = rt.written_part(g, rt.lane_index(g, idx))
+    else:
+        out = rt.written_part(rt.broadcast_batch(g, batch_size),
+                              rt.lane_scatter_index(idx, batch_size))
+
+
+@batch("rt.part")
+def part_batch(g, key, like):
+    """`g[key]` (an element of a container adjoint, or a part of an array adjoint)."""
+    if g_batched:
+        if key_batched:
+            out = rt.part(g, rt.lane_scatter_index(key, batch_size),
+                          rt.lanes_view(like, batch_size))
+        else:
+            if like_batched:
+                out = rt.part(g, rt.lane_index(g, key), like)
+            else:
+                out = rt.part(g, rt.lane_index(g, key), rt.lanes_view(like, batch_size))
+    else:
+        if key_batched:
+            out = rt.part(rt.broadcast_batch(g, batch_size),
+                          rt.lane_scatter_index(key, batch_size), rt.lanes_view(like, batch_size))
+        else:
+            out = rt.part(rt.broadcast_batch(g, batch_size),
+                          rt.lane_index(rt.lanes_view(g, batch_size), key), like)
+
+
+@batch("rt.filled")
+def filled_batch(g, like):
+    if g_batched:
+        if like_batched:
+            out = rt.filled(g, like)
+        else:
+            out = rt.filled(g, rt.lanes_view(like, batch_size))
+    else:
+        out = rt.filled(rt.broadcast_batch(g, batch_size), like)
+
+
+# Container literals are built by the vmap pass itself (each element keeps its own spec).
+batch_same("tuple", "list", "dict")
+
+
+@batch("rt.to_tuple")
+def to_tuple_batch(x):
+    out = rt.to_tuple(rt.lanes_items(x))
+
+
+@batch("rt.to_list")
+def to_list_batch(x):
+    out = rt.to_list(rt.lanes_items(x))
+
+
+@batch("rt.to_like")
+def to_like_batch(g, x):
+    if g_batched:
+        out = rt.lanes_stack_like(g, x, x_batched, batch_size)
+    else:
+        out = rt.lanes_stack_like(rt.broadcast_batch(g, batch_size), x, x_batched, batch_size)
+
+
+@rev("rt.lanes_items", container_out=True)
+def lanes_items(dout, out, x, outer=0):
+    dx = rt.lanes_stack_like(dout, x, True, None, outer)
+
+
+@fwd("rt.lanes_items")
+def lanes_items_fwd(out, x, outer=0):
+    dout = rt.lanes_items(dx, outer)
+
+
+@rev("rt.lanes_stack_like")
+def lanes_stack_like(dout, out, g, x, x_batched, n=None, outer=0):
+    dg = rt.lanes_unstack_like(dout, g, outer)
+
+
+@fwd("rt.lanes_stack_like")
+def lanes_stack_like_fwd(out, g, x, x_batched, n=None, outer=0):
+    dout = rt.lanes_stack_like(dg, x, x_batched, n, outer)
+
+
+@rev("rt.lanes_unstack_like", container_out=True)
+def lanes_unstack_like(dout, out, d, g, outer=0):
+    dd = rt.lanes_stack_like(dout, d, True, None, outer)
+
+
+@fwd("rt.lanes_unstack_like")
+def lanes_unstack_like_fwd(out, d, g, outer=0):
+    dout = rt.lanes_unstack_like(dd, g, outer)
+
+
+batch_lanes("rt.lanes_items", ("x",))
+batch_lanes("rt.lanes_stack_like", ("g", "x"))
+batch_lanes("rt.lanes_unstack_like", ("d", "g"))

@@ -9,7 +9,8 @@ rejected, as writing into an array is not differentiable.
 Known limits: prod and cumprod divide by the input (zeros give nan, as in autograd); the
 derivative of max/min is split evenly between ties.
 """
-from .core import batch, fwd, nondiff, rev
+from .batching_helpers import batch_lanes
+from .core import batch, batch_elementwise, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -194,3 +195,225 @@ def var_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
 @batch("np.std")
 def std_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     out = np.std(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+@batch("np.cumsum")
+def cumsum_batch(a, axis=None, dtype=None, out_=None):
+    out = np.cumsum(rt.lane_flat(a, axis), rt.batched_axis(axis), dtype)
+
+
+@batch("np.cumprod")
+def cumprod_batch(a, axis=None, dtype=None, out_=None):
+    out = np.cumprod(rt.lane_flat(a, axis), rt.batched_axis(axis), dtype)
+
+
+@batch("rt.cumsum_adj")
+def cumsum_adj_batch(g, a, axis=None):
+    """axis=None: each example of g is flat (the adjoint of a flattened cumsum), and the
+    result is reshaped to an example of `a`."""
+    if not g_batched:
+        out = rt.reshape_like(rt.cumsum_adj(rt.broadcast_batch(g, batch_size), a,
+                                            rt.batched_axis(axis)), a)
+    elif a_batched:
+        out = rt.reshape_like(rt.cumsum_adj(g, a, rt.batched_axis(axis)), a)
+    else:
+        out = rt.reshape_like(rt.cumsum_adj(g, a, rt.batched_axis(axis)), a, 1)
+
+
+@batch("sum")
+def total_batch(iterable, start=0):
+    """Builtin sum per example: the items of a list added (ranks aligned), or the rows of
+    each example of an array."""
+    if not iterable_batched:
+        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size), start)
+    elif start_batched:
+        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size, iterable_spec), start)
+    else:
+        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size, iterable_spec),
+                            rt.broadcast_batch(start, batch_size))
+
+
+@batch("rt.sum_adj")
+def sum_adj_batch(g, xs):
+    if not g_batched:
+        out = rt.lane_sum_adj(rt.broadcast_batch(g, batch_size),
+                              rt.broadcast_batch(xs, batch_size, xs_spec))
+    elif xs_batched:
+        out = rt.lane_sum_adj(g, rt.broadcast_batch(xs, batch_size, xs_spec))
+    else:
+        out = rt.lane_sum_adj(g, rt.broadcast_batch(xs, batch_size))
+
+
+@batch("rt.sum_adj_t")
+def sum_adj_t_batch(d, g):
+    if not d_batched:
+        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size), g)
+    elif g_batched:
+        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size, d_spec), g)
+    else:
+        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size, d_spec),
+                                rt.broadcast_batch(g, batch_size))
+
+
+# the helpers behind builtin sum under vmap (every array argument carries 1 + outer leading
+# batch axes; their own batching rule broadcasts unbatched ones and adds one)
+
+@rev("rt.lane_total")
+def lane_total(dout, out, iterable, start=0, outer=0):
+    diterable = rt.lane_sum_adj(dout, iterable, outer)
+    dstart = rt.lane_unbroadcast(dout, rt.example_shape(start, outer), outer)
+
+
+@fwd("rt.lane_total")
+def lane_total_fwd(out, iterable, start=0, outer=0):
+    dout = rt.lane_total(diterable, dstart, outer)
+
+
+@rev("rt.lane_sum_adj", container_out=True)
+def lane_sum_adj(dout, out, g, xs, outer=0):
+    dg = rt.lane_sum_adj_t(dout, g, outer)
+
+
+@fwd("rt.lane_sum_adj")
+def lane_sum_adj_fwd(out, g, xs, outer=0):
+    dout = rt.lane_sum_adj(dg, xs, outer)
+
+
+@rev("rt.lane_sum_adj_t")
+def lane_sum_adj_t(dout, out, d, g, outer=0):
+    dd = rt.lane_sum_adj(dout, d, outer)
+
+
+@fwd("rt.lane_sum_adj_t")
+def lane_sum_adj_t_fwd(out, d, g, outer=0):
+    dout = rt.lane_sum_adj_t(dd, g, outer)
+
+
+batch_lanes("rt.lane_total", ("iterable", "start"))
+batch_lanes("rt.lane_sum_adj", ("g", "xs"))
+batch_lanes("rt.lane_sum_adj_t", ("d", "g"))
+
+
+# nondifferentiable reductions and queries
+
+@batch("np.argmax")
+def argmax_batch(a, axis=None, out_=None, keepdims=False):
+    """keepdims must be a literal (True keeps every per-example axis, also for axis=None)."""
+    if keepdims:
+        out = rt.lane_promote(np.argmax(rt.lane_flat(a, axis), rt.batched_axis(axis),
+                                        keepdims=True), np.ndim(a) - 1)
+    else:
+        out = np.argmax(rt.lane_flat(a, axis), rt.batched_axis(axis))
+
+
+@batch("np.argmin")
+def argmin_batch(a, axis=None, out_=None, keepdims=False):
+    """keepdims must be a literal (True keeps every per-example axis, also for axis=None)."""
+    if keepdims:
+        out = rt.lane_promote(np.argmin(rt.lane_flat(a, axis), rt.batched_axis(axis),
+                                        keepdims=True), np.ndim(a) - 1)
+    else:
+        out = np.argmin(rt.lane_flat(a, axis), rt.batched_axis(axis))
+
+
+@batch("np.argsort")
+def argsort_batch(a, axis=-1, kind=None, order=None):
+    out = np.argsort(rt.lane_flat(a, axis), rt.batched_axis(axis), kind, order)
+
+
+@batch("np.any")
+def any_batch(a, axis=None, out_=None, keepdims=False):
+    out = np.any(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
+
+
+@batch("np.all")
+def all_batch(a, axis=None, out_=None, keepdims=False):
+    out = np.all(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
+
+
+@batch("np.count_nonzero")
+def count_nonzero_batch(a, axis=None, keepdims=False):
+    out = np.count_nonzero(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
+
+
+@batch("np.nonzero")
+def nonzero_batch(a):
+    out = rt.cannot_batch("np.nonzero", "its result's length would differ between examples")
+
+
+@batch("np.argwhere")
+def argwhere_batch(a):
+    out = rt.cannot_batch("np.argwhere", "its result's length would differ between examples")
+
+
+@batch("np.flatnonzero")
+def flatnonzero_batch(a):
+    out = rt.cannot_batch("np.flatnonzero", "its result's length would differ between examples")
+
+
+@batch("np.unique")
+def unique_batch(ar, return_index=False, return_inverse=False, return_counts=False,
+                 axis=None, equal_nan=True):
+    out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
+
+
+@batch("np.searchsorted")
+def searchsorted_batch(a, v, side="left", sorter=None):
+    if a_batched:
+        if v_batched:
+            out = rt.lane_searchsorted(a, v, side, sorter)
+        else:
+            out = rt.lane_searchsorted(a, rt.broadcast_batch(v, batch_size), side, sorter)
+    elif sorter_batched:
+        if v_batched:
+            out = rt.lane_searchsorted(rt.broadcast_batch(a, batch_size), v, side, sorter)
+        else:
+            out = rt.lane_searchsorted(rt.broadcast_batch(a, batch_size),
+                                       rt.broadcast_batch(v, batch_size), side, sorter)
+    else:
+        out = np.searchsorted(a, v, side, sorter)
+
+
+nondiff("rt.lane_searchsorted", "rt.lane_array_equal")
+batch_lanes("rt.lane_searchsorted", ("a", "v", "sorter"))
+batch_lanes("rt.lane_array_equal", ("a1", "a2"))
+batch_elementwise("np.isclose")
+
+
+@batch("np.allclose")
+def allclose_batch(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if rtol_batched:
+        out = rt.cannot_batch("np.allclose", "rtol differs between examples")
+    elif atol_batched:
+        out = rt.cannot_batch("np.allclose", "atol differs between examples")
+    elif not a_batched:
+        out = np.all(np.reshape(np.isclose(a, rt.align(b, a), rtol, atol, equal_nan),
+                                (batch_size, -1)), axis=1)
+    elif not b_batched:
+        out = np.all(np.reshape(np.isclose(rt.align(a, b), b, rtol, atol, equal_nan),
+                                (batch_size, -1)), axis=1)
+    else:
+        out = np.all(np.reshape(np.isclose(rt.align_lanes(a, b), rt.align_lanes(b, a), rtol,
+                                           atol, equal_nan), (batch_size, -1)), axis=1)
+
+
+@batch("np.array_equal")
+def array_equal_batch(a1, a2, equal_nan=False):
+    if not a1_batched:
+        out = rt.lane_array_equal(rt.broadcast_batch(a1, batch_size), a2, equal_nan)
+    elif a2_batched:
+        out = rt.lane_array_equal(a1, a2, equal_nan)
+    else:
+        out = rt.lane_array_equal(a1, rt.broadcast_batch(a2, batch_size), equal_nan)
+
+
+@batch("rt.extremum_share")
+def extremum_share_batch(a, out_, axis=None, keepdims=False):
+    if not a_batched:
+        out = rt.extremum_share(rt.broadcast_batch(a, batch_size), out_,
+                                rt.lane_axes(axis, np.ndim(a)), keepdims)
+    elif out__batched:
+        out = rt.extremum_share(a, out_, rt.lane_axis(axis, a), keepdims)
+    else:
+        out = rt.extremum_share(a, rt.broadcast_batch(out_, batch_size), rt.lane_axis(axis, a),
+                                keepdims)

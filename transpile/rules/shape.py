@@ -5,7 +5,8 @@ Joining functions take a list/tuple of arrays; the adjoint of that argument is a
 of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule joins again.
 `np.split` returns a list; its adjoint `dout` is a list, joined back with np.concatenate.
 """
-from .core import batch, fwd, nondiff, rev
+from .batching_helpers import batch_lanes
+from .core import batch, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -50,13 +51,35 @@ def expand_dims_fwd(out, a, axis):
     dout = np.expand_dims(da, axis)
 
 
-@rev("np.atleast_1d", "np.atleast_2d", "np.atleast_3d", view=True)
-def atleast_nd(dout, out, ary):
+# one primitive each (not one for the three spellings): their batching rules differ
+
+@rev("np.atleast_1d", view=True)
+def atleast_1d(dout, out, ary):
     dary = np.reshape(dout, np.shape(ary))
 
 
-@fwd("np.atleast_1d", "np.atleast_2d", "np.atleast_3d")
-def atleast_nd_fwd(out, ary):
+@fwd("np.atleast_1d")
+def atleast_1d_fwd(out, ary):
+    dout = np.reshape(dary, np.shape(out))
+
+
+@rev("np.atleast_2d", view=True)
+def atleast_2d(dout, out, ary):
+    dary = np.reshape(dout, np.shape(ary))
+
+
+@fwd("np.atleast_2d")
+def atleast_2d_fwd(out, ary):
+    dout = np.reshape(dary, np.shape(out))
+
+
+@rev("np.atleast_3d", view=True)
+def atleast_3d(dout, out, ary):
+    dary = np.reshape(dout, np.shape(ary))
+
+
+@fwd("np.atleast_3d")
+def atleast_3d_fwd(out, ary):
     dout = np.reshape(dary, np.shape(out))
 
 
@@ -331,14 +354,23 @@ def hstack_adj_fwd(out, g, tup):
     dout = rt.hstack_adj(dg, tup)
 
 
-@rev("np.split", "np.array_split", container_out=True)
+@rev("np.split", container_out=True)
 def split(dout, out, ary, indices_or_sections, axis=0):
     dary = np.concatenate(dout, axis)
 
 
-@fwd("np.split", "np.array_split")
+@fwd("np.split")
 def split_fwd(out, ary, indices_or_sections, axis=0):
-    """np.array_split: np.split too, wherever np.split succeeds."""
+    dout = np.split(dary, indices_or_sections, axis)
+
+
+@rev("np.array_split", container_out=True)
+def array_split(dout, out, ary, indices_or_sections, axis=0):
+    dary = np.concatenate(dout, axis)
+
+
+@fwd("np.array_split")
+def array_split_fwd(out, ary, indices_or_sections, axis=0):
     dout = np.array_split(dary, indices_or_sections, axis)
 
 
@@ -462,3 +494,732 @@ nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinst
         "np.tril_indices", "np.triu_indices", "np.broadcast_shapes", "np.iscomplexobj",
         "np.isrealobj", "np.isscalar")
 nondiff("print", side_effect=True)
+
+
+# ---------------------------------------------------------------- batching (vmap)
+# The batch is axis 0 of a batched value: per-example axes shift by one (rt.lane_axis,
+# rt.batched_axis); numpy's axis=None ("flattened") becomes each example flattened
+# (rt.lane_flat) and the last axis. Unbatched arguments that a rule needs batched are
+# broadcast with rt.broadcast_batch. A shape argument that differs between examples cannot
+# be batched (the result's shape would differ): rt.cannot_batch raises.
+
+@batch("np.reshape")
+def reshape_batch(a, shape):
+    if shape_batched:
+        out = rt.cannot_batch("np.reshape", "its shape differs between examples")
+    else:
+        out = np.reshape(a, rt.lane_shape(shape, batch_size))
+
+
+@batch("np.ravel")
+def ravel_batch(a):
+    out = np.reshape(a, (batch_size, -1))
+
+
+@batch("np.squeeze")
+def squeeze_batch(a, axis=None):
+    out = np.squeeze(a, rt.lane_squeeze_axis(axis, np.shape(a)))
+
+
+@batch("np.expand_dims")
+def expand_dims_batch(a, axis):
+    out = np.expand_dims(a, rt.lane_axis(axis, a))
+
+
+@batch("np.atleast_1d")
+def atleast_1d_batch(ary):
+    out = rt.lane_atleast(ary, 1)
+
+
+@batch("np.atleast_2d")
+def atleast_2d_batch(ary):
+    out = rt.lane_atleast(ary, 2)
+
+
+@batch("np.atleast_3d")
+def atleast_3d_batch(ary):
+    out = rt.lane_atleast(ary, 3)
+
+
+@batch("np.transpose", "np.permute_dims")
+def transpose_batch(a, axes=None):
+    out = np.transpose(a, rt.lane_perm(axes, np.ndim(a)))
+
+
+@batch("np.matrix_transpose", "np.linalg.matrix_transpose")
+def matrix_transpose_batch(x):
+    out = np.swapaxes(x, -1, -2)
+
+
+@batch("np.swapaxes")
+def swapaxes_batch(a, axis1, axis2):
+    out = np.swapaxes(a, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
+
+
+@batch("np.moveaxis")
+def moveaxis_batch(a, source, destination):
+    out = np.moveaxis(a, rt.lane_axis(source, a), rt.lane_axis(destination, a))
+
+
+@batch("np.flip")
+def flip_batch(m, axis=None):
+    out = np.flip(m, rt.lane_axis(axis, m))
+
+
+@batch("np.fliplr")
+def fliplr_batch(m):
+    out = np.flip(m, 2)
+
+
+@batch("np.flipud")
+def flipud_batch(m):
+    out = np.flip(m, 1)
+
+
+@batch("np.roll")
+def roll_batch(a, shift, axis=None):
+    if shift_batched:
+        out = rt.cannot_batch("np.roll", "the shift differs between examples")
+    else:
+        out = np.reshape(np.roll(rt.lane_flat(a, axis), shift, rt.batched_axis(axis)),
+                         np.shape(a))
+
+
+@batch("np.diagonal")
+def diagonal_batch(a, offset=0, axis1=0, axis2=1):
+    if offset_batched:
+        out = rt.cannot_batch("np.diagonal", "the offset differs between examples")
+    else:
+        out = np.diagonal(a, offset, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
+
+
+@batch("rt.diagonal_adj")
+def diagonal_adj_batch(g, a, offset=0, axis1=0, axis2=1):
+    if not g_batched:
+        out = rt.diagonal_adj(rt.broadcast_batch(g, batch_size), a, offset,
+                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+    elif a_batched:
+        out = rt.diagonal_adj(g, a, offset, rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+    else:
+        out = rt.diagonal_adj(g, rt.broadcast_batch(a, batch_size), offset,
+                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+
+
+@batch("np.diag")
+def diag_batch(v, k=0):
+    if k_batched:
+        out = rt.cannot_batch("np.diag", "the diagonal offset k differs between examples")
+    else:
+        out = rt.lane_diag(v, k)
+
+
+@batch("rt.diag_adj")
+def diag_adj_batch(g, v, k=0):
+    if not g_batched:
+        out = rt.lane_diag_adj(rt.broadcast_batch(g, batch_size), v, k)
+    elif v_batched:
+        out = rt.lane_diag_adj(g, v, k)
+    else:
+        out = rt.lane_diag_adj(g, rt.broadcast_batch(v, batch_size), k)
+
+
+@batch("np.tril")
+def tril_batch(m, k=0):
+    """Examples must be (at least) 2-D: numpy's tril of a 1-D array is a 2-D array."""
+    if k_batched:
+        out = np.where(rt.lane_eye(np.shape(m)[-2], np.shape(m)[-1], k, bool, True), m, 0)
+    else:
+        out = np.tril(m, k)
+
+
+@batch("np.triu")
+def triu_batch(m, k=0):
+    """Examples must be (at least) 2-D: numpy's triu of a 1-D array is a 2-D array."""
+    if k_batched:
+        out = np.where(rt.lane_eye(np.shape(m)[-2], np.shape(m)[-1], k - 1, bool, True), 0, m)
+    else:
+        out = np.triu(m, k)
+
+
+@batch("np.diff")
+def diff_batch(a, n=1, axis=-1):
+    if n_batched:
+        out = rt.cannot_batch("np.diff", "the order n differs between examples")
+    else:
+        out = np.diff(a, n, rt.lane_axis(axis, a))
+
+
+@batch("rt.diff_adj")
+def diff_adj_batch(g, a, n=1, axis=-1):
+    if g_batched:
+        out = rt.diff_adj(g, g, n, rt.lane_axis(axis, g))
+    else:
+        out = rt.broadcast_batch(rt.diff_adj(g, a, n, axis), batch_size)
+
+
+@batch("np.sort")
+def sort_batch(a, axis=-1, kind=None):
+    out = np.sort(rt.lane_flat(a, axis), rt.batched_axis(axis), kind)
+
+
+@batch("rt.unsort")
+def unsort_batch(g, a, axis=-1):
+    if not g_batched:
+        out = rt.reshape_like(rt.unsort(rt.broadcast_batch(g, batch_size), rt.lane_flat(a, axis),
+                                        rt.batched_axis(axis)), a)
+    elif a_batched:
+        out = rt.reshape_like(rt.unsort(g, rt.lane_flat(a, axis), rt.batched_axis(axis)), a)
+    else:
+        out = rt.reshape_like(rt.unsort(g, rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
+                                        rt.batched_axis(axis)), a, 1)
+
+
+@batch("rt.sort_like")
+def sort_like_batch(g, a, axis=-1):
+    if not g_batched:
+        out = rt.sort_like(rt.lane_flat(rt.broadcast_batch(g, batch_size), axis),
+                           rt.lane_flat(a, axis), rt.batched_axis(axis))
+    elif a_batched:
+        out = rt.sort_like(rt.lane_flat(g, axis), rt.lane_flat(a, axis), rt.batched_axis(axis))
+    else:
+        out = rt.sort_like(rt.lane_flat(g, axis),
+                           rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
+                           rt.batched_axis(axis))
+
+
+# joining and splitting: a list of arrays only some of which are batched (its spec a tuple,
+# `arrays_spec`) has the others broadcast first (rt.broadcast_batch(.., True) is folded away)
+
+@batch("np.concatenate", "np.concat")
+def concatenate_batch(arrays, axis=0):
+    out = np.concatenate(rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
+                         rt.batched_axis(axis))
+
+
+@batch("rt.concatenate_adj")
+def concatenate_adj_batch(g, arrays, axis=0):
+    if not g_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            rt.broadcast_batch(g, batch_size),
+            rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
+            rt.batched_axis(axis)), rt.broadcast_batch(arrays, batch_size, arrays_spec))
+    elif arrays_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
+            rt.batched_axis(axis)), rt.broadcast_batch(arrays, batch_size, arrays_spec))
+    else:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_flat(rt.broadcast_batch(arrays, batch_size), axis),
+            rt.batched_axis(axis)), arrays, 1)
+
+
+@batch("np.stack")
+def stack_batch(arrays, axis=0):
+    out = np.stack(rt.broadcast_batch(arrays, batch_size, arrays_spec), rt.lane_axis(axis, arrays))
+
+
+@batch("rt.stack_adj")
+def stack_adj_batch(g, arrays, axis=0):
+    if g_batched:
+        out = rt.stack_adj(g, arrays, rt.lane_axis(axis, g))
+    else:
+        out = rt.stack_adj(rt.broadcast_batch(g, batch_size), arrays, rt.lane_axis(axis, g))
+
+
+@batch("np.vstack", "np.row_stack")
+def vstack_batch(tup):
+    out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1)
+
+
+@batch("rt.vstack_adj")
+def vstack_adj_batch(g, tup):
+    if not g_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            rt.broadcast_batch(g, batch_size),
+            rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    elif tup_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    else:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size), 2), 1), tup, 1)
+
+
+@batch("np.hstack")
+def hstack_batch(tup):
+    out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
+                         rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size,
+                                                                        tup_spec)[0])))
+
+
+@batch("rt.hstack_adj")
+def hstack_adj_batch(g, tup):
+    if not g_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            rt.broadcast_batch(g, batch_size),
+            rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
+            rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size, tup_spec)[0]))),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    elif tup_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
+            rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size, tup_spec)[0]))),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    else:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size), 1),
+            rt.lane_hsplit_axis(np.ndim(tup[0]) + 1)), tup, 1)
+
+
+@batch("np.split")
+def split_batch(ary, indices_or_sections, axis=0):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.split", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, rt.lane_axis(axis, ary))
+
+
+@batch("np.array_split")
+def array_split_batch(ary, indices_or_sections, axis=0):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.array_split", "the split points differ between examples")
+    else:
+        out = np.array_split(ary, indices_or_sections, rt.lane_axis(axis, ary))
+
+
+@batch("np.hsplit")
+def hsplit_batch(ary, indices_or_sections):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.hsplit", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, rt.lane_hsplit_axis(np.ndim(ary)))
+
+
+@batch("np.vsplit")
+def vsplit_batch(ary, indices_or_sections):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.vsplit", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, 1)
+
+
+@batch("np.tile")
+def tile_batch(A, reps):
+    if reps_batched:
+        out = rt.cannot_batch("np.tile", "the repetitions differ between examples")
+    else:
+        out = np.tile(rt.lane_promote(A, np.size(reps)), rt.lane_reps(reps))
+
+
+@batch("rt.tile_adj")
+def tile_adj_batch(g, A, reps):
+    if not g_batched:
+        out = rt.reshape_like(rt.tile_adj(rt.broadcast_batch(g, batch_size),
+                                          rt.lane_promote(A, np.size(reps)),
+                                          rt.lane_reps(reps)), A)
+    elif A_batched:
+        out = rt.reshape_like(rt.tile_adj(g, rt.lane_promote(A, np.size(reps)),
+                                          rt.lane_reps(reps)), A)
+    else:
+        out = rt.reshape_like(rt.tile_adj(
+            g, rt.lane_promote(rt.broadcast_batch(A, batch_size), np.size(reps)),
+            rt.lane_reps(reps)), A, 1)
+
+
+@batch("np.repeat")
+def repeat_batch(a, repeats, axis=None):
+    if repeats_batched:
+        out = rt.cannot_batch("np.repeat", "the repeat counts differ between examples")
+    else:
+        out = np.repeat(rt.lane_flat(a, axis), repeats, rt.batched_axis(axis))
+
+
+@batch("rt.repeat_adj")
+def repeat_adj_batch(g, a, repeats, axis=None):
+    if not g_batched:
+        out = rt.reshape_like(rt.repeat_adj(rt.broadcast_batch(g, batch_size),
+                                            rt.lane_flat(a, axis), repeats,
+                                            rt.batched_axis(axis)), a)
+    elif a_batched:
+        out = rt.reshape_like(rt.repeat_adj(g, rt.lane_flat(a, axis), repeats,
+                                            rt.batched_axis(axis)), a)
+    else:
+        out = rt.reshape_like(rt.repeat_adj(
+            g, rt.lane_flat(rt.broadcast_batch(a, batch_size), axis), repeats,
+            rt.batched_axis(axis)), a, 1)
+
+
+@batch("np.pad")
+def pad_batch(array, pad_width, mode="constant", constant_values=0):
+    """A constant that differs between examples (a number per example) is added on the
+    padding: np.pad(array, 0) + c * (1 on the padding)."""
+    if pad_width_batched:
+        out = rt.cannot_batch("np.pad", "the pad widths differ between examples")
+    elif not constant_values_batched:
+        out = rt.lane_pad(array, pad_width, mode, constant_values)
+    elif array_batched:
+        out = rt.lane_pad(array, pad_width, mode) + rt.align(
+            constant_values, rt.pad_mask(np.shape(array)[1:], pad_width)) * rt.pad_mask(
+            np.shape(array)[1:], pad_width)
+    else:
+        out = np.pad(array, pad_width, mode) + rt.align(
+            constant_values, rt.pad_mask(np.shape(array), pad_width)) * rt.pad_mask(
+            np.shape(array), pad_width)
+
+
+@batch("rt.unpad")
+def unpad_batch(g, array, pad_width, mode="constant"):
+    if g_batched:
+        out = rt.unpad(g, g, rt.lane_pad_width(pad_width, np.ndim(g)), mode)
+    else:
+        out = rt.broadcast_batch(rt.unpad(g, g, pad_width, mode), batch_size)
+
+
+@batch("rt.pad_value_adj")
+def pad_value_adj_batch(g, array, pad_width):
+    if not g_batched:
+        out = rt.broadcast_batch(rt.pad_value_adj(g, g, pad_width), batch_size)
+    elif array_batched:
+        out = np.sum(g * rt.pad_mask(np.shape(array)[1:], pad_width), axis=rt.lane_axis(None, g))
+    else:
+        out = np.sum(g * rt.pad_mask(np.shape(array), pad_width), axis=rt.lane_axis(None, g))
+
+
+@batch("np.full")
+def full_batch(shape, fill_value, dtype=None):
+    if shape_batched:
+        out = rt.cannot_batch("np.full", "its shape differs between examples")
+    else:
+        out = np.full(rt.lane_shape(shape, batch_size),
+                      rt.lane_promote(fill_value, np.size(shape)), dtype)
+
+
+@batch("np.full_like")
+def full_like_batch(a, fill_value, dtype=None):
+    if not fill_value_batched:
+        out = np.full_like(a, fill_value, dtype)
+    elif a_batched:
+        out = np.full_like(a, rt.lane_promote(fill_value, np.ndim(a) - 1), dtype)
+    else:
+        out = np.full_like(rt.broadcast_batch(a, batch_size),
+                           rt.lane_promote(fill_value, np.ndim(a)), dtype)
+
+
+@batch("np.broadcast_to")
+def broadcast_to_batch(array, shape):
+    if shape_batched:
+        out = rt.cannot_batch("np.broadcast_to", "its shape differs between examples")
+    else:
+        out = np.broadcast_to(rt.lane_promote(array, np.size(shape)),
+                              rt.lane_shape(shape, batch_size))
+
+
+# questions about shapes and types: the same answer for every example
+
+@batch("np.shape", out_batched=False)
+def shape_batch(a):
+    out = rt.lane_shape_of(a)
+
+
+@batch("np.ndim", out_batched=False)
+def ndim_batch(a):
+    out = np.ndim(a) - 1
+
+
+@batch("np.size", out_batched=False)
+def size_batch(a, axis=None):
+    out = rt.lane_size(a, axis)
+
+
+@batch("isinstance", out_batched=False)
+def isinstance_batch(obj, classinfo):
+    """The batch loses whether an example was a Python number or a 0-d array (see
+    rt.lane_example)."""
+    out = isinstance(rt.lane_example(obj), classinfo)
+
+
+@batch("type", out_batched=False)
+def type_batch(obj):
+    out = type(rt.lane_example(obj))
+
+
+@batch("np.isscalar", out_batched=False)
+def isscalar_batch(element):
+    out = np.isscalar(rt.lane_example(element))
+
+
+batch_same("rt.dtype_of", "rt.dict_keys", "np.result_type", "np.iscomplexobj", "np.isrealobj",
+           out_batched=False)
+batch_same("print", out_batched=False)   # prints the whole batch
+
+
+@batch("int")
+def int_batch(x=0):
+    out = rt.lane_int(x)
+
+
+@batch("bool")
+def bool_batch(x=False):
+    out = rt.lane_bool(x)
+
+
+# making arrays: a batched size cannot be batched; batched values (np.full's fill, the
+# ends of np.linspace, the diagonal offset of np.eye) can
+
+@batch("range")
+def range_batch(start, stop=None, step=None):
+    out = rt.cannot_batch("range", "its bounds differ between examples, so its length "
+                           "would too (a loop over such a range is batched: write it as "
+                           "`for i in range(n)` directly)")
+
+
+@batch("np.arange")
+def arange_batch(start=None, stop=None, step=None, dtype=None):
+    out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
+                           "would too")
+
+
+@batch("np.zeros")
+def zeros_batch(shape, dtype=None, order="C"):
+    out = rt.cannot_batch("np.zeros", "its shape differs between examples")
+
+
+@batch("np.ones")
+def ones_batch(shape, dtype=None, order="C"):
+    out = rt.cannot_batch("np.ones", "its shape differs between examples")
+
+
+@batch("np.empty")
+def empty_batch(shape, dtype=None, order="C"):
+    out = rt.cannot_batch("np.empty", "its shape differs between examples")
+
+
+@batch("np.identity")
+def identity_batch(n, dtype=None):
+    out = rt.cannot_batch("np.identity", "its shape differs between examples")
+
+
+@batch("np.indices")
+def indices_batch(dimensions, dtype=None, sparse=False):
+    out = rt.cannot_batch("np.indices", "its shape differs between examples")
+
+
+@batch("np.broadcast_shapes")
+def broadcast_shapes_batch(shape0=(), shape1=(), shape2=(), shape3=()):
+    out = rt.cannot_batch("np.broadcast_shapes", "the shapes differ between examples")
+
+
+@batch("np.diag_indices")
+def diag_indices_batch(n, ndim=2):
+    out = rt.cannot_batch("np.diag_indices", "its shape differs between examples")
+
+
+@batch("np.tril_indices")
+def tril_indices_batch(n, k=0, m=None):
+    out = rt.cannot_batch("np.tril_indices", "its arguments differ between examples, so the "
+                           "number of indices would too")
+
+
+@batch("np.triu_indices")
+def triu_indices_batch(n, k=0, m=None):
+    out = rt.cannot_batch("np.triu_indices", "its arguments differ between examples, so "
+                           "the number of indices would too")
+
+
+@batch("np.eye")
+def eye_batch(N, M=None, k=0, dtype=None):
+    if N_batched:
+        out = rt.cannot_batch("np.eye", "its shape differs between examples")
+    elif M_batched:
+        out = rt.cannot_batch("np.eye", "its shape differs between examples")
+    else:
+        out = rt.lane_eye(N, M, k, dtype)
+
+
+@batch("np.tri")
+def tri_batch(N, M=None, k=0, dtype=None):
+    if N_batched:
+        out = rt.cannot_batch("np.tri", "its shape differs between examples")
+    elif M_batched:
+        out = rt.cannot_batch("np.tri", "its shape differs between examples")
+    else:
+        out = rt.lane_eye(N, M, k, dtype, True)
+
+
+@batch("np.linspace")
+def linspace_batch(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    if num_batched:
+        out = rt.cannot_batch("np.linspace", "the number of samples differs between examples")
+    elif not start_batched:
+        out = np.linspace(start, rt.align(stop, start), num, endpoint, retstep, dtype,
+                          rt.lane_axis(axis, start))
+    elif not stop_batched:
+        out = np.linspace(rt.align(start, stop), stop, num, endpoint, retstep, dtype,
+                          rt.lane_axis(axis, start))
+    else:
+        out = np.linspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
+                          endpoint, retstep, dtype, rt.lane_axis(axis, start))
+
+
+@batch("np.logspace")
+def logspace_batch(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    if num_batched:
+        out = rt.cannot_batch("np.logspace", "the number of samples differs between examples")
+    elif base_batched:
+        out = rt.cannot_batch("np.logspace", "the base differs between examples")
+    elif not start_batched:
+        out = np.logspace(start, rt.align(stop, start), num, endpoint, base, dtype,
+                          rt.lane_axis(axis, start))
+    elif not stop_batched:
+        out = np.logspace(rt.align(start, stop), stop, num, endpoint, base, dtype,
+                          rt.lane_axis(axis, start))
+    else:
+        out = np.logspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
+                          endpoint, base, dtype, rt.lane_axis(axis, start))
+
+
+# the reshaping helpers that batching rules emit (every array argument carries `outer`
+# leading batch axes); each is linear in its first argument
+
+@rev("rt.lane_flat", view=True, container_out=True)
+def lane_flat(dout, out, a, axis, outer=0):
+    da = rt.reshape_like(dout, a)
+
+
+@fwd("rt.lane_flat")
+def lane_flat_fwd(out, a, axis, outer=0):
+    dout = rt.lane_flat(da, axis, outer)
+
+
+@rev("rt.reshape_like", view=True, container_out=True)
+def reshape_like(dout, out, g, a, lanes=0, skip=0):
+    dg = rt.reshape_like(dout, g)
+
+
+@fwd("rt.reshape_like")
+def reshape_like_fwd(out, g, a, lanes=0, skip=0):
+    dout = rt.reshape_like(dg, a, lanes, skip)
+
+
+@batch("rt.reshape_like")
+def reshape_like_batch(g, a, lanes=0, skip=0):
+    if not g_batched:
+        out = rt.broadcast_batch(rt.reshape_like(g, rt.broadcast_batch(a, batch_size, a_spec),
+                                                 lanes, skip + 1), batch_size)
+    elif a_batched:
+        out = rt.reshape_like(rt.broadcast_batch(g, batch_size, g_spec),
+                              rt.broadcast_batch(a, batch_size, a_spec), lanes + 1, skip + 1)
+    else:
+        out = rt.reshape_like(rt.broadcast_batch(g, batch_size, g_spec), a, lanes + 1, skip)
+
+
+@rev("rt.lane_promote", view=True, container_out=True)
+def lane_promote(dout, out, x, rank, outer=0):
+    dx = rt.reshape_like(dout, x)
+
+
+@fwd("rt.lane_promote")
+def lane_promote_fwd(out, x, rank, outer=0):
+    dout = rt.lane_promote(dx, rank, outer)
+
+
+@rev("rt.lane_atleast", view=True, container_out=True)
+def lane_atleast(dout, out, x, nd, outer=0):
+    dx = rt.reshape_like(dout, x)
+
+
+@fwd("rt.lane_atleast")
+def lane_atleast_fwd(out, x, nd, outer=0):
+    dout = rt.lane_atleast(dx, nd, outer)
+
+
+@rev("rt.lane_diag")
+def lane_diag(dout, out, v, k=0, outer=0):
+    dv = rt.lane_diag_adj(dout, v, k, outer)
+
+
+@fwd("rt.lane_diag")
+def lane_diag_fwd(out, v, k=0, outer=0):
+    dout = rt.lane_diag(dv, k, outer)
+
+
+@batch("rt.lane_diag")
+def lane_diag_batch(v, k=0, outer=0):
+    if k_batched:
+        out = rt.cannot_batch("np.diag", "the diagonal offset k differs between examples")
+    else:
+        out = rt.lane_diag(v, k, outer + 1)
+
+
+@rev("rt.lane_diag_adj")
+def lane_diag_adj(dout, out, g, v, k=0, outer=0):
+    dg = rt.lane_diag(dout, k, outer)
+
+
+@fwd("rt.lane_diag_adj")
+def lane_diag_adj_fwd(out, g, v, k=0, outer=0):
+    dout = rt.lane_diag_adj(dg, v, k, outer)
+
+
+@rev("rt.lane_pad")
+def lane_pad(dout, out, array, pad_width, mode="constant", constant_values=0, outer=0):
+    darray = rt.unpad(dout, array, rt.lane_pad_width(pad_width, np.ndim(array), outer), mode)
+    dconstant_values = rt.pad_value_adj(dout, array,
+                                        rt.lane_pad_width(pad_width, np.ndim(array), outer))
+
+
+@fwd("rt.lane_pad")
+def lane_pad_fwd(out, array, pad_width, mode="constant", constant_values=0, outer=0):
+    dout = rt.lane_pad(darray, pad_width, mode, 0, outer)
+    dout = rt.lane_pad(np.zeros_like(array), pad_width, "constant", dconstant_values, outer)
+
+
+@batch("rt.lane_pad")
+def lane_pad_batch(array, pad_width, mode="constant", constant_values=0, outer=0):
+    """A constant that differs between examples of this (outer) batch is added on the
+    padding, as in np.pad's rule."""
+    if pad_width_batched:
+        out = rt.cannot_batch("np.pad", "the pad widths differ between examples")
+    elif not constant_values_batched:
+        out = rt.lane_pad(array, pad_width, mode, constant_values, outer + 1)
+    elif array_batched:
+        out = rt.lane_pad(array, pad_width, mode, 0, outer + 1) + rt.align(
+            constant_values, rt.pad_mask(np.shape(array)[1:], rt.lane_pad_width(
+                pad_width, np.ndim(array) - 1, outer))) * rt.pad_mask(
+            np.shape(array)[1:], rt.lane_pad_width(pad_width, np.ndim(array) - 1, outer))
+    else:
+        out = rt.lane_pad(array, pad_width, mode, 0, outer) + rt.align(
+            constant_values, rt.pad_mask(np.shape(array), rt.lane_pad_width(
+                pad_width, np.ndim(array), outer))) * rt.pad_mask(
+            np.shape(array), rt.lane_pad_width(pad_width, np.ndim(array), outer))
+
+
+# helpers that answer questions about shapes and axes: their arguments are the same for
+# every example unless axes or shapes are computed from the data, which cannot be batched
+nondiff("rt.batched_axis", "rt.lane_axes", "rt.lane_perm", "rt.lane_squeeze_axis",
+        "rt.lane_hsplit_axis", "rt.lane_reps", "rt.lane_pad_width", "rt.pad_mask")
+
+
+@batch("rt.batched_axis", "rt.lane_axes", "rt.lane_perm", "rt.lane_squeeze_axis",
+       "rt.lane_hsplit_axis", "rt.lane_reps", "rt.lane_pad_width", "rt.pad_mask")
+def axes_helper_batch(a, b=None, c=None):
+    out = rt.cannot_batch("an axis or shape argument", "it differs between examples",
+                          "compute axes and shapes from shapes, not from values")
+
+
+nondiff("rt.lane_shape_of", "rt.lane_size", "rt.lane_example", "rt.lane_int", "rt.lane_bool",
+        "rt.lane_eye")
+
+
+batch_same("rt.lane_int", "rt.lane_bool", "rt.lane_eye")   # elementwise / k's leading axes
+
+# vmap of vmap: unbatched array arguments are broadcast, `outer` goes up by one
+batch_lanes("rt.lane_flat", ("a",))
+batch_lanes("rt.lane_promote", ("x",))
+batch_lanes("rt.lane_atleast", ("x",))
+batch_lanes("rt.lane_diag_adj", ("g", "v"))
+batch_lanes("rt.lane_shape_of", ("x",), out_batched=False)
+batch_lanes("rt.lane_size", ("a",), out_batched=False)
+batch_lanes("rt.lane_example", ("x",))

@@ -4,7 +4,7 @@ Generated modules import only numpy and `runtime`, so a scipy function is spelle
 its re-export in `runtime` (`rt.logsumexp` is scipy.special.logsumexp itself): the first
 spelling given to `rev` is the one generated code uses.
 """
-from .core import fwd, rev
+from .core import batch, fwd, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -33,3 +33,27 @@ def weight(dout, out, w, b=None, return_sign=False):
 def weight_fwd(out, w, b=None, return_sign=False):
     dout = rt.weight(dw, b)
     dout = rt.broadcast_like(w * db, out)
+
+
+# ---------------------------------------------------------------- batching (vmap)
+
+@batch("rt.logsumexp", "scipy.special.logsumexp")
+def logsumexp_batch(a, axis=None, b=None, keepdims=False, return_sign=False):
+    if not a_batched:
+        out = rt.logsumexp(rt.broadcast_batch(a, batch_size), rt.lane_axes(axis, np.ndim(a)),
+                           rt.align(b, a), keepdims, return_sign)
+    elif b_batched:
+        out = rt.logsumexp(a, rt.lane_axis(axis, a), rt.align_lanes(b, a), keepdims,
+                           return_sign)
+    else:
+        out = rt.logsumexp(a, rt.lane_axis(axis, a), b, keepdims, return_sign)
+
+
+@batch("rt.weight")
+def weight_batch(w, b=None, return_sign=False):
+    if not w_batched:
+        out = rt.weight(w, rt.align(b, w), return_sign)
+    elif b_batched:
+        out = rt.weight(w, rt.align_lanes(b, w), return_sign)
+    else:
+        out = rt.weight(w, b, return_sign)
