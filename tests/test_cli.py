@@ -42,6 +42,7 @@ def loss(W, x):
 
 
 loss_grad = tp.grad(loss)
+per_example_grads = tp.vmap(tp.grad(loss), in_axes=(None, 0))   # a vmap, dumped too
 '''
 
 # Runs in a fresh interpreter: imports the dumped module with `transpile` blocked, evaluates
@@ -58,7 +59,8 @@ np.savez(sys.argv[3],
          grad_features=out.grad_features(x),
          grad_features_scale=out.grad_features(x, 0.5),
          predict=out.predict(x, W),
-         loss_grad=out.loss_grad(W, x))
+         loss_grad=out.loss_grad(W, x),
+         per_example_grads=out.per_example_grads(W, x[:, None, :]))
 print("transpile" in sys.modules and sys.modules["transpile"] is not None)
 '''
 
@@ -117,6 +119,7 @@ def test_dumped_module_agrees_with_transpile(dumped, tmp_path):
         "grad_features_scale": tp.grad(mod.features)(x, 0.5),
         "predict": mod.predict(x, W),
         "loss_grad": mod.loss_grad(W, x),
+        "per_example_grads": mod.per_example_grads(W, x[:, None, :]),
     }
     for name, value in expected.items():
         assert np.shape(got[name]) == np.shape(value), name
@@ -128,6 +131,8 @@ def test_dumped_module_agrees_with_transpile(dumped, tmp_path):
     e[1, 2] = eps
     numeric = (mod.features(x + e) - mod.features(x - e)) / (2 * eps)
     assert np.isclose(expected["grad_features"][1, 2], numeric, rtol=1e-5, atol=1e-6)
+    per_example = [mod.loss_grad(W, x[k:k + 1]) for k in range(len(x))]
+    assert np.allclose(expected["per_example_grads"], per_example, rtol=1e-12, atol=1e-12)
 
 
 def test_help_mentions_dump():

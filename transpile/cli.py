@@ -164,22 +164,27 @@ def _rename(node, renames):
     return ast.unparse(R().visit(copy.deepcopy(node)))
 
 
+# transformations whose generated entry takes the user's arguments as they are
+_DUMPABLE = ("transform", "grad", "vmap")
+
+
 def dump(path, applies=(), output=None):
     module = load_module(path)
     d = Dump()
     for name, value in list(vars(module).items()):
-        if isinstance(value, api.Transformed) and value.kind in ("transform", "grad"):
+        if isinstance(value, api.Transformed) and value.kind in _DUMPABLE:
             d.add(name, value)
     env = dict(vars(module))
-    env.update(grad=api.grad, value_and_grad=api.value_and_grad, transform=api.transform)
+    env.update(grad=api.grad, value_and_grad=api.value_and_grad, transform=api.transform,
+               vmap=api.vmap)
     for expr in applies:
         try:
             value = eval(expr, env)  # noqa: S307 - the user's own expression
         except Exception as e:
             raise TransformError(f"--apply {expr!r}: {type(e).__name__}: {e}") from e
-        if not isinstance(value, api.Transformed) or value.kind not in ("transform", "grad"):
+        if not isinstance(value, api.Transformed) or value.kind not in _DUMPABLE:
             raise TransformError(f"--apply {expr!r} must give a transformed function "
-                                 "(grad, value_and_grad or transform of a function).")
+                                 "(grad, value_and_grad, vmap or transform of a function).")
         d.add(None, value)
     text = d.text(path)
     if output:
