@@ -108,22 +108,25 @@ def _shifted(axis, outer):
     return axis + outer if axis >= 0 else axis
 
 
-def move_batch_axis(value, axes, outer=0):
-    """Enter vmap: move each leaf's mapped axis (`axes`, a prefix tree) to the front."""
+def _move_leaves(value, axes, outer, entering):
     def move(leaf, axis):
         leaf = array_module(leaf).asarray(leaf)
         a = _shifted(axis, outer) % leaf.ndim
-        return leaf if a == outer else array_module(leaf).moveaxis(leaf, a, outer)
+        if a == outer:
+            return leaf
+        src, dst = (a, outer) if entering else (outer, a)
+        return array_module(leaf).moveaxis(leaf, src, dst)
     return _tree_axes(value, axes, move)
+
+
+def move_batch_axis(value, axes, outer=0):
+    """Enter vmap: move each leaf's mapped axis (`axes`, a prefix tree) to the front."""
+    return _move_leaves(value, axes, outer, True)
 
 
 def batch_out(value, axes, outer=0):
     """Leave vmap: put the batch axis of each output leaf where out_axes says."""
-    def move(leaf, axis):
-        leaf = array_module(leaf).asarray(leaf)
-        a = _shifted(axis, outer) % leaf.ndim
-        return leaf if a == outer else array_module(leaf).moveaxis(leaf, outer, a)
-    return _tree_axes(value, axes, move)
+    return _move_leaves(value, axes, outer, False)
 
 
 # ---------------------------------------------------------------- batched and unbatched

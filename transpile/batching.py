@@ -645,12 +645,7 @@ class Batching:
             out.append(assign(body_mask, _copy.deepcopy(cond) if outer is None else
                               call("np.logical_and", [name(outer), _copy.deepcopy(cond)])))
         if s.body:
-            self.mask = body_mask
-            try:
-                body = self.block(s.body)
-            finally:
-                self.mask = outer
-            out.extend(self._guarded(name(body_mask), body, s.body))
+            out.extend(self._path(body_mask, s.body))
         for v in merged:
             if v in in_body:
                 then[v] = self.namer.fresh(v + "_then")
@@ -661,17 +656,21 @@ class Batching:
             skipped = call("np.logical_not", [_copy.deepcopy(cond)])
             out.append(assign(else_mask, skipped if outer is None else
                               call("np.logical_and", [name(outer), skipped])))
-            self.mask = else_mask
-            try:
-                orelse = self.block(s.orelse)
-            finally:
-                self.mask = outer
-            out.extend(self._guarded(name(else_mask), orelse, s.orelse))
+            out.extend(self._path(else_mask, s.orelse))
         for v in merged:
             chosen = name(then[v]) if v in then else name(orig[v])
             out.append(assign(v, call("rt.select", [_copy.deepcopy(cond), chosen, name(v)]),
                               origin=s))
         return out
+
+    def _path(self, mask, stmts):
+        """One path of a batched `if`, run with `mask` as the examples that take it."""
+        outer, self.mask = self.mask, mask
+        try:
+            body = self.block(stmts)
+        finally:
+            self.mask = outer
+        return self._guarded(name(mask), body, stmts)
 
     def _guarded(self, mask, stmts, original):
         """`stmts` run only if some example takes this path; a path that saves or restores
