@@ -11,7 +11,8 @@ from .adjoints import (astype, basis_like, basis_of, broadcast_like, cast_like, 
 from .backend import array_module
 from .errors import TransformError
 from .trees import (add, as_grad, check_float_input, copy_stack, filled, part, pop, pop_adjoint, push,
-                    tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot, zeros_like)
+                    tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot, zero_tangent,
+                    zeros_like)
 from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,
                              inner_spec, logsumexp, norm_axis, solve, solve_spec, tensordot_spec, weight)
 from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: E402

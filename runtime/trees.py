@@ -94,6 +94,68 @@ def tangent_zeros(x):
     return tree_map(_zeros_leaf, x)
 
 
+class ZeroTangent(np.ndarray):
+    """Zeros that forward-mode code knows are zero (the tangent a loop starts with): a
+    product with one is zeros without the arithmetic, a sum with one is the other term.
+    Anything else computes with plain zeros."""
+
+    # copies are ordinary arrays (code writes into copies: rt.index_update); the zeros
+    # themselves are read-only, so nothing can make them nonzero behind the type's back
+    def copy(self, order="C"):
+        return self.view(np.ndarray).copy(order)
+
+    def astype(self, dtype, *args, **kwargs):
+        return self.view(np.ndarray).astype(dtype, *args, **kwargs)
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [i.view(np.ndarray) if isinstance(i, ZeroTangent) else i for i in inputs]
+        if method == "__call__" and "out" not in kwargs and len(inputs) <= 2:
+            zero = [isinstance(i, ZeroTangent) for i in inputs]
+            if ufunc in (np.multiply, np.matmul) and any(zero) or \
+                    ufunc is np.negative or (ufunc is np.add and all(zero)):
+                shape = _matmul_shape(*plain) if ufunc is np.matmul else \
+                    np.broadcast_shapes(*(np.shape(i) for i in plain))
+                z = np.zeros(shape, np.result_type(*plain)).view(ZeroTangent)
+                z.flags.writeable = False
+                return z
+            if ufunc in (np.add, np.subtract) and len(inputs) == 2 and any(zero):
+                shape = np.broadcast_shapes(*(np.shape(i) for i in plain))
+                dtype = np.result_type(*plain)
+                if zero[0] and ufunc is np.subtract:
+                    return np.broadcast_to(np.negative(plain[1]), shape).astype(dtype)
+                other = plain[1] if zero[0] else plain[0]
+                return np.array(np.broadcast_to(other, shape), dtype=dtype)
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def _matmul_shape(a, b):
+    sa, sb = np.shape(a), np.shape(b)
+    if len(sa) == 1 and len(sb) == 1:
+        return ()
+    if len(sa) == 1:
+        return sb[:-2] + sb[-1:]
+    if len(sb) == 1:
+        return sa[:-1]
+    return np.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-1])
+
+
+def zero_tangent(x):
+    """The tangent of a value before a loop makes it active: zeros that products skip."""
+    if isinstance(x, (tuple, list, dict)):
+        return tangent_zeros(x)
+    z = _zeros_leaf(x)
+    if type(z) is np.ndarray and z.dtype.kind in "fc":
+        z = z.view(ZeroTangent)
+        z.flags.writeable = False
+    return z
+
+
 def part(g, key, like):
     """Element `key` of the container adjoint `g`, as zeros shaped like `like` if unset."""
     item = g[key]

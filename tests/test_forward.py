@@ -565,3 +565,36 @@ def test_zero_tangents_make_constants():
     texts = [g.text for k, g in api._CACHE.items() if k[0] == "jvp" and
              dict(k[1]).get("active") == (True, False, False)]
     assert texts and "x_dot" not in texts[-1] and "y_dot" not in texts[-1]
+
+
+def layers(params, x):
+    for W in params:
+        x = np.tanh(x @ W)
+    return np.sum(x ** 2)
+
+
+def test_loop_entry_tangent_is_a_lazy_zero():
+    """A tangent that enters a loop as zeros (x, reassigned in the loop from active values)
+    is rt.zero_tangent: the first trip's product with it is skipped; results unchanged."""
+    from runtime.trees import ZeroTangent, zero_tangent
+    rng = np.random.default_rng()
+    params = [rng.standard_normal((4, 4)) for _ in range(3)]
+    dparams = [rng.standard_normal((4, 4)) for _ in range(3)]
+    x = rng.standard_normal((5, 4))
+    out, dout = tp.jvp(layers, (params, x), (dparams, np.zeros_like(x)))
+    eps = 1e-6
+    plus = layers([p + eps * d for p, d in zip(params, dparams)], x)
+    minus = layers([p - eps * d for p, d in zip(params, dparams)], x)
+    np.testing.assert_allclose(dout, (plus - minus) / (2 * eps), rtol=1e-6)
+    z = zero_tangent(x)
+    W = rng.standard_normal((4, 3))
+    assert isinstance(z @ W, ZeroTangent) and (z @ W).shape == (5, 3)
+    y = rng.standard_normal((5, 3))
+    s = z @ W + y
+    assert type(s) is np.ndarray and np.array_equal(s, y) and s is not y
+    assert type(np.sin(z)) is np.ndarray          # anything else computes with zeros
+    c = z.copy()
+    c[0, 0] = 1.0                                 # copies are ordinary, writable arrays
+    assert type(c) is np.ndarray and not z.any()
+    with pytest.raises(ValueError):
+        z[0, 0] = 1.0

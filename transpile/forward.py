@@ -103,7 +103,7 @@ class Forward:
             # a value first made inside each trip needs no tangent before the loop
             carried = {v for v in new if primal[v] in bound or
                        _read_before_assigned(s.body, primal[v])}
-            pre += [self.zeros(v) for v in sorted(carried) if primal[v] in bound]
+            pre += [self.zeros(v, lazy=True) for v in sorted(carried) if primal[v] in bound]
             entry |= carried
             if not carried:
                 break
@@ -116,9 +116,11 @@ class Forward:
         anno.copy(s, new)
         return pre + [gast.copy_location(new, s)]
 
-    def zeros(self, tangent):
+    def zeros(self, tangent, lazy=False):
+        """`x_dot = zeros`; lazy (before a loop): zeros the first trip's products skip."""
         primal = next(p for p, t in self.tangents.items() if t == tangent)
-        return _assign(tangent, _call("rt.tangent_zeros", [_name(primal)]))
+        return _assign(tangent, _call("rt.zero_tangent" if lazy else "rt.tangent_zeros",
+                                      [_name(primal)]))
 
     # ---------------------------------------------------------------- statements
     def live_tangent(self, atom, state):

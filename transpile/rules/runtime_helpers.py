@@ -446,3 +446,8 @@ for _s, _arrays in {"rt.lane_unbroadcast": ("g",), "rt.lane_broadcast_to_shape":
                     "rt.lane_tree_vdot": ("a", "b"), "rt.lane_to_like": ("g", "x"),
                     "rt.lane_tree_scale": ("x", "s")}.items():
     batch_lanes(_s, _arrays)
+
+
+# forward mode's lazy zeros before a loop (runtime/trees.py ZeroTangent)
+nondiff("rt.zero_tangent")
+batch_same("rt.zero_tangent")
