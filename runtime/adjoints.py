@@ -331,7 +331,29 @@ def basis_of(x, outer=0):
         dtype = np.float64
     shape = tuple(np.shape(x))[outer:]
     n = int(np.prod(shape, dtype=np.int64))
-    return xp.eye(n, dtype=dtype).reshape((n,) + shape)
+    eye = xp.eye(n, dtype=dtype).reshape((n,) + shape)
+    if xp is np and len(shape) == 1:
+        eye = eye.view(IdentityBasis)     # products with it are their other factor
+        eye.flags.writeable = False
+    return eye
+
+
+class IdentityBasis(np.ndarray):
+    """The stacked basis vectors of a vector (an identity matrix) that Jacobians push
+    through a function: a batched product `A @ e_i` with it is A's columns, so
+    rt.lanes_matmul and rt.batched_dot return them without a matrix product. Every other
+    operation computes with the plain identity (its results are plain arrays)."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [i.view(np.ndarray) if isinstance(i, IdentityBasis) else i for i in inputs]
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        args = [a.view(np.ndarray) if isinstance(a, IdentityBasis) else a for a in args]
+        return func(*args, **kwargs)
+
+    def copy(self, order="C"):
+        return self.view(np.ndarray).copy(order)
 
 
 def jacobian_shape(out, x):

@@ -523,6 +523,7 @@ def dot_subscripts(p, q, a_batched, b_batched, fa=(), fb=(), fo=None):
 def batched_dot(a, b, a_batched, b_batched, outer=0):
     """np.dot per example, for a and/or b batched (on axis 0)."""
     xp = array_module(a, b)
+    identity = type(b).__name__ == "IdentityBasis"
     a, b = xp.asarray(a), xp.asarray(b)
     fa, fb = frames(outer, 2)
     p = np.ndim(a) - sum(fa) - (1 if a_batched else 0)
@@ -531,6 +532,8 @@ def batched_dot(a, b, a_batched, b_batched, outer=0):
         if a_batched and not b_batched:       # the batch is more rows of a
             return xp.dot(a, b)
         if not a_batched and q == 1:          # dot(A, x) for every example: X A^T
+            if p == 2 and identity:
+                return xp.array(a.T)              # dot(A, e_i): the columns of A
             return xp.tensordot(b, a, axes=([1], [p - 1]))
         if a_batched and b_batched and p == 2 and q == 2:
             return xp.matmul(a, b)

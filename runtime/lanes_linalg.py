@@ -20,6 +20,7 @@ import string
 import numpy as np
 
 from .backend import array_module
+from .adjoints import IdentityBasis
 from .batching import frames
 from .errors import TransformError
 from .linalg_helpers import (einsum_spec, inner_spec, matmul_adj_x1, matmul_adj_x2,
@@ -235,6 +236,8 @@ def lanes_matmul(x1, x2, x1_batched, x2_batched, outer=0):
         shared, m, k = _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=2)
     if shared == 1:        # A @ x_i for every example: X A^T
         xp = array_module(x1, x2)
+        if k == 1 and isinstance(x2, IdentityBasis):   # A @ e_i: the columns of A
+            return xp.array(xp.asarray(m).T)
         return xp.dot(_rows(x2, k), xp.asarray(m).T).reshape(np.shape(x2)[:k] + (-1,))
     if shared == 2:        # x_i @ B for every example: X B
         xp = array_module(x1, x2)

@@ -227,3 +227,21 @@ def test_bad_argnums():
         tp.jacfwd(two_args, argnums=(0, 1))
     with pytest.raises(NotImplementedError):
         tp.jacrev(two_args, argnums=(0, 1))
+
+
+def test_identity_basis_products_are_exact_and_plain():
+    """Jacobians push rt.basis_of(x) (an identity) through f; products with it are taken
+    as the other factor's columns, everything else computes with the plain identity."""
+    import runtime as rt
+    from runtime.adjoints import IdentityBasis
+    rng = np.random.default_rng()
+    A, x = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    basis = rt.basis_of(x)
+    assert isinstance(basis, IdentityBasis) and np.array_equal(basis, np.eye(4))
+    plain = np.eye(4)
+    for got, want in [(rt.lanes_matmul(A, basis, False, True), (A @ plain).T),
+                      (rt.batched_dot(A, basis, False, True), np.dot(plain, A.T)),
+                      (np.sin(basis), np.sin(plain)), (basis * 2.0, plain * 2.0),
+                      (np.dot(basis, A.T), np.dot(plain, A.T))]:
+        assert type(got) is np.ndarray
+        np.testing.assert_allclose(got, want)
