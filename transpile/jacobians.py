@@ -2,7 +2,10 @@
 
     jacrev(f)(x)  ->  def jacrev_f(x):
                           out, saved = f_fwd(x)
-                          cotangents = f_bwd_batched(saved, rt.basis_of(out))
+                          if np.ndim(out) == 0:   # one output: one vjp, its gradient
+                              cotangents = f_bwd(saved, np.ones_like(out))
+                          else:
+                              cotangents = f_bwd_batched(saved, rt.basis_of(out))
                           return np.reshape(cotangents[0], rt.jacobian_shape(out, x))
 
 One vjp per output element, all at once: `f_bwd_batched` is vmap of the generated backward
@@ -48,10 +51,13 @@ def jacrev(f, argnums=0):
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
             f"    out, saved = f_fwd({call})\n"
-            f"    cotangents = f_bwd_batched(saved, rt.basis_of(out))\n"
+            f"    if np.ndim(out) == 0:   # one output: one vjp, its gradient\n"
+            f"        cotangents = f_bwd(saved, np.ones_like(out))\n"
+            f"    else:\n"
+            f"        cotangents = f_bwd_batched(saved, rt.basis_of(out))\n"
             f"    return np.reshape(cotangents[{k}], rt.jacobian_shape(out, {params[argnum]}))\n")
-    env = {"f_fwd": gen.entry, "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)),
-           **prefix, **extra}
+    env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"],
+           "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)), **prefix, **extra}
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
