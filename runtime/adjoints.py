@@ -48,16 +48,25 @@ def seed(out, where):
     t = type(out)
     if t is float or t is np.float64 or t is np.float32:
         return t(1.0)
-    if is_container(out) or np.ndim(out) != 0:
+    dtype = check_scalar_output(out, where)
+    return np.ones((), dtype=dtype) if dtype is not None else 1.0
+
+
+def check_scalar_output(out, where, lead=0):
+    """Raise (pointing at `where`) unless `out` is a float scalar; with `lead` leading batch
+    axes, a float scalar per example. Returns its dtype (None for a Python number)."""
+    if is_container(out) or np.ndim(out) != lead:
+        what = _describe(out) if is_container(out) or not lead else \
+            f"an array of shape {np.shape(out)[lead:]} per example"
         raise located(where, f"grad needs a function with a scalar output, but it returned "
-                      f"{_describe(out)}.", "reduce it to a scalar (e.g. np.sum), use "
-                      "has_aux=True to return extra values as (scalar, aux), or use tp.vjp "
-                      "for non-scalar outputs.")
+                      f"{what}.", "reduce it to a scalar (e.g. np.sum), use has_aux=True to "
+                      "return extra values as (scalar, aux), or use tp.vjp for non-scalar "
+                      "outputs.")
     dtype = getattr(out, "dtype", None)
     if dtype is not None and dtype.kind not in "fc":
         raise located(where, f"grad needs a floating-point output, but it returned dtype "
                       f"{dtype}.", "make sure the output depends on float inputs.")
-    return np.ones((), dtype=dtype) if dtype is not None else 1.0
+    return dtype
 
 
 def _describe(x):

@@ -16,6 +16,7 @@ import numpy as np
 
 from .backend import array_module
 from .errors import TransformError
+from .trees import tree_map
 
 
 def _rebuild(like, items):
@@ -157,17 +158,15 @@ def broadcast_batch(value, n, have=False, outer=0):
 
 def batch_view(value, n, outer=0):
     """`value` seen as the same in each of n examples: a read-only broadcast view (no copy),
-    for arguments of helpers that only read them."""
-    if value is None or isinstance(value, (str, type)) or callable(value):
-        return value
-    if isinstance(value, (tuple, list)):
-        return _rebuild(value, (batch_view(v, n, outer) for v in value))
-    if isinstance(value, dict):
-        return {k: batch_view(v, n, outer) for k, v in value.items()}
-    xp = array_module(value)
-    value = xp.asarray(value)
-    return xp.broadcast_to(xp.expand_dims(value, outer),
-                           value.shape[:outer] + (n,) + value.shape[outer:])
+    for arguments of helpers that only read them. Containers leaf by leaf; None stays."""
+    def view(leaf):
+        if leaf is None or isinstance(leaf, (str, type)) or callable(leaf):
+            return leaf
+        xp = array_module(leaf)
+        leaf = xp.asarray(leaf)
+        return xp.broadcast_to(xp.expand_dims(leaf, outer),
+                               leaf.shape[:outer] + (n,) + leaf.shape[outer:])
+    return tree_map(view, value)
 
 
 def sum_batch(value, have=False, outer=0):
@@ -257,17 +256,15 @@ def _structure(x):
 def select_adj(cond, dout, taken, outer=0):
     """The part of an adjoint (or tangent) `dout` that flows to select's `then` (taken=True)
     or `otherwise` branch: zeros in the other examples."""
-    if dout is None:
-        return None
-    if isinstance(dout, (tuple, list)):
-        return _rebuild(dout, (select_adj(cond, d, taken) for d in dout))
-    if isinstance(dout, dict):
-        return {k: select_adj(cond, d, taken) for k, d in dout.items()}
-    xp = array_module(dout)
-    c = xp.asarray(cond)
-    c = c.reshape(c.shape + (1,) * (np.ndim(dout) - c.ndim))
-    zero = xp.zeros((), dtype=xp.asarray(dout).dtype)
-    return xp.where(c, dout, zero) if taken else xp.where(c, zero, dout)
+    def part(d):
+        if d is None:
+            return None
+        xp = array_module(d)
+        c = xp.asarray(cond)
+        c = c.reshape(c.shape + (1,) * (np.ndim(d) - c.ndim))
+        zero = xp.zeros((), dtype=xp.asarray(d).dtype)
+        return xp.where(c, d, zero) if taken else xp.where(c, zero, d)
+    return tree_map(part, dout)
 
 
 def any_lane(cond):

@@ -10,8 +10,8 @@ import numbers
 import numpy as np
 
 from .backend import array_module
-from .errors import TransformError, located
-from .trees import is_container, is_float_leaf
+from .errors import TransformError
+from .trees import is_float_leaf
 
 
 def cannot_batch(what, why, hint=None):
@@ -32,19 +32,8 @@ def example_shape(x, outer=0):
 
 def lane_seed(out, where, outer=0):
     """rt.seed per example: 1 for each example's output, which must be a scalar."""
-    from .adjoints import _describe
-    k = outer + 1
-    if is_container(out) or np.ndim(out) != k:
-        what = _describe(out) if is_container(out) else \
-            f"an array of shape {np.shape(out)[k:]} per example"
-        raise located(where, f"grad needs a function with a scalar output, but it returned "
-                      f"{what}.", "reduce it to a scalar (e.g. np.sum), use has_aux=True to "
-                      "return extra values as (scalar, aux), or use tp.vjp for non-scalar "
-                      "outputs.")
-    dtype = getattr(out, "dtype", None)
-    if dtype is not None and dtype.kind not in "fc":
-        raise located(where, f"grad needs a floating-point output, but it returned dtype "
-                      f"{dtype}.", "make sure the output depends on float inputs.")
+    from .adjoints import check_scalar_output
+    dtype = check_scalar_output(out, where, lead=outer + 1)
     return array_module(out).ones(np.shape(out),
                                   dtype=dtype if dtype is not None else np.float64)
 

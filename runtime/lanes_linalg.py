@@ -21,7 +21,7 @@ import numpy as np
 
 from .backend import array_module
 from .adjoints import IdentityBasis
-from .batching import frames
+from .batching import batch_view, frames
 from .errors import TransformError
 from .linalg_helpers import (einsum_spec, inner_spec, matmul_adj_x1, matmul_adj_x2,
                              solve as _solve, tensordot_spec)
@@ -62,17 +62,9 @@ def _sum_to(xp, g, shape):
 
 def lanes_view(x, n, outer=0):
     """`x` repeated n times along a new axis `outer` (a read-only view). Only for arguments
-    that lend their shape (einsum_gen's `like`, the `x` of an adjoint helper): it carries no
-    derivative. Containers are viewed leaf by leaf; None stays None."""
-    if x is None:
-        return None
-    if isinstance(x, (tuple, list)):
-        return type(x)(lanes_view(v, n, outer) for v in x)
-    if isinstance(x, dict):
-        return {k: lanes_view(v, n, outer) for k, v in x.items()}
-    xp = array_module(x)
-    x = xp.asarray(x)
-    return xp.broadcast_to(xp.expand_dims(x, outer), x.shape[:outer] + (n,) + x.shape[outer:])
+    that lend their shape (einsum_gen's `like`, the `x` of an adjoint helper): unlike
+    rt.batch_view, the same view, it carries no derivative."""
+    return batch_view(x, n, outer)
 
 
 def lanes_probe(x, outer=0):

@@ -439,18 +439,12 @@ class Batching:
             mapping[p] = actual[p]
             mapping[p + "_batched"] = const(batched(self.expr_spec(actual[p])))
             mapping[p + "_spec"] = _literal(self.expr_spec(actual[p]))
-        local = {}
-        for st in tpl.body:
-            for n in gast.walk(st):
-                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and \
-                        n.id != "out" and n.id not in local:
-                    local[n.id] = self.namer.fresh(n.id)
-        body = _fold_static_ifs([_substitute(st, mapping, local, {}) for st in tpl.body])
+        body = _fold_static_ifs([_substitute(st, mapping, {}, {}) for st in tpl.body])
         if len(body) != 1 or not isinstance(body[-1], gast.Assign) or \
                 body[-1].targets[0].id != "out":
             raise TransformError(f"internal: the batching template of {spelling} must end "
                                  "in one statement `out = ...`")
-        return _fold_lane_axes(body[-1].value)
+        return _fold_static(body[-1].value)
 
     def _bound(self, v, spelling):
         import inspect
@@ -463,7 +457,7 @@ class Batching:
         """A helper taking `outer`: its unbatched array arguments get this batch axis too,
         and it is told one more outer axis leads (runtime/batching.py)."""
         sig, bound = self._bound(v, spelling)
-        each = getattr(rule, "each", False)
+        each = rule.each
         args, flags = [], []
         for p in sig.parameters:
             if p in ("outer", "outer_adj") or p not in bound.arguments:
@@ -480,7 +474,7 @@ class Batching:
                     # helpers only read their arguments: a view, not a copy per example
                     a = call("rt.batch_view", [a, name(self.size)])
             args.append(a)
-        param = getattr(rule, "param", "outer")
+        param = rule.param
         if param == "outer_adj" and "outer" in bound.arguments:
             args.append(bound.arguments["outer"])
         outer = bound.arguments.get(param, const(0))
@@ -859,10 +853,21 @@ def _read_before_assigned(body, n):
     return False
 
 
-def _fold_lane_axes(expr):
-    """`rt.lane_axis(1, x)` -> `2`: a literal per-example axis shifts when generated;
+def _fold_static(expr):
+    """What a batching template decides from constants, decided when generated:
+    `a if True else b` -> `a`; `rt.lane_axis(1, x)` -> `2` (a literal per-example axis);
     `rt.broadcast_batch(x, n, True)` -> `x`."""
     class Fold(gast.NodeTransformer):
+        def visit_IfExp(self, n):
+            self.generic_visit(n)
+            test = n.test
+            if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not) and \
+                    isinstance(test.operand, gast.Constant):
+                return n.orelse if test.operand.value else n.body
+            if isinstance(test, gast.Constant):
+                return n.body if test.value else n.orelse
+            return n
+
         def visit_Call(self, n):
             self.generic_visit(n)
             if _dotted(n.func) == "rt.broadcast_batch" and len(n.args) == 3 and \

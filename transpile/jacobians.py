@@ -38,16 +38,22 @@ def _constants(t):
     return prefix, extra
 
 
+def _generated(f, kind, options, prefix_name):
+    """The transformation of f the wrapper calls, the user's parameter names, the bound
+    prefix and closure values (as names for the wrapper's module) and the wrapper's name."""
+    t = api.Transformed(f, kind, options)
+    params = list(t.signature.parameters)
+    prefix, extra = _constants(t)
+    name = f"{prefix_name}_{getattr(f, '__name__', 'f').replace('<', '').replace('>', '')}"
+    return t.generated(), params, prefix, extra, name
+
+
 def jacrev(f, argnums=0):
     """Reverse-mode Jacobian of f with respect to argument `argnums`: shape out + in."""
     argnum = _argnum(f, argnums)
-    t = api.Transformed(f, "vjp", {"has_aux": False})
-    gen = t.generated()
-    params = list(t.signature.parameters)
-    prefix, extra = _constants(t)
+    gen, params, prefix, extra, name = _generated(f, "vjp", {"has_aux": False}, "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
     k = len(prefix) + argnum
-    name = f"jacrev_{getattr(f, '__name__', 'f').replace('<', '').replace('>', '')}"
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
             f"    out, saved = f_fwd({call})\n"
@@ -64,19 +70,18 @@ def jacrev(f, argnums=0):
 def jacfwd(f, argnums=0):
     """Forward-mode Jacobian of f with respect to argument `argnums`: shape out + in."""
     argnum = _argnum(f, argnums)
-    t = api.Transformed(f, "jvp", {"has_aux": False})
-    gen = t.generated()
-    params = list(t.signature.parameters)
-    prefix, extra = _constants(t)
+    nparams = len(api.Transformed(f, "transform").signature.parameters)
+    active = tuple(i == argnum % nparams for i in range(nparams))
+    # a jvp whose only tangent is argument `argnums`'s (the others are constants of it)
+    gen, params, prefix, extra, name = _generated(f, "jvp", {"has_aux": False,
+                                                             "active": active}, "jacfwd")
     primals = list(prefix) + params + list(extra)
     x = params[argnum]
-    tangents = ["basis" if p == x else f"rt.tangent_zeros({p})" for p in primals]
-    in_axes = (None,) * len(primals) + tuple(0 if p == x else None for p in primals)
-    name = f"jacfwd_{getattr(f, '__name__', 'f').replace('<', '').replace('>', '')}"
+    in_axes = (None,) * len(primals) + (0,)
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
             f"    basis = rt.basis_of({x})\n"
-            f"    out, columns = f_jvp_batched({', '.join(primals)}, {', '.join(tangents)})\n"
+            f"    out, columns = f_jvp_batched({', '.join(primals)}, basis)\n"
             f"    jacobian = np.moveaxis(columns, 0, -1)\n"
             f"    return np.reshape(jacobian, rt.jacobian_shape(out, {x}))\n")
     env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),

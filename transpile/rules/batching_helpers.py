@@ -2,24 +2,13 @@
 
 With these, vmapped code is transformed again like any other: grad(vmap(f)), jvp(vmap(f)),
 vmap(vmap(f)). Helpers whose meaning depends on where the batch axis is take `outer`; an
-enclosing vmap batches them with `batch_lanes`: its unbatched array arguments are
-broadcast and `outer` goes up by one (see runtime/batching.py).
+enclosing vmap batches them with `batch_lanes` (core.py): its unbatched array arguments
+are viewed along the batch and `outer` goes up by one (see runtime/batching.py).
 """
-from .core import BatchRule, batch_elementwise, batch_same, fwd, lookup, nondiff, rev
+from .core import (BatchRule, batch_elementwise, batch_lanes, batch_same, fwd, nondiff, rev,
+                   set_batch_rule)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
-
-
-def batch_lanes(spelling, arrays, out_batched=True, each=False, param="outer"):
-    """The batching rule of a helper taking `outer`: broadcast `arrays` args, outer + 1.
-
-    each=True: the helper takes `outer` per argument (runtime/batching.py `frames`): no
-    argument is broadcast, each is told whether it carries this vmap's axis."""
-    rule = BatchRule("lanes", out_batched=out_batched)
-    rule.arrays = tuple(arrays)
-    rule.each = each
-    rule.param = param
-    lookup(spelling).batch = rule
 
 
 # ---------------------------------------------------------------- aligning, selecting
@@ -281,5 +270,5 @@ batch_lanes("rt.lane_len", ("x",), out_batched=False)
 nondiff("rt.basis_of")
 batch_lanes("rt.basis_of", ("x",), out_batched=False)
 batch_lanes("rt.lane_axis", ("x",), out_batched=False)
-lookup("rt.axis_size").batch = BatchRule("axis_size", out_batched=False)
-lookup("rt.lane_scatter_index").batch = BatchRule("unsupported")
+set_batch_rule("rt.axis_size", BatchRule("axis_size", out_batched=False))
+set_batch_rule("rt.lane_scatter_index", BatchRule("unsupported"))

@@ -6,7 +6,7 @@ for the enclosing vmap (or pmap) of that name. The reverse rule of a sum over ex
 sends every example the sum of all examples' adjoints (the transpose of "sum, then give
 the total to every example").
 """
-from .core import BatchRule, fwd, nondiff, rev
+from .core import BatchRule, fwd, nondiff, rev, set_batch_rule
 import runtime as rt  # noqa: F401
 
 
@@ -63,5 +63,4 @@ def all_gather_fwd(out, x, axis_name):
 nondiff("rt.axis_index")
 
 for _s in ("rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axis_index"):
-    from .core import lookup as _lookup
-    _lookup(_s).batch = BatchRule("collective")
+    set_batch_rule(_s, BatchRule("collective"))

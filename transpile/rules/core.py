@@ -202,13 +202,17 @@ class BatchRule:
     kind "same": calling the primitive on the batched arguments is already right
         (np.copy, np.zeros_like: they treat every axis alike).
     kind "template": a template (parameters as the primitive's) assigning `out`; it may read
-        `<param>_batched` (True/False at the call site) and `batch_size`.
+        `<param>_batched` (True/False at the call site), `<param>_spec` and `batch_size`.
+    kind "lanes": a runtime helper taking `outer` (see batch_lanes).
+    kinds "collective", "axis_size", "unsupported": handled by the vmap pass itself.
     out_batched: False for rules whose result is the same for every example (len, shape).
     """
 
-    def __init__(self, kind, template=None, vectorized=None, out_batched=True):
+    def __init__(self, kind, template=None, vectorized=None, out_batched=True, arrays=(),
+                 each=False, param="outer"):
         self.kind, self.template, self.vectorized = kind, template, vectorized
         self.out_batched = out_batched
+        self.arrays, self.each, self.param = tuple(arrays), each, param   # kind "lanes"
 
 
 def batch(*spellings, out_batched=True):
@@ -236,6 +240,21 @@ def batch_same(*spellings, out_batched=True):
     for s in spellings:
         _set_batch(_register([s], s.rsplit(".", 1)[-1]), s,
                    BatchRule("same", out_batched=out_batched))
+
+
+def batch_lanes(spelling, arrays, out_batched=True, each=False, param="outer"):
+    """The batching rule of a runtime helper taking `outer` (runtime/batching.py): its
+    unbatched `arrays` arguments are viewed along the batch and `outer` goes up by one.
+
+    each=True: the helper takes `outer` per argument (`frames`): no argument is viewed,
+    each is told whether it carries this vmap's axis. `param`: the name of that argument."""
+    set_batch_rule(spelling, BatchRule("lanes", out_batched=out_batched, arrays=arrays,
+                                       each=each, param=param))
+
+
+def set_batch_rule(spelling, rule):
+    """Give the primitive spelled so the batching rule `rule` (a BatchRule)."""
+    _set_batch(lookup(spelling), spelling, rule)
 
 
 def _set_batch(prim, spelling, rule):

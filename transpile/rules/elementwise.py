@@ -265,7 +265,7 @@ def seed_batch(seed=None):
 
 
 # The batching helpers above draw random numbers too (vmap of vmap).
-from .batching_helpers import batch_lanes  # noqa: E402
+from .core import batch_lanes  # noqa: E402
 
 nondiff("rt.lane_random", "rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
         "rt.lane_multivariate_normal", side_effect=True)

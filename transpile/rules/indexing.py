@@ -3,7 +3,7 @@
 `x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
 pass applies its rule (see reverse.py), since it updates a variable rather than making one.
 """
-from .batching_helpers import batch_lanes
+from .core import batch_lanes
 from .core import batch, batch_same, fwd, nondiff, register_container as _register_container, rev
 import runtime as rt  # noqa: F401
 
@@ -241,13 +241,8 @@ def part_batch(g, key, like):
 
 @batch("rt.filled")
 def filled_batch(g, like):
-    if g_batched:
-        if like_batched:
-            out = rt.filled(g, like)
-        else:
-            out = rt.filled(g, rt.lanes_view(like, batch_size))
-    else:
-        out = rt.filled(rt.broadcast_batch(g, batch_size), like)
+    out = rt.filled(rt.broadcast_batch(g, batch_size, g_batched),
+                    like if like_batched or not g_batched else rt.lanes_view(like, batch_size))
 
 
 # Container literals are built by the vmap pass itself (each element keeps its own spec).
@@ -262,14 +257,6 @@ def to_tuple_batch(x):
 @batch("rt.to_list")
 def to_list_batch(x):
     out = rt.to_list(rt.lanes_items(x))
-
-
-@batch("rt.to_like")
-def to_like_batch(g, x):
-    if g_batched:
-        out = rt.lanes_stack_like(g, x, x_batched, batch_size)
-    else:
-        out = rt.lanes_stack_like(rt.broadcast_batch(g, batch_size), x, x_batched, batch_size)
 
 
 @rev("rt.lanes_items", container_out=True)

@@ -3,7 +3,7 @@
 The adjoints of `x1 @ x2` are bilinear helpers (`rt.matmul_adj_x1/x2`) whose rules are
 written in terms of each other, so products differentiate to any order.
 """
-from .batching_helpers import batch_lanes
+from .core import batch_lanes
 from .core import batch, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
@@ -342,36 +342,16 @@ def matmul_batch(x1, x2):
 
 @batch("rt.matmul_adj_x1")
 def matmul_adj_x1_batch(g, x2, x1):
-    if g_batched:
-        if x1_batched:
-            out = rt.lanes_matmul_adj_x1(g, x1, x2, True, x2_batched)
-        else:
-            out = rt.lanes_matmul_adj_x1(g, rt.lanes_view(x1, batch_size), x2, True,
-                                         x2_batched)
-    else:
-        if x1_batched:
-            out = rt.lanes_matmul_adj_x1(rt.broadcast_batch(g, batch_size), x1, x2, True,
-                                         x2_batched)
-        else:
-            out = rt.lanes_matmul_adj_x1(rt.broadcast_batch(g, batch_size),
-                                         rt.lanes_view(x1, batch_size), x2, True, x2_batched)
+    out = rt.lanes_matmul_adj_x1(rt.broadcast_batch(g, batch_size, g_batched),
+                                 x1 if x1_batched else rt.lanes_view(x1, batch_size), x2,
+                                 True, x2_batched)
 
 
 @batch("rt.matmul_adj_x2")
 def matmul_adj_x2_batch(x1, g, x2):
-    if g_batched:
-        if x2_batched:
-            out = rt.lanes_matmul_adj_x2(g, x1, x2, x1_batched, True)
-        else:
-            out = rt.lanes_matmul_adj_x2(g, x1, rt.lanes_view(x2, batch_size), x1_batched,
-                                         True)
-    else:
-        if x2_batched:
-            out = rt.lanes_matmul_adj_x2(rt.broadcast_batch(g, batch_size), x1, x2,
-                                         x1_batched, True)
-        else:
-            out = rt.lanes_matmul_adj_x2(rt.broadcast_batch(g, batch_size), x1,
-                                         rt.lanes_view(x2, batch_size), x1_batched, True)
+    out = rt.lanes_matmul_adj_x2(rt.broadcast_batch(g, batch_size, g_batched), x1,
+                                 x2 if x2_batched else rt.lanes_view(x2, batch_size),
+                                 x1_batched, True)
 
 
 @rev("rt.lanes_matmul")
@@ -418,34 +398,16 @@ def dot_batch(a, b):
 
 @batch("rt.dot_adj_a")
 def dot_adj_a_batch(g, b, a):
-    if g_batched:
-        if a_batched:
-            out = rt.batched_dot_adj_a(g, a, b, True, b_batched)
-        else:
-            out = rt.batched_dot_adj_a(g, rt.lanes_view(a, batch_size), b, True, b_batched)
-    else:
-        if a_batched:
-            out = rt.batched_dot_adj_a(rt.broadcast_batch(g, batch_size), a, b, True,
-                                       b_batched)
-        else:
-            out = rt.batched_dot_adj_a(rt.broadcast_batch(g, batch_size),
-                                       rt.lanes_view(a, batch_size), b, True, b_batched)
+    out = rt.batched_dot_adj_a(rt.broadcast_batch(g, batch_size, g_batched),
+                               a if a_batched else rt.lanes_view(a, batch_size), b, True,
+                               b_batched)
 
 
 @batch("rt.dot_adj_b")
 def dot_adj_b_batch(a, g, b):
-    if g_batched:
-        if b_batched:
-            out = rt.batched_dot_adj_b(g, a, b, a_batched, True)
-        else:
-            out = rt.batched_dot_adj_b(g, a, rt.lanes_view(b, batch_size), a_batched, True)
-    else:
-        if b_batched:
-            out = rt.batched_dot_adj_b(rt.broadcast_batch(g, batch_size), a, b, a_batched,
-                                       True)
-        else:
-            out = rt.batched_dot_adj_b(rt.broadcast_batch(g, batch_size), a,
-                                       rt.lanes_view(b, batch_size), a_batched, True)
+    out = rt.batched_dot_adj_b(rt.broadcast_batch(g, batch_size, g_batched), a,
+                               b if b_batched else rt.lanes_view(b, batch_size), a_batched,
+                               True)
 
 
 # einsum-shaped products: rt.einsum_gen with a batch letter on the batched operands and the

@@ -9,7 +9,7 @@ rejected, as writing into an array is not differentiable.
 Known limits: prod and cumprod divide by the input (zeros give nan, as in autograd); the
 derivative of max/min is split evenly between ties.
 """
-from .batching_helpers import batch_lanes
+from .core import batch_lanes
 from .core import batch, batch_elementwise, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401

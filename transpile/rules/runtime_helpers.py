@@ -272,13 +272,8 @@ def basis_like_batch(x, i):
 
 @batch("rt.to_like")
 def to_like_batch(g, x):
-    if g_batched:
-        if x_batched:
-            out = rt.lane_to_like(g, x)
-        else:
-            out = rt.lane_to_like(g, rt.broadcast_batch(x, batch_size))
-    else:
-        out = rt.lane_to_like(rt.broadcast_batch(g, batch_size), x)
+    out = rt.lane_to_like(rt.broadcast_batch(g, batch_size, g_batched),
+                          x if x_batched or not g_batched else rt.broadcast_batch(x, batch_size))
 
 
 @batch("rt.inverse_axes")
@@ -336,7 +331,7 @@ def enumerate_batch(iterable, start=0):
 
 # ---------------------------------------------------------------- batching the batching helpers
 # (vmap of vmap, grad of vmap: the helpers above are primitives too)
-from .batching_helpers import batch_lanes  # noqa: E402
+from .core import batch_lanes  # noqa: E402
 
 nondiff("rt.cannot_batch", side_effect=True)
 batch_same("rt.cannot_batch")

@@ -5,7 +5,7 @@ Joining functions take a list/tuple of arrays; the adjoint of that argument is a
 of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule joins again.
 `np.split` returns a list; its adjoint `dout` is a list, joined back with np.concatenate.
 """
-from .batching_helpers import batch_lanes
+from .core import batch_lanes
 from .core import batch, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
@@ -51,35 +51,13 @@ def expand_dims_fwd(out, a, axis):
     dout = np.expand_dims(da, axis)
 
 
-# one primitive each (not one for the three spellings): their batching rules differ
-
-@rev("np.atleast_1d", view=True)
-def atleast_1d(dout, out, ary):
+@rev("np.atleast_1d", "np.atleast_2d", "np.atleast_3d", view=True)
+def atleast_nd(dout, out, ary):
     dary = np.reshape(dout, np.shape(ary))
 
 
-@fwd("np.atleast_1d")
-def atleast_1d_fwd(out, ary):
-    dout = np.reshape(dary, np.shape(out))
-
-
-@rev("np.atleast_2d", view=True)
-def atleast_2d(dout, out, ary):
-    dary = np.reshape(dout, np.shape(ary))
-
-
-@fwd("np.atleast_2d")
-def atleast_2d_fwd(out, ary):
-    dout = np.reshape(dary, np.shape(out))
-
-
-@rev("np.atleast_3d", view=True)
-def atleast_3d(dout, out, ary):
-    dary = np.reshape(dout, np.shape(ary))
-
-
-@fwd("np.atleast_3d")
-def atleast_3d_fwd(out, ary):
+@fwd("np.atleast_1d", "np.atleast_2d", "np.atleast_3d")
+def atleast_nd_fwd(out, ary):
     dout = np.reshape(dary, np.shape(out))
 
 
@@ -354,23 +332,14 @@ def hstack_adj_fwd(out, g, tup):
     dout = rt.hstack_adj(dg, tup)
 
 
-@rev("np.split", container_out=True)
+@rev("np.split", "np.array_split", container_out=True)
 def split(dout, out, ary, indices_or_sections, axis=0):
     dary = np.concatenate(dout, axis)
 
 
-@fwd("np.split")
+@fwd("np.split", "np.array_split")
 def split_fwd(out, ary, indices_or_sections, axis=0):
-    dout = np.split(dary, indices_or_sections, axis)
-
-
-@rev("np.array_split", container_out=True)
-def array_split(dout, out, ary, indices_or_sections, axis=0):
-    dary = np.concatenate(dout, axis)
-
-
-@fwd("np.array_split")
-def array_split_fwd(out, ary, indices_or_sections, axis=0):
+    """np.array_split: np.split too, wherever np.split succeeds."""
     dout = np.array_split(dary, indices_or_sections, axis)
 
 
