@@ -63,9 +63,18 @@ def check_scalar_output(out, where, lead=0):
                       "return extra values as (scalar, aux), or use tp.vjp for non-scalar "
                       "outputs.")
     dtype = getattr(out, "dtype", None)
-    if dtype is not None and dtype.kind not in "fc":
-        raise located(where, f"grad needs a floating-point output, but it returned dtype "
-                      f"{dtype}.", "make sure the output depends on float inputs.")
+    kind = dtype.kind if dtype is not None else "b" if isinstance(out, bool) else \
+        "i" if isinstance(out, numbers.Integral) else "f"
+    if kind not in "fc":
+        # A bool or integer output is piecewise constant: its gradient would be zeros that
+        # say nothing about the function, so grad refuses instead of returning them.
+        what = "a bool" if kind == "b" else "an integer"
+        func = where.rpartition(" (")[2].rstrip(")") or "the function"
+        detail = "" if dtype is None or kind == "b" else f" (dtype {dtype})"
+        raise located(where, f"grad of {func} returned {what}{detail}, which has no "
+                      "derivative.", "return a float that depends on the inputs (np.allclose, "
+                      "comparisons, np.any and len give bools and integers); to stop a "
+                      "gradient on purpose, return 0.0 * x.")
     return dtype
 
 
@@ -116,6 +125,8 @@ def index_add(dx, x, idx, dy):
             out[idx] = add(out[idx], dy)
             return out
         out = list(dx)
+        if len(out) < len(x):    # the adjoint of a list that grew: its missing tail is zero
+            out += [None] * (len(x) - len(out))
         if isinstance(idx, slice):
             for j, d in zip(range(*idx.indices(len(x))), dy):
                 out[j] = add(out[j], d)
@@ -198,6 +209,45 @@ def cast_like(g, x):
     if dtype is None or dtype.kind not in "fc":
         return g
     return g.astype(dtype) if getattr(g, "dtype", None) != dtype else g
+
+
+def pow_minus_one(x1, x2):
+    """`x1 ** (x2 - 1)`, the factor of d(x1 ** x2)/dx1 = x2 * x1 ** (x2 - 1) that is infinite
+    at x1 = 0 for x2 < 1; 0 where x2 == 0, so that the derivative of x ** 0 is 0 everywhere
+    (as in JAX), not 0 * inf. np.power, not `**`: a Python 0.0 ** -0.5 raises."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.power(x1, x2 - 1)
+    if np.ndim(x2) == 0 and x2 != 0:
+        return p
+    return np.where(np.asarray(x2) == 0, np.zeros((), np.result_type(p)), p)
+
+
+def has_log(x):
+    """Where log(x) is defined and finite: x > 0, or x != 0 for complex x (the derivative of
+    x1 ** x2 with respect to x2 is out * log(x1) there, 0 elsewhere)."""
+    return x != 0 if np.iscomplexobj(x) else x > 0
+
+
+def abs_slope(x, a):
+    """d|x|/dx given a = |x|: sign(x) for real x; for complex z, conj(z) / |z| (the gradient
+    df/dx - i df/dy of f = |z|). 0 at 0 either way."""
+    if not np.iscomplexobj(x):
+        return np.sign(x)
+    safe = np.where(a == 0, 1.0, a)
+    return np.conj(x) / safe
+
+
+def no_derivative(what, hint, tangent=None):
+    """Refuse, when generated code reaches it, to differentiate `what`: the rule of a variant
+    that has no derivative rule calls this instead of returning a wrong (zero) one. Forward
+    rules pass the tangent, so the call exists only where a tangent does."""
+    raise TransformError(f"{what} has no derivative rule.\n  hint: {hint}")
+
+
+def imag_unit(x):
+    """1j for a complex `x`, 0.0 for a real one: adjoints that have an imaginary part only
+    for complex values stay real arrays for real ones."""
+    return 1j if np.iscomplexobj(x) else 0.0
 
 
 def tie_share(wins, ties):

@@ -143,6 +143,8 @@ def lane_as_grad(g, x, g_batched, x_batched, n, outer=0):
             ga = lane_unbroadcast(ga, per, outer)
         if ga.shape != full:
             ga = xp.broadcast_to(lane_broadcast_to_shape(ga, per, outer), full)
+        if ga.dtype.kind == "c" and dtype.kind != "c":
+            ga = xp.real(ga)          # a real input's gradient is real (rt.as_grad)
         if ga.dtype != dtype:
             ga = ga.astype(dtype)
         elif not ga.flags.writeable:

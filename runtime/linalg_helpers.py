@@ -68,13 +68,37 @@ def matmul_adj_x2(x1, g, x2):
 
 def einsum_spec(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None, op5=None,
                 op6=None, op7=None):
-    """`subscripts` of np.einsum made explicit: '->' present, '...' replaced by letters."""
-    if not isinstance(subscripts, str):
-        raise TransformError("np.einsum: only the subscripts-string form "
-                             "np.einsum('ij,jk->ik', a, b) has a derivative rule.\n  hint: "
-                             "write the subscripts as a string.")
-    ops = [op0, op1, op2, op3, op4, op5, op6, op7]
-    spec = subscripts.replace(" ", "")
+    """The subscripts of `np.einsum(subscripts, op0, ...)` made explicit ('->' present, '...'
+    replaced by letters), one per argument slot: slot 0 is `subscripts` itself, slot k + 1 is
+    `op<k>`. A slot that holds subscripts rather than an operand is '_': the string in the
+    string form ('_,ij,jk->ik'); the sublists of the sublist form, whose operands sit in
+    slots 0, 2, 4, ... (`np.einsum(a, [0, 1], b, [1, 2], [0, 2])` -> 'ab,_,bc,_,_->ac')."""
+    slots = [subscripts, op0, op1, op2, op3, op4, op5, op6, op7]
+    if isinstance(subscripts, str):
+        operands = [k for k in range(1, 9) if slots[k] is not None]
+        text = subscripts.replace(" ", "")
+        n = len(operands) + 1
+    else:
+        n = max(k for k in range(9) if slots[k] is not None) + 1
+        operands = list(range(0, n - n % 2, 2))
+        text = ",".join(_sublist_letters(slots[k + 1]) for k in operands)
+        if n % 2:
+            text += "->" + _sublist_letters(slots[n - 1])
+    ins, rhs = _explicit(text, [slots[k] for k in operands])
+    out = ["_"] * n
+    for k, sub in zip(operands, ins):
+        out[k] = sub
+    return ",".join(out) + "->" + rhs
+
+
+def _sublist_letters(sublist):
+    """np.einsum's sublist [0, 1, Ellipsis] as subscripts 'ab...'."""
+    return "".join("..." if s is Ellipsis else _LETTERS[int(s)] for s in sublist)
+
+
+def _explicit(spec, ops):
+    """(input subscripts, output subscripts) of an einsum spec string, '...' replaced by
+    letters and the implicit output (no '->') spelled out."""
     if "->" in spec:
         lhs, rhs = spec.split("->")
         explicit = True
@@ -101,7 +125,7 @@ def einsum_spec(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None, op
         rhs = ell + "".join(singles)
     else:
         rhs = rhs.replace("...", ell)
-    return ",".join(new_ins) + "->" + rhs
+    return new_ins, rhs
 
 
 def einsum_swap(spec, i):
@@ -113,16 +137,21 @@ def einsum_swap(spec, i):
 
 
 def einsum_gen(spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None, op6=None,
-               op7=None):
+               op7=None, op8=None):
     """np.einsum(spec, ops...) where the output may repeat letters or add new ones.
 
     A repeated output letter places values on the diagonal (zeros elsewhere); a letter in no
     input broadcasts, with its size taken from `like`'s shape. Where `like` has size 1 but
-    the inputs broadcast to more, the result is summed back to `like`'s shape.
+    the inputs broadcast to more, the result is summed back to `like`'s shape. A slot whose
+    subscripts are '_' is not an operand (np.einsum's subscripts, see einsum_spec).
     """
     lhs, rhs = spec.split("->")
     ins = lhs.split(",")
-    ops = [op0, op1, op2, op3, op4, op5, op6, op7][:len(ins)]
+    ops = [op0, op1, op2, op3, op4, op5, op6, op7, op8][:len(ins)]
+    if "_" in ins:
+        ops = [op for sub, op in zip(ins, ops) if sub != "_"]
+        ins = [sub for sub in ins if sub != "_"]
+        lhs = ",".join(ins)
     xp = array_module(*ops)
     sizes = {}
     for sub, op in zip(ins, ops):

@@ -24,7 +24,7 @@ def _axes(axis, ndim):
 
 
 def _float_dtype(x):
-    dt = getattr(x, "dtype", None)
+    dt = x if isinstance(x, np.dtype) else getattr(x, "dtype", None)
     return dt if dt is not None and dt.kind in "fc" else np.dtype(np.float64)
 
 
@@ -287,3 +287,125 @@ def above(a, hi):
         return 0.0
     return np.asarray(a > hi).astype(_float_dtype(a)) if np.ndim(a) or np.ndim(hi) \
         else float(a > hi)
+
+
+# ---------------------------------------------------------------- making arrays from values
+
+def linspace_t(samples, num, endpoint=True, axis=0, dtype=None):
+    """Where each sample of `np.linspace(start, stop, num, endpoint, axis=axis)` lies between
+    its ends: t = 0, ..., 1 (short of 1 without endpoint), shaped to broadcast against the
+    samples along `axis`. The samples are start * (1 - t) + stop * t: the derivative rules
+    weigh the adjoint by 1 - t and t."""
+    _check_inexact(dtype, "np.linspace/np.logspace")
+    if isinstance(samples, tuple):
+        raise TransformError(
+            "np.linspace(..., retstep=True) has no reverse-mode rule (forward mode has one)."
+            "\n  hint: compute the step yourself, (stop - start) / (num - 1).")
+    ndim = np.ndim(samples)
+    t = np.linspace(0.0, 1.0, num, endpoint, dtype=_float_dtype(samples))
+    return np.reshape(t, (-1,) + (1,) * (ndim - 1 - int(axis) % max(ndim, 1)))
+
+
+def logspace_log_base(start, stop, base=10.0, axis=0):
+    """log(base), shaped as np.logspace(start, stop, base=base, axis=axis) applies `base` to
+    the samples (broadcast with start and stop, then a new axis at `axis`)."""
+    if np.ndim(base) == 0:
+        return np.log(base)
+    ndim = np.broadcast(start, stop, base).ndim
+    return np.log(np.expand_dims(np.array(base, ndmin=ndim), axis))
+
+
+def arange_weight(samples, stop=None, which=0):
+    """d samples / d start (which=0) or d samples / d step (which=1) of
+    `samples = np.arange(start, stop, step)`: 1 and i at sample i. With one argument
+    (stop is None) numpy's start is 0, not an argument. Integer samples have no derivative."""
+    n = np.size(samples)
+    if getattr(samples, "dtype", np.dtype(float)).kind not in "fc" or which == 0 and stop is None:
+        return np.zeros(n)
+    return np.ones(n) if which == 0 else np.arange(n, dtype=np.float64)
+
+
+def inexact_dtype(dtype, what):
+    """`dtype` (of an array made from differentiated values), checked to be None or a
+    floating/complex type: rounding to integers would make the derivative meaningless."""
+    _check_inexact(dtype, what)
+    return dtype
+
+
+def _check_inexact(dtype, what):
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise TransformError(
+            f"{what} with dtype={np.dtype(dtype)} rounds its values to integers, which has no "
+            f"derivative worth taking.\n  hint: make the values as floats and round the "
+            f"result outside the differentiated code, or stop the gradient explicitly.")
+
+
+# ---------------------------------------------------------------- np.r_ and np.c_
+
+_CONCATENATORS = {"r_": np.r_, "c_": np.c_}
+
+
+def r_(items):
+    """np.r_[items...]: generated code calls it with the subscript's items as one tuple."""
+    return np.r_[tuple(items)]
+
+
+def c_(items):
+    """np.c_[items...], as `r_`."""
+    return np.c_[tuple(items)]
+
+
+def _concat_positions(kind, items):
+    """np.r_/np.c_ of `items` with every number and array replaced by the flat positions of
+    its elements among all of theirs (-1 for the values a slice makes), and each item's
+    (offset, shape), None for slices and directive strings. Concatenation only moves values,
+    so this map is the whole derivative."""
+    obj = _CONCATENATORS[kind]
+    probe, parts, offset = [], [], 0
+    for item in items:
+        if isinstance(item, str):
+            if item in ("r", "c"):
+                raise TransformError(f"np.{kind}['{item}', ...] makes a np.matrix, which has no "
+                                     f"derivative rule.\n  hint: build an array instead "
+                                     f"(np.concatenate, np.stack).")
+            probe.append(item)
+            parts.append(None)
+        elif isinstance(item, slice):
+            probe.append(np.full(len(np.r_[item]), -1.0))
+            parts.append(None)
+        else:
+            shape = np.shape(item)
+            size = int(np.prod(shape, dtype=np.int64))
+            ids = np.arange(offset, offset + size, dtype=np.float64).reshape(shape)
+            probe.append(ids if shape else float(offset))
+            parts.append((offset, shape))
+            offset += size
+    return np.asarray(obj[tuple(probe)]), parts, offset
+
+
+def index_concat_adj(g, kind, items):
+    """Adjoint of `np.r_[items]` (kind 'r_') or `np.c_[items]` ('c_'): the part of `g` each
+    item became, shaped like the item (None for slices and strings)."""
+    ids, parts, total = _concat_positions(kind, items)
+    g = np.asarray(g)
+    flat = np.zeros(total, dtype=_float_dtype(g))
+    made = ids >= 0
+    flat[ids[made].astype(np.intp)] = g[made]
+    return tuple(None if part is None else flat[part[0]:part[0] + int(np.prod(part[1]))]
+                 .reshape(part[1]) for part in parts)
+
+
+def index_concat_tangent(kind, items, tangents):
+    """Tangent of `np.r_[items]` / `np.c_[items]` given the items' tangents (None or zeros
+    for the ones that have none): the transpose of index_concat_adj."""
+    ids, parts, total = _concat_positions(kind, items)
+    leaves = [np.asarray(t) for t, part in zip(tangents, parts)
+              if part is not None and t is not None]
+    flat = np.zeros(total, dtype=_float_dtype(np.result_type(*leaves)) if leaves else np.float64)
+    for t, part in zip(tangents, parts):
+        if part is not None and t is not None:
+            flat[part[0]:part[0] + int(np.prod(part[1]))] = np.ravel(t)
+    out = np.zeros(ids.shape, dtype=flat.dtype)
+    made = ids >= 0
+    out[made] = flat[ids[made].astype(np.intp)]
+    return out

@@ -157,7 +157,11 @@ def zero_tangent(x):
 
 
 def part(g, key, like):
-    """Element `key` of the container adjoint `g`, as zeros shaped like `like` if unset."""
+    """Element `key` of the container adjoint `g`, as zeros shaped like `like` if unset.
+
+    The adjoint of a list that grew may be shorter than the list: its missing tail is zero."""
+    if isinstance(g, list) and isinstance(key, int) and key >= len(g):
+        return zeros_like(like)
     item = g[key]
     return zeros_like(like) if item is None else item
 
@@ -165,6 +169,8 @@ def part(g, key, like):
 def filled(g, like):
     """The container adjoint `g` with its unset (None) slots made zeros like `like`'s."""
     if isinstance(g, (tuple, list)):
+        if isinstance(g, list) and len(g) < len(like):   # a list adjoint's missing tail
+            g = list(g) + [None] * (len(like) - len(g))
         items = [zeros_like(l) if v is None else filled(v, l) for v, l in zip(g, like)]
         return type(g)(items) if not isinstance(g, tuple) or not hasattr(g, "_fields") \
             else type(g)(*items)
@@ -188,7 +194,11 @@ def add(a, b):
         items = [add(x, y) for x, y in zip(a, b)]
         return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
     if isinstance(a, list):
-        return [add(x, y) for x, y in zip(a, b)]
+        # lists grow as a function runs: the adjoint of an older, shorter version of a list
+        # has a missing tail, which is zero
+        if len(a) < len(b):
+            a, b = b, a
+        return [add(x, y) for x, y in zip(a, b)] + list(a[len(b):])
     if isinstance(a, dict):   # dicts grow as a function runs: keys missing on a side are 0
         return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
     return a + b
@@ -199,10 +209,14 @@ def _finish_leaf(g, x):
         return None  # integers, bools, strings, None: no derivative
     if g is None:
         return _zeros_leaf(x)
+    if isinstance(x, complex):
+        return complex(np.sum(g)) if np.ndim(g) else complex(g)
+    if np.iscomplexobj(g) and not np.iscomplexobj(x):
+        # A real input moves only along the real axis: its gradient is the real part of the
+        # complex cotangent that reached it (as in JAX), never a complex number.
+        g = np.real(g)
     if isinstance(x, float):
         return float(np.sum(g)) if np.ndim(g) else float(g)
-    if isinstance(x, complex):
-        return complex(g)
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         return g
@@ -300,5 +314,7 @@ def tree_scale(x, s):
 
 
 def copy_stack(stack):
-    """A copy of a stack of saved values, so popping it leaves the original intact."""
+    """A shallow copy of a list: of a stack of saved values, so popping it leaves the
+    original intact, or of a user's list saved for the backward pass, which the forward
+    pass goes on appending to."""
     return list(stack)

@@ -1,56 +1,332 @@
-"""Aliasing: refuse in-place writes whose NumPy semantics the transformations can't follow.
+"""Aliasing: give in-place writes NumPy's meaning, or refuse them.
 
-    y = x[0]          # y is a view of x
-    x[0, 1] = 5.0     # NumPy changes y too; derivatives would miss that
-    return y * 2.0    -> TransformError at the write, naming y
+    y = np.zeros(3)                     y = np.zeros(3)
+    v = y                               v = y
+    y[0] = x          ->                y[0] = x
+                                        v = y       # v is y: it sees the write
+    return np.sum(v)                    return np.sum(v)
 
-`x[idx] = v` is accepted when `x` holds an array made inside the function (not a parameter,
-a global or a view of one) and no other name that may share its memory is read afterwards.
-Names share memory through copies (`y = x`) and through views (`x.T`, `x[1:]`, reshape...),
-as marked by `view=True` in the primitive table.
+The transformations treat an in-place write as making a new value of the name written (the
+reverse pass may even turn `y[0] = x` into `y = rt.index_update(y, 0, x)`). Another name
+for the same array would then keep the old value where NumPy shows the new one. So, for
+every in-place write (`x[idx] = v`, `x op= v`, `xs.append(v)`):
+
+* a name that is surely the same object as `x` and is read afterwards is bound to `x` again
+  right after the write, which is what NumPy's semantics amount to;
+* a name that may share memory with `x` in any other way (a view such as `x.T` or `x[1:]`,
+  a container holding `x`, one path of a branch) and is read afterwards is refused with a
+  TransformError at the write, as is a write into an array the caller can see;
+* `x op= v` is in place only when `x` holds an array or a list (for a number it just binds
+  `x` anew): when the kind of `x` is unknown here and another name for it is read
+  afterwards, the write is refused too.
+
+Two flow-sensitive analyses decide this: which allocation sites each name may refer to
+(sharing memory), and which names are surely one object (copies `a = b`, kept through
+in-place writes, dropped at a join where one path disagrees).
 """
 import gast
 
 from . import anno
-from .analysis import is_update, names_in, reads, targets, walk_simple
+from .analysis import is_push, is_update, names_in, push_parts, reads, targets, walk_simple
 from .anno import Anno
 from .errors import error_at
+from .nodes import assign
+
+# Calls whose result may be the argument itself, or share its memory, besides the
+# primitives registered with view=True: np.asarray returns an array argument unchanged.
+_SHARING_CALLS = {"np.asarray", "np.asanyarray", "np.real", "np.imag", "rt.to_tuple",
+                  "rt.to_list"}
+# Calls that return a number (immutable) when called without keywords such as axis.
+_NUMBER_CALLS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.std", "np.var",
+                 "np.amax", "np.amin", "float", "int", "len", "np.linalg.norm", "np.dot",
+                 "np.vdot", "np.trace", "np.linalg.det", "np.logsumexp", "rt.logsumexp"}
+# Calls that always return a new, mutable ndarray: `x op= v` on one is in place.
+_NEW_ARRAY_CALLS = {"np.zeros", "np.ones", "np.empty", "np.full", "np.zeros_like",
+                    "np.ones_like", "np.empty_like", "np.full_like", "np.array", "np.eye",
+                    "np.identity", "np.arange", "np.linspace", "np.logspace", "np.copy",
+                    "np.stack", "np.concatenate", "np.vstack", "np.hstack", "np.outer",
+                    "np.diag", "np.tile", "np.repeat"}
 
 
-def _origins(stmts, params):
-    """name -> the set of 'roots' (parameters or allocation sites) it may refer to."""
-    roots = {p: {("param", p)} for p in params}
-    changed = True
-    while changed:
-        changed = False
-        for s in walk_simple(stmts):
-            if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Tuple) and \
-                    isinstance(s.value, gast.Name):   # a, b = t: parts of what t refers to
-                new = set(roots.get(s.value.id, {("global", s.value.id)}))
-                for e in s.targets[0].elts:
-                    if not new <= roots.get(e.id, set()):
-                        roots[e.id] = roots.get(e.id, set()) | new
-                        changed = True
-                continue
-            if not isinstance(s, gast.Assign) or not isinstance(s.targets[0], gast.Name):
-                continue
-            t = s.targets[0].id
-            v = s.value
-            new = set()
-            found = anno.get(v, Anno.PRIM)
-            if isinstance(v, gast.Name):
-                new = set(roots.get(v.id, {("global", v.id)}))
-            elif found and found[0] is not None and found[0].view:
-                base = v.value if isinstance(v, gast.Subscript) else (v.args[0] if v.args else None)
-                if isinstance(base, gast.Name):
-                    new = set(roots.get(base.id, {("global", base.id)}))
+def resolve(fir):
+    """Bind same-object aliases again after each in-place write, or raise TransformError."""
+    body = fir.node.body
+    writes = [s for s in walk_simple(body) if _written(s) is not None]
+    if not writes:
+        return
+    lists = {push_parts(s)[0] for s in walk_simple(body) if is_push(s)}   # xs.append: a list
+    memory = _flow(body, _MemoryFacts(fir.params, lists))
+    same = _flow(body, _SameObject())
+    order, loops = _positions(body)
+    all_stmts = list(walk_simple(body))
+    rebinds = {}
+    for s in writes:
+        x = _written(s)
+        state = memory.before[id(s)]
+        roots, _ = memory.of(state, x)
+        outside = sorted(r for r in roots if r[0] in ("param", "global"))
+        if outside and is_update(s):
+            kind, name = outside[0]
+            raise error_at(s, fir.source,
+                           f"writing into '{x}' changes an array the caller can see "
+                           f"({'parameter' if kind == 'param' else 'global'} '{name}'"
+                           f"{'' if name == x else ', through a view or copy'}).",
+                           f"make a local copy first: {x} = {x}.copy()", pass_name="aliasing")
+        sharing = sorted(n for n in state if n != x and memory.shares(state, n, roots) and
+                         _read_after(n, s, all_stmts, order, loops))
+        if not sharing:
+            continue
+        inplace = _mutates(s, x, memory)
+        if inplace is False:
+            continue                      # `x op= v` on a number binds x anew
+        for other in sharing:
+            if inplace is None:
+                raise error_at(s, fir.source,
+                               f"if '{x}' holds an array here, this updates it in place, and "
+                               f"'{other}', which may be the same array, sees the change "
+                               f"when it is used afterwards; transpile cannot tell which "
+                               f"'{x}' holds here.",
+                               f"write {x} = {x} {_op_symbol(s)} ... to make a new value, or "
+                               f"{other} = {other}.copy() so each name owns its data.",
+                               pass_name="aliasing")
+            if frozenset((x, other)) not in same.before[id(s)]:
+                raise error_at(s, fir.source,
+                               f"writing into '{x}' here also changes '{other}', which shares "
+                               f"its memory (a view or copy of it, or a container holding "
+                               f"it) and is used afterwards.",
+                               f"copy one of them, e.g. {other} = {other}.copy(), so each "
+                               "name owns its data.", pass_name="aliasing")
+        rebinds[id(s)] = (s, x, sharing)
+    if rebinds:
+        _insert_rebinds(body, rebinds)
+
+
+# ---------------------------------------------------------------- what a statement writes
+
+def _written(s):
+    """The name an in-place write changes, or None."""
+    if is_update(s):
+        return s.targets[0].value.id
+    if _is_inplace_op(s):
+        return s.targets[0].id
+    if is_push(s):
+        stack, _ = push_parts(s)      # xs.append(v): the list itself grows
+        return stack
+    return None
+
+
+def _is_inplace_op(s):
+    """`x = x op v` made from `x op= v`."""
+    return isinstance(s, gast.Assign) and anno.get(s, Anno.INPLACE) is not None
+
+
+def _op_symbol(s):
+    return anno.get(s, Anno.INPLACE) or "+"
+
+
+def _mutates(s, x, memory):
+    """True: the write changes x's object; False: it binds x anew; None: unknown here."""
+    if not _is_inplace_op(s):
+        return True
+    kind = memory.kind(memory.of(memory.before[id(s)], x)[0])
+    if kind in ("array", "list"):
+        return True
+    if kind in ("number", "tuple"):
+        return False          # bound anew
+    return None
+
+
+# ---------------------------------------------------------------- analyses
+
+class _Facts:
+    """name -> fact, at each statement (`before`), computed forward to a fixed point."""
+
+    def __init__(self):
+        self.before = {}
+
+
+class _MemoryFacts(_Facts):
+    """name -> (the objects it may be or view, the objects it may hold as a container).
+
+    Objects are roots: ("param", p), ("global", g) or ("site", id of the statement that
+    made it)."""
+
+    def __init__(self, params, lists):
+        super().__init__()
+        self.entry = {p: (frozenset({("param", p)}),) * 2 for p in params}
+        self.site_kind = {}       # id(statement) -> "array", "list", "tuple" or "number"
+        self.lists = lists        # names something is appended to: they hold lists
+
+    def kind_of(self, root):
+        return self.site_kind.get(root[1], "unknown") if root[0] == "site" else "unknown"
+
+    def join(self, a, b):
+        out = dict(a)
+        for k, (obj, held) in b.items():
+            old = out.get(k, (frozenset(), frozenset()))
+            out[k] = (old[0] | obj, old[1] | held)
+        return out
+
+    @staticmethod
+    def of(state, name):
+        outside = frozenset({("global", name)})
+        return state.get(name, (outside, outside))
+
+    def shares(self, state, name, roots):
+        """May `name` see a change to the objects `roots`: be one, view one or hold one?"""
+        obj, held = self.of(state, name)
+        return bool((obj | held) & roots)
+
+    def transfer(self, s, state):
+        if is_update(s):
+            return state               # same object, same memory
+        if is_push(s):
+            stack, item = push_parts(s)
+            state = dict(state)
+            obj, held = self.of(state, stack)
+            if isinstance(item, gast.Name):
+                item_obj, item_held = self.of(state, item.id)
+                held = held | item_obj | item_held
+            state[stack] = (obj, held)
+            return state
+        if not isinstance(s, gast.Assign):
+            return state
+        target, value = s.targets[0], s.value
+        state = dict(state)
+        if isinstance(target, (gast.Tuple, gast.List)):      # a, b = t: parts of t
+            parts = frozenset()
+            for n in names_in(value):
+                obj, held = self.of(state, n)
+                parts |= held | (obj if not self._container(obj) else frozenset())
+            for e in target.elts:
+                state[e.id] = (parts, parts)
+            return state
+        name = target.id
+        site = frozenset({("site", id(s))})
+        if _is_inplace_op(s):
+            obj, held = self.of(state, name)
+            kind = self.kind(obj)
+            if kind in ("array", "list"):
+                return state               # the same object, updated
+            if kind == "number" and self.kind(self.of(state, _operand(value))[0]) == "number":
+                self.site_kind[id(s)] = "number"
+                state[name] = (site, frozenset())
+            else:                          # a new value, or the same object updated
+                state[name] = (obj | site, held)
+            return state
+        if isinstance(value, gast.Name):
+            state[name] = self.of(state, value.id)
+        elif isinstance(value, gast.Constant):
+            state[name] = (frozenset(), frozenset())
+        else:
+            found = anno.get(value, Anno.PRIM)
+            prim, spelling = found if found else (None, None)
+            if prim is not None and spelling in ("[]", "rt.getitem") and _base(value):
+                base = _base(value)
+                obj, held = self.of(state, base)
+                # an element of a container, or a view of an array
+                element = base in self.lists or self._container(obj)
+                state[name] = (held | (frozenset() if element else obj), held)
+            elif prim is not None and (prim.view or spelling in _SHARING_CALLS):
+                base = _base(value)
+                state[name] = self.of(state, base) if base else (site, frozenset())
+            elif prim is not None and prim.container:   # holds its elements
+                self.site_kind[id(s)] = "tuple" if spelling == "tuple" else "list"
+                held = frozenset()
+                for n in names_in(value):
+                    obj, inner = self.of(state, n)
+                    held |= obj | inner
+                state[name] = (site, held)
             else:
-                new = {("site", id(s))}
-            if not new <= roots.get(t, set()):
-                roots[t] = roots.get(t, set()) | new
-                changed = True
-    return roots
+                if spelling in _NEW_ARRAY_CALLS:
+                    self.site_kind[id(s)] = "array"
+                elif spelling in _NUMBER_CALLS and not value.keywords or \
+                        isinstance(value, (gast.BinOp, gast.UnaryOp)) and all(
+                            self.kind(self.of(state, n)[0]) == "number"
+                            for n in names_in(value)):
+                    self.site_kind[id(s)] = "number"
+                state[name] = (site, frozenset())
+        return state
 
+    def kind(self, roots):
+        """"array", "list", "tuple", "number" (no object made here: a constant) or None."""
+        kinds = {self.kind_of(r) for r in roots}
+        if not kinds:
+            return "number"
+        return kinds.pop() if len(kinds) == 1 and "unknown" not in kinds else None
+
+    def _container(self, roots):
+        """Are all of `roots` containers made here (so a subscript is one of their elements)?"""
+        return bool(roots) and all(self.kind_of(r) in ("list", "tuple") for r in roots)
+
+
+def _operand(value):
+    """The right operand's name of `x op v` (or x's own when v is a constant)."""
+    right = value.right if isinstance(value, gast.BinOp) else None
+    return right.id if isinstance(right, gast.Name) else None
+
+
+def _base(value):
+    if isinstance(value, gast.Subscript):
+        base = value.value
+    elif isinstance(value, gast.Call) and value.args:
+        base = value.args[0]
+    else:
+        return None
+    return base.id if isinstance(base, gast.Name) else None
+
+
+class _SameObject(_Facts):
+    """The pairs of names surely bound to one object (a set of frozensets of two names)."""
+
+    entry = frozenset()
+
+    def join(self, a, b):
+        return a & b
+
+    def transfer(self, s, state):
+        if not isinstance(s, gast.Assign) or is_update(s):
+            return state                # pushes and subscript writes keep every object
+        if _is_inplace_op(s):
+            return state                # in place: still the same object (else refused)
+        bound = targets(s)
+        kept = frozenset(p for p in state if not (p & bound))
+        if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name) and \
+                s.value.id != s.targets[0].id:
+            a, b = s.targets[0].id, s.value.id
+            new = {frozenset((a, b))} | {frozenset((a, c)) for p in kept if b in p
+                                         for c in p if c != b}
+            kept = kept | new
+        return kept
+
+
+def _flow(stmts, facts):
+    """Run `facts` forward over structured code; loops iterate to a fixed point."""
+    def visit(block, state):
+        for s in block:
+            if isinstance(s, gast.If):
+                facts.before[id(s)] = state
+                state = facts.join(visit(s.body, state), visit(s.orelse, state))
+            elif isinstance(s, (gast.For, gast.While)):
+                entry = state
+                for _ in range(50):
+                    facts.before[id(s)] = state
+                    after = visit(s.body, state)
+                    new = facts.join(entry, after)
+                    if new == state:
+                        break
+                    state = new
+                else:
+                    raise RuntimeError("internal: aliasing analysis did not settle")
+            else:
+                facts.before[id(s)] = state
+                state = facts.transfer(s, state)
+        return state
+    visit(stmts, facts.entry)
+    return facts
+
+
+# ---------------------------------------------------------------- reads after a write
 
 def _positions(stmts):
     """Program order of every statement, and the loops enclosing each."""
@@ -69,54 +345,71 @@ def _positions(stmts):
     return order, loops
 
 
-def check(fir):
-    """Raise TransformError for an in-place write that could be observed through an alias."""
-    body = fir.node.body
-    updates = [s for s in walk_simple(body) if is_update(s)]
-    if not updates:
-        return
-    roots = _origins(body, fir.params)
-    order, loops = _positions(body)
-    all_stmts = list(walk_simple(body))
-    for s in updates:
-        x = s.targets[0].value.id
-        mine = roots.get(x, set())
-        outside = [r for r in mine if r[0] in ("param", "global")]
-        if outside:
-            kind, name = outside[0]
-            raise error_at(s, fir.source,
-                           f"writing into '{x}' changes an array the caller can see "
-                           f"({'parameter' if kind == 'param' else 'global'} '{name}'"
-                           f"{'' if name == x else ', through a view or copy'}).",
-                           f"make a local copy first: {x} = {x}.copy()", pass_name="aliasing")
-        for other, other_roots in roots.items():
-            if other == x or not (other_roots & mine):
-                continue
-            if _read_after(other, s, all_stmts, order, loops):
-                raise error_at(s, fir.source,
-                               f"writing into '{x}' here also changes '{other}', which shares "
-                               f"its memory (a view or copy of it) and is used afterwards.",
-                               f"copy one of them, e.g. {other} = {other}.copy(), so each "
-                               "name owns its data.", pass_name="aliasing")
-
-
 def _read_after(name, site, all_stmts, order, loops):
     """Is `name` read after `site` runs: later in program order, or on a later trip of a
     loop around `site` before being assigned afresh in that trip?"""
     after = order[id(site)]
     for s in all_stmts:
-        if s is site or name not in reads(s):
-            continue
+        if name not in reads(s) or (s is site and not loops[id(site)]):
+            continue      # (the write itself reads it again on a later trip of a loop)
         if order[id(s)] > after:
-            if not any(after < order[id(a)] < order[id(s)] and name in targets(a)
+            if not any(after < order[id(a)] < order[id(s)] and name in _rebound(a)
                        for a in all_stmts):
                 return True   # no fresh assignment in between: it still sees the old data
             continue
         shared = [l for l in loops[id(site)] if any(l is m for m in loops[id(s)])]
         if shared:
             start = order[id(shared[-1])]
-            fresh = any(start < order[id(a)] < order[id(s)] and name in targets(a)
+            fresh = any(start < order[id(a)] < order[id(s)] and name in _rebound(a)
                         for a in all_stmts)
             if not fresh:
                 return True
     return False
+
+
+def _rebound(s):
+    """Names a statement binds to another object (not writes into their object)."""
+    if is_update(s) or is_push(s) or _is_inplace_op(s):
+        return set()
+    return targets(s) if not isinstance(s, (gast.If, gast.For, gast.While)) else set()
+
+
+# ---------------------------------------------------------------- the rewrite
+
+def _insert_rebinds(stmts, rebinds, inserted=None):
+    """Put `other = x` after each write in `rebinds` (id -> (stmt, x, others))."""
+    inserted = set() if inserted is None else inserted
+    for i in range(len(stmts) - 1, -1, -1):
+        s = stmts[i]
+        if isinstance(s, gast.If):
+            _insert_rebinds(s.body, rebinds, inserted)
+            _insert_rebinds(s.orelse, rebinds, inserted)
+        elif isinstance(s, (gast.For, gast.While)):
+            _insert_rebinds(s.body, rebinds, inserted)
+            tail = anno.get(s, Anno.COND_LEN) if isinstance(s, gast.While) else None
+            if tail:     # the statements recomputing a while test stay last, rebinds included
+                anno.set(s, Anno.COND_LEN, _tail_length(s.body, tail, inserted))
+        if id(s) in rebinds:
+            _, x, others = rebinds[id(s)]
+            made = [assign(o, gast.Name(id=x, ctx=gast.Load(), annotation=None,
+                                        type_comment=None)) for o in others]
+            origin = anno.get(s, Anno.ORIGIN)
+            for m in made:
+                gast.copy_location(m, s)
+                if origin is not None:
+                    anno.set(m, Anno.ORIGIN, origin)
+                inserted.add(id(m))
+            stmts[i + 1:i + 1] = made
+
+
+def _tail_length(body, tail, inserted):
+    """The length of the last `tail` original statements of `body` with what was inserted
+    among them."""
+    length = original = 0
+    for s in reversed(body):
+        if original == tail:
+            break
+        length += 1
+        if id(s) not in inserted:
+            original += 1
+    return length

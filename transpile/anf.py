@@ -29,7 +29,7 @@ import inspect
 
 import gast
 
-from . import anno
+from . import aliasing, anno, controlflow
 from . import rules
 from .anno import Anno
 from .errors import error_at
@@ -87,6 +87,16 @@ class LocalPartial:
         self.target = target          # Static or LocalFunction
         self.args = args              # atoms
         self.keywords = keywords
+
+
+def _index_items(index):
+    """The items of `np.r_[index]` as a tuple expression, slices as `slice(...)` calls."""
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    return gast.copy_location(gast.Tuple(elts=[gast.copy_location(gast.Call(
+        func=_name("slice"), args=[_const(None) if p is None else p
+                                   for p in (item.lower, item.upper, item.step)], keywords=[]),
+        item) if isinstance(item, gast.Slice) else item for item in items], ctx=gast.Load()),
+        index)
 
 
 def _name(id_, ctx=None):
@@ -148,6 +158,7 @@ class Normalizer:
         params = [a.id for a in args.posonlyargs + args.args]
         self.params = set(params)
         self.locals = _assigned_names(fdef.body) | set(params) | set(self.lifted)
+        self.appended = _appended_names(fdef)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
         body = self.block(fdef.body)
         if not body or not isinstance(body[-1], gast.Return):
@@ -161,6 +172,14 @@ class Normalizer:
             body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
         gast.copy_location(node, fdef)
         return FunctionIR(self.ir_name, node, self.src, all_params, self.lifted)
+
+    def normalize(self, fdef):
+        """The whole front end on `fdef`: A-normal form, one exit (`controlflow`), in-place
+        writes resolved (`aliasing`)."""
+        fir = self.run(fdef)
+        controlflow.transform(fir.node, self.namer)
+        aliasing.resolve(fir)
+        return fir
 
     def error(self, node, message, hint=None):
         return error_at(node, self.src, message, hint, pass_name="anf")
@@ -311,9 +330,15 @@ class Normalizer:
         op = _binop_spelling(node.op)
         stmts = []
         if isinstance(target, gast.Name):
-            rhs = self.atom(node.value, stmts)
-            value = prim_call(op, [_name(target.id), rhs])
+            if _sequence_kind(node.value) is not None:    # xs += [v]: list extension
+                value = self.expr_BinOp(gast.copy_location(gast.BinOp(
+                    left=_name(target.id), op=node.op, right=node.value), node), stmts)
+            else:
+                value = prim_call(op, [_name(target.id), self.atom(node.value, stmts)])
             stmts.append(_assign(target.id, value, node))
+            # NumPy updates an array in place: `aliasing` gives other names for it the
+            # new value, or refuses
+            anno.set(stmts[-1], Anno.INPLACE, op)
             return stmts
         if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
             index = self.index(target.slice, stmts)
@@ -473,8 +498,38 @@ class Normalizer:
         return stmts + [ret]
 
     def stmt_FunctionDef(self, node):
-        self.local_fns[node.name] = self.lift(node, node.name)
+        decorators, node.decorator_list = node.decorator_list, []
+        fn = self.lift(node, node.name)
+        for deco in reversed(decorators):     # @tp.vmap, @partial(tp.vmap, in_axes=...)
+            fn = self.decorate(fn, deco)
+        self.local_fns[node.name] = fn
         return []
+
+    def decorate(self, fn, deco):
+        """A nested function under a decorator: only transformations are known here."""
+        from . import api
+        transform, options = self.static(deco), {}
+        if transform is None and isinstance(deco, gast.Call) and deco.args and \
+                not any(isinstance(a, gast.Starred) for a in deco.args):
+            head = self.static(deco.func)
+            if isinstance(head, Static) and head.value is functools.partial:
+                transform, rest = self.static(deco.args[0]), deco.args[1:]
+            else:
+                transform, rest = None, []
+            if rest or any(not isinstance(k.value, (gast.Constant, gast.Tuple))
+                           for k in deco.keywords):
+                transform = None
+            options = {k.arg: _literal(k.value) for k in deco.keywords}
+        elif transform is None and isinstance(deco, gast.Call) and not deco.args:
+            head = self.static(deco.func)          # @tp.vmap(in_axes=...) is not JAX's
+            transform = None if head is None else head
+        if isinstance(transform, Static) and api.is_transformation(transform.value) and \
+                transform.value is not api.jvp:
+            return self.apply_transformation(transform.value, fn, [], options, deco)
+        raise self.error(deco, "this decorator cannot be applied to a nested function in "
+                         "transformed code: only transpile's transformations can (tp.grad, "
+                         "tp.vmap, ..., or functools.partial of one with literal options).",
+                         "define the function outside the transformed one.")
 
     def stmt_Import(self, node):
         for alias in node.names:
@@ -579,7 +634,10 @@ class Normalizer:
         raise self.error(node, f"attribute '.{node.attr}' is not supported in transformed code.",
                          "supported array attributes: " + ", ".join(sorted(ARRAY_ATTRS)))
 
-    def expr_BinOp(self, node, stmts):
+    def expr_BinOp(self, node, stmts, hint=None):
+        kind = _sequence_kind(node)
+        if kind is not None:
+            return self._sequence_op(node, kind, stmts, hint)
         left = self.atom(node.left, stmts)
         right = self.atom(node.right, stmts)
         return prim_call(_binop_spelling(node.op), [left, right])
@@ -667,18 +725,63 @@ class Normalizer:
         return new
 
     def expr_Subscript(self, node, stmts):
+        static = self.static(node.value)
+        spelling = rules.lookup_subscript(static.value) if isinstance(static, Static) else None
+        if spelling is not None:    # np.r_[x, 0:3]: a primitive called with the items
+            return prim_call(spelling, [self.atom(_index_items(node.slice), stmts, "items")])
         value = self.atom(node.value, stmts)
-        return prim_call("[]", [value, self.index(node.slice, stmts)])
+        # `xs[-1]` of a list the function appends to counts from the end the list has now:
+        # spelled `xs[len(xs) - 1]`, the position stays right in the backward pass, which
+        # sees the list at its full length
+        grows = value if isinstance(value, gast.Name) and value.id in self.appended else None
+        return prim_call("[]", [value, self.index(node.slice, stmts, grows)])
 
-    def index(self, node, stmts):
+    def index(self, node, stmts, from_end_of=None):
         """An index expression whose parts are atoms: slices, tuples, None, Ellipsis."""
         if isinstance(node, gast.Slice):
-            parts = [None if p is None else self.atom(p, stmts)
-                     for p in (node.lower, node.upper, node.step)]
-            return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
+            parts = [None if p is None else self.index_part(p, stmts, from_end_of)
+                     for p in (node.lower, node.upper)]
+            step = None if node.step is None else self.atom(node.step, stmts)
+            return gast.Slice(lower=parts[0], upper=parts[1], step=step)
         if isinstance(node, gast.Tuple):
             return gast.Tuple(elts=[self.index(e, stmts) for e in node.elts], ctx=gast.Load())
-        return self.atom(node, stmts, hint="idx")
+        return self.index_part(node, stmts, from_end_of)
+
+    def index_part(self, node, stmts, from_end_of):
+        back = _count_from_end(node) if from_end_of is not None else None
+        if back is None:
+            return self.atom(node, stmts, hint="idx")
+        length = self.atom_of(prim_call("len", [from_end_of]), stmts, "n")
+        return self.atom_of(prim_call("-", [length, _const(back)]), stmts, "idx")
+
+    def _sequence_op(self, node, kind, stmts, hint):
+        """`args + (ones,)` or `[x] * n` on tuples and lists (not arrays): the elements gathered
+        by a comprehension, so every transformation sees each element's own data flow."""
+        def load(n):
+            return gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
+
+        def loop(target, iter_):
+            return gast.comprehension(target=gast.Name(id=target, ctx=gast.Store(),
+                                                       annotation=None, type_comment=None),
+                                      iter=iter_, ifs=[], is_async=0)
+        item = self.namer.fresh("item")
+        if isinstance(node.op, gast.Add):      # each part in turn, each element of the part
+            part = self.namer.fresh("part")
+            parts = gast.Tuple(elts=[node.left, node.right], ctx=gast.Load())
+            generators = [loop(part, parts), loop(item, load(part))]
+        else:                                  # the sequence, `count` times over
+            seq, count = (node.left, node.right) if _sequence_kind(node.left) else \
+                (node.right, node.left)
+            times = gast.Call(func=load("range"), args=[count], keywords=[])
+            generators = [loop(self.namer.fresh("_"), times), loop(item, seq)]
+        comp = gast.ListComp(elt=load(item), generators=generators)
+        for n in gast.walk(comp):
+            gast.copy_location(n, node)
+        items = self._comprehension(comp, stmts, hint if kind == "list" else None)
+        if kind == "list":
+            return items
+        call = gast.copy_location(gast.Call(func=load("tuple"), args=[items], keywords=[]), node)
+        return self.expr(call, stmts)
 
     def expr_ListComp(self, node, stmts, hint=None):
         return self._comprehension(node, stmts, hint)
@@ -747,15 +850,17 @@ class Normalizer:
             if target is None:
                 raise self.error(node, "functools.partial needs a function known while "
                                  "transforming.")
-            if node.keywords:
-                raise self.error(node, "functools.partial with keyword arguments is not "
-                                 "supported yet.", "bind arguments by position instead.")
-            return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]], [])
+            if any(k.arg is None for k in node.keywords):
+                raise self.error(node, "**kwargs in calls are not supported.",
+                                 "pass the arguments one by one.")
+            return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]],
+                                [(k.arg, self.atom(k.value, stmts)) for k in node.keywords])
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
         if isinstance(callee, LocalPartial):
             args = callee.args + args
-            keywords = callee.keywords + keywords
+            given = {k for k, _ in keywords}       # the call's keywords win over the partial's
+            keywords = [(k, v) for k, v in callee.keywords if k not in given] + keywords
             callee = callee.target
         if isinstance(callee, LocalFunction):
             return self.user_call(callee.ir_name, callee.params, callee.defaults, args, keywords,
@@ -769,9 +874,13 @@ class Normalizer:
                     self.atom_of(gast.Attribute(value=_name(pname), attr="args",
                                                 ctx=gast.Load()), stmts, "partial_args"),
                     _const(i)]), stmts, "partial_arg"))
-            if value.keywords:
-                raise self.error(node, "functools.partial with keyword arguments is not "
-                                 "supported yet.", "bind keywords by position instead.")
+            given = {k for k, _ in keywords}
+            bound = [k for k in value.keywords if k not in given]   # the call's keywords win
+            if bound:
+                kwargs = self.atom_of(gast.Attribute(value=_name(pname), attr="keywords",
+                                                     ctx=gast.Load()), stmts, "partial_kwargs")
+                keywords = [(k, self.atom_of(prim_call("[]", [kwargs, _const(k)]), stmts,
+                                             k)) for k in bound] + list(keywords)
             return self.call_static(value.func, pargs + args, keywords, node, stmts)
         return self.call_static(value, args, keywords, node, stmts)
 
@@ -808,13 +917,8 @@ class Normalizer:
         if inspect.isfunction(value) or inspect.ismethod(value):
             ir_name, params, defaults = self.program_function(value, node)
             return self.user_call(ir_name, params, defaults, args, keywords, node)
-        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
-        module = getattr(value, "__module__", None) or ""
-        full = f"{'np' if module.startswith('numpy') else module}.{name}" if module else name
-        raise self.error(node, f"{full} has no rule in transpile's primitive table.",
-                         f"add it to transpile/rules/ (one template under @rev(\"{full}\"), "
-                         "see docs/adding_a_primitive.md), or call it outside the "
-                         "transformed function.")
+        written = dotted(node.func) if isinstance(node, gast.Call) else None
+        raise self.error(node, *rules.core.missing_rule_message(value, written))
 
     def program_function(self, fn, node):
         from .frontend import normalize_function
@@ -875,9 +979,30 @@ class Normalizer:
                              f"write {transform.__name__}(f, argnums=0) with literal options.")
         options = {k.arg: _literal(k.value) for k in node.keywords}
         extra = [a.value for a in node.args[1:]]
-        target = self.static(node.args[0])
-        if target is None and isinstance(node.args[0], gast.Call):   # tp.grad(tp.grad(f))
-            target = self.expr(node.args[0], [])
+        fn = node.args[0]
+        if isinstance(fn, gast.Lambda):          # tp.vmap(lambda r: ...)
+            target = self.expr_Lambda(fn, [])
+        else:
+            target = self.static(fn)
+            if target is None and isinstance(fn, gast.Call):   # tp.grad(tp.grad(f))
+                target = self.expr(fn, [])
+        return self.apply_transformation(transform, target, extra, options, fn)
+
+    def apply_transformation(self, transform, target, extra, options, where):
+        """`transform(target, *extra, **options)` for a function known while transforming."""
+        from . import api
+        freevars = getattr(target, "freevars", ())
+        if transform is api.vmap and freevars:
+            # a nested function's free variables are trailing parameters: the same for
+            # every example
+            options = dict(options)
+            in_axes = extra[0] if extra else options.pop("in_axes", 0)
+            extra = []
+            nparams = len(target.params) - len(freevars) if isinstance(target, LocalFunction) \
+                else len(target.transformed.signature.parameters) - len(freevars)
+            if not isinstance(in_axes, (tuple, list)):
+                in_axes = (in_axes,) * nparams
+            options["in_axes"] = tuple(in_axes) + (None,) * len(freevars)
         if isinstance(target, LocalTransformed):
             return LocalTransformed(transform(target.transformed, *extra, **options),
                                     target.freevars)
@@ -887,7 +1012,7 @@ class Normalizer:
             from .pipeline import compile_ir_function
             fn = compile_ir_function(self.program, target.ir_name)
             return LocalTransformed(transform(fn, *extra, **options), target.freevars)
-        raise self.error(node.args[0], f"{transform.__name__}() needs a function known while "
+        raise self.error(where, f"{transform.__name__}() needs a function known while "
                          "transforming.")
 
     def jvp_call(self, node, stmts):
@@ -948,6 +1073,11 @@ class Normalizer:
         own = _assigned_names(fdef.body) | {a.id for a in fdef.args.args}
         used = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)
                 and isinstance(n.ctx, gast.Load)}
+        # local functions it calls are resolved while transforming; what they read from
+        # here is read by this one too
+        called = [self.local_fns[n] for n in used - own if n in self.local_fns]
+        used = (used - {n for n in used - own if n in self.local_fns}) | \
+            {v for f in called for v in getattr(f, "freevars", ())}
         free = sorted((used - own) & (self.locals | set(self.lifted)))
         name = self.program.namer.fresh(f"{self.ir_name}_{hint}")
         defaults = {}
@@ -962,7 +1092,7 @@ class Normalizer:
                            lifted=free)
         inner.local_fns = dict(self.local_fns)
         self.program.functions[name] = None  # reserve (recursion)
-        self.program.functions[name] = inner.run(fdef)
+        self.program.functions[name] = inner.normalize(fdef)
         params = [a.id for a in fdef.args.args]
         return LocalFunction(name, params + free, free, defaults)
 
@@ -1003,6 +1133,23 @@ def _call_like(node, pargs, args, keywords):
     return gast.copy_location(call, node)
 
 
+def _sequence_kind(node):
+    """"tuple" or "list" when `node` is `+` or `*` on a tuple or list written as one (a display,
+    a comprehension, `tuple(...)`/`list(...)`, or such a sum), else None (an array operation)."""
+    if isinstance(node, gast.Tuple):
+        return "tuple"
+    if isinstance(node, (gast.List, gast.ListComp)):
+        return "list"
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
+            node.func.id in ("tuple", "list") and len(node.args) <= 1:
+        return node.func.id
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
+        return _sequence_kind(node.left) or _sequence_kind(node.right)
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult):
+        return _sequence_kind(node.left) or _sequence_kind(node.right)
+    return None
+
+
 def _binop_spelling(op):
     for s, (cls, _) in BINOPS.items():
         if isinstance(op, cls):
@@ -1032,6 +1179,31 @@ def _temp_name(value):
             return callee.split("_")[0] + "_out"
         return "t"
     return TEMP_FOR_OP.get(type(getattr(value, "op", None)).__name__, "t")
+
+
+def _count_from_end(node):
+    """k for an index written `-k` (a negative int literal), else None."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
+            isinstance(node.operand, gast.Constant) and type(node.operand.value) is int and \
+            node.operand.value > 0:
+        return node.operand.value
+    if isinstance(node, gast.Constant) and type(node.value) is int and node.value < 0:
+        return -node.value
+    return None
+
+
+def _appended_names(fdef):
+    """Names the function appends to (`xs.append(v)`, `xs += [...]`): lists that grow."""
+    out = set()
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and \
+                n.func.attr in ("append", "extend", "insert") and \
+                isinstance(n.func.value, gast.Name):
+            out.add(n.func.value.id)
+        elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name) and \
+                _sequence_kind(n.value) == "list":
+            out.add(n.target.id)
+    return out
 
 
 def _assigned_names(stmts):

@@ -8,6 +8,7 @@ class Anno(enum.Enum):
     COND_LEN = "on a While: how many statements at the end of its body recompute its test"
     ORIGIN = "the user-source node a generated node was made from (for line comments)"
     STACK = "on a push or pop statement: this list is a stack of saved values"
+    INPLACE = "on `x = x op v` made from `x op= v`: the operator symbol (in place on arrays)"
 
 
 def set(node, key, value):  # noqa: A001 - mirrors getattr/setattr naming

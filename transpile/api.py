@@ -47,15 +47,21 @@ class Root:
         if isinstance(target, custom._Custom):   # transform a call of it, so its rules apply
             target = custom.wrapper_for(target)
         if isinstance(target, functools.partial):
-            if target.keywords:
-                raise TransformError("functools.partial with keyword arguments cannot be "
-                                     "transformed yet.\n  hint: bind arguments by position.")
             inner = Root(target.func)
             self.__dict__.update(inner.__dict__)
             self.prefix = tuple(target.args) + inner.prefix
             params = list(self.signature.parameters.values())[len(target.args):]
-            self.signature = self.signature.replace(parameters=params)
-            self.key = ("partial", inner.key, len(target.args))
+            unknown = set(target.keywords) - {p.name for p in params}
+            if unknown:
+                raise TypeError(f"functools.partial binds {sorted(unknown)[0]!r}, which is not "
+                                f"a parameter of {getattr(target.func, '__qualname__', '')}")
+            # a keyword bound by the partial is that parameter's default, in its place (a
+            # parameter after it may then have none: the signature is not validated)
+            params = [p.replace(default=target.keywords[p.name]) if p.name in target.keywords
+                      else p for p in params]
+            self.signature = inspect.Signature(params, __validate_parameters__=False)
+            self.key = ("partial", inner.key, len(target.args),
+                        tuple((k, _Identity(v)) for k, v in sorted(target.keywords.items())))
             return
         if inspect.ismethod(target):
             inner = Root(target.__func__)
@@ -270,6 +276,12 @@ def jvp(f, primals, tangents, has_aux=False):
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
         raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    signature = Root(f).signature
+    if len(primals) < len(signature.parameters):   # parameters left at their defaults (JAX's
+        bound = signature.bind(*primals)           # jvp calls f(*primals)) are constants
+        bound.apply_defaults()
+        defaults = tuple(bound.args[len(primals):])
+        primals, tangents = tuple(primals) + defaults, tuple(tangents) + (None,) * len(defaults)
     # an argument whose tangent is zero is a constant of this jvp: the code generated for
     # it skips every product with that tangent (e.g. the data batch of a loss)
     active = tuple(not _is_zero(t) for t in tangents)

@@ -74,6 +74,7 @@ class Batching:
     # ================================================================ analysis
     def analyse(self, stmts):
         self.spec = {p: s for p, s in self.in_specs.items() if s is not False}
+        self.local = _path_local(stmts, self.fir.node.body[-1], set(self.fir.params))
         self.uniform_needed = set()
         changed = True
         while changed:
@@ -81,6 +82,7 @@ class Batching:
             self._visit(stmts, False)
             changed = self.changed
         self._find_arrays(stmts)
+        self.seqs = _maybe_sequences(stmts)
 
     def of(self, n):
         return self.spec.get(n, False)
@@ -101,7 +103,7 @@ class Batching:
                 self._visit(s.body, b)
                 self._visit(s.orelse, b)
             elif isinstance(s, gast.For):
-                self.contribute(s.target.id, under)
+                self.contribute(s.target.id, under and s.target.id not in self.local)
                 b = under or batched(self.expr_spec(s.iter))
                 self._visit(s.body, b)
             elif isinstance(s, gast.While):
@@ -124,9 +126,9 @@ class Batching:
                     parts = value if isinstance(value, tuple) and len(value) == len(t.elts) \
                         else (uniform(value),) * len(t.elts)
                     for e, p in zip(t.elts, parts):
-                        self.contribute(e.id, True if under else p)
+                        self.contribute(e.id, True if under and e.id not in self.local else p)
                 else:
-                    self.contribute(t.id, True if under else value)
+                    self.contribute(t.id, True if under and t.id not in self.local else value)
 
     def expr_spec(self, v):
         if isinstance(v, gast.Name):
@@ -219,6 +221,7 @@ class Batching:
                      and not self.of(st.target.id)}
         self.all_stmts = stmts
         self.mask = None
+        self.arrayized = {}
         out = []
         for p in self.fir.params:        # a parameter that a batched value is stored into
             want = self.of(p)
@@ -250,7 +253,11 @@ class Batching:
 
     def block(self, stmts):
         out = []
+        saved = dict(self.arrayized)    # lists made arrays (as_arrays), while still valid
         for s in stmts:
+            changed = assigned_in([s])
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                self._forget(changed)
             if isinstance(s, gast.If):
                 out.extend(self.branch(s))
             elif isinstance(s, gast.For):
@@ -259,7 +266,13 @@ class Batching:
                 out.extend(self.while_loop(s))
             else:
                 out.extend(self.simple(s))
+            self._forget(changed)
+        self.arrayized = saved
+        self._forget(assigned_in(stmts))
         return out
+
+    def _forget(self, names):
+        self.arrayized = {k: v for k, v in self.arrayized.items() if k[0] not in names}
 
     # ---------------------------------------------------------------- statements
     def simple(self, s):
@@ -290,21 +303,96 @@ class Batching:
             return self.update(s)
         if isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Call) and self._applies(s.value):
-                value, _ = self.value(s, s.value, None)   # a call for its effect
+                pre, call_ = self.as_arrays(s.value)
+                value, _ = self.value(s, call_, None)   # a call for its effect
                 new = gast.Expr(value=value)
-                return [anno.copy(s, gast.copy_location(new, s))]
+                return pre + [anno.copy(s, gast.copy_location(new, s))]
             return [s]
         if not isinstance(s, gast.Assign):
             return [s]
         t = s.targets[0]
         if isinstance(t, gast.Tuple):
-            return self.unpack(s)
-        value, have = self.value(s, s.value, t.id)
+            pre, v = self.as_arrays(s.value)
+            if pre:
+                s = anno.copy(s, gast.copy_location(
+                    gast.Assign(targets=s.targets, value=v, type_comment=None), s))
+            return pre + self.unpack(s)
+        pre, v = self.as_arrays(s.value)
+        value, have = self.value(s, v, t.id)
         want = self.of(t.id)
         value = self.convert(value, have, want) if not isinstance(want, tuple) else \
             self._convert_parts(value, have, want)
         new = gast.Assign(targets=[name(t.id, True)], value=value, type_comment=None)
-        return [anno.copy(s, gast.copy_location(new, s))]
+        return pre + [anno.copy(s, gast.copy_location(new, s))]
+
+    def as_arrays(self, v):
+        """A numpy function given a Python list or tuple holding batched values
+        (`np.sum([a, b])`, `np.max(items)` of a list built by appends) reads it as one array,
+        whose batch axis would not be the first: each such argument is made an array with
+        the batch on axis 0 first (`rt.lanes_array`). Returns (statements before, call)."""
+        def seq(a):
+            return isinstance(a, gast.Name) and batched(self.of(a.id)) and (
+                isinstance(self.of(a.id), tuple) or a.id in self.seqs)
+
+        def plain_seq(a):       # a list the batching rule would view along the batch
+            return isinstance(a, gast.Name) and a.id in self.seqs and not batched(self.of(a.id))
+
+        if not any(batched(self.expr_spec(a)) for a in _operands(v)):
+            return [], v
+
+        if isinstance(v, (gast.BinOp, gast.Compare)):
+            # `xs - m` reads a list as an array; `xs + ys` of two lists joins them
+            ops = _operands(v)
+            which = [i for i, a in enumerate(ops) if seq(a) and not any(
+                seq(b) or (isinstance(b, gast.Constant) and type(b.value) is int) or (
+                    isinstance(b, gast.Name) and b.id in self.ints)
+                for j, b in enumerate(ops) if j != i)]
+            if not which:
+                return [], v
+            new = _copy.deepcopy(v)
+            pre, names = [], []
+            for i, a in enumerate(ops):
+                names.append(self._lanes_array(a, pre) if i in which else a)
+            if isinstance(new, gast.BinOp):
+                new.left, new.right = names
+            else:
+                new.left, new.comparators = names[0], names[1:]
+            return pre, new
+        found = anno.get(v, Anno.PRIM) if isinstance(v, gast.Call) else None
+        spelling = found[1] if found else None
+        if spelling is None or anno.get(v, Anno.CALLEE) or spelling in SEQUENCE_ARGS or \
+                spelling.startswith("np.random.") or not (
+                spelling.startswith("np.") or spelling.startswith("scipy.") or
+                spelling in RT_ARRAY_ARGS):
+            return [], v
+        pre, new = [], None
+        for k, a in enumerate(list(v.args) + [kw.value for kw in v.keywords]):
+            if not seq(a) and not plain_seq(a):
+                continue
+            if new is None:
+                new = _copy.deepcopy(v)
+            fresh = self._lanes_array(a, pre)
+            if k < len(v.args):
+                new.args[k] = fresh
+            else:
+                new.keywords[k - len(v.args)].value = fresh
+        return pre, (new if new is not None else v)
+
+    def _lanes_array(self, a, pre):
+        """A fresh name for the list `a` as one batched array (its statement added to
+        `pre`)."""
+        spec = self.of(a.id)
+        key = (a.id, repr(spec))
+        if key in self.arrayized:
+            return name(self.arrayized[key])
+        fresh = self.namer.fresh(a.id.rstrip("_") + "_array")
+        pre.append(assign(fresh, call("rt.lanes_array",
+                                      [name(a.id), _literal(spec), name(self.size)])
+                          if batched(spec) else call("np.asarray", [name(a.id)])))
+        self.spec[fresh] = batched(spec)
+        self.arrays.add(fresh)
+        self.arrayized[key] = fresh
+        return name(fresh)
 
     def _applies(self, v):
         """Whether a call's batching rule must run: a batched argument, or a random draw
@@ -837,6 +925,109 @@ def _check_branch(pass_, s):
             raise pass_.error(st, "a list append (or a saved value) in a branch whose "
                               "condition differs between examples cannot be batched.",
                               "append on every path, or move it out of the branch.")
+
+
+# numpy functions that take a sequence of arrays as a sequence (their batching rules handle
+# lists whose elements are batched); any other numpy function reads a list as one array
+SEQUENCE_ARGS = {"np.concatenate", "np.concat", "np.stack", "np.vstack", "np.row_stack",
+                 "np.hstack", "np.dstack", "np.column_stack", "np.block", "np.array",
+                 "np.asarray", "np.asanyarray", "np.broadcast_arrays", "np.meshgrid"}
+
+
+# runtime helpers of derivative code that read their arguments as arrays (np.shape(x),
+# np.asarray(x)) as the numpy function they stand for did
+RT_ARRAY_ARGS = {"rt.broadcast_like", "rt.cumsum_adj", "rt.diag_adj", "rt.diagonal_adj",
+                 "rt.diff_adj", "rt.dot_adj_a", "rt.dot_adj_b", "rt.expand", "rt.expand_norm",
+                 "rt.extremum_share", "rt.logsumexp", "rt.matmul_adj_x1", "rt.matmul_adj_x2",
+                 "rt.pad_value_adj", "rt.reduced_size", "rt.repeat_adj", "rt.size_of",
+                 "rt.solve", "rt.sort_like", "rt.tile_adj", "rt.trace_adj", "rt.unbroadcast",
+                 "rt.unpad", "rt.unsort", "rt.weight"}
+
+
+def _maybe_sequences(stmts):
+    """Names that may hold a Python list or tuple: bound to a list or tuple literal, appended
+    to, made by a function that returns a container, copied from such a name or popped from
+    a stack such names were pushed on."""
+    seqs, stacks = set(), set()
+    changed = True
+    while changed:
+        changed = False
+        for st in walk_simple(stmts):
+            new = set()
+            if is_push(st):
+                stack, item = push_parts(st)
+                if _dotted(st.value.func) != "rt.push":
+                    new.add(stack)                   # xs.append(v): xs is a list
+                elif isinstance(item, (gast.List, gast.Tuple)) or (
+                        isinstance(item, gast.Name) and item.id in seqs):
+                    if stack not in stacks:
+                        stacks.add(stack)
+                        changed = True
+            elif is_pop(st):
+                if pop_stack(st) in stacks:
+                    new.add(st.targets[0].id)
+            elif isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name):
+                v = st.value
+                found = anno.get(v, Anno.PRIM)
+                prim = found[0] if found else None
+                if isinstance(v, (gast.List, gast.Tuple)) or (
+                        isinstance(v, gast.Name) and v.id in seqs) or (
+                        prim is not None and (prim.container or prim.container_out)) or (
+                        found and found[1] in ("list", "tuple", "zip", "enumerate",
+                                               "sorted", "rt.to_list", "rt.to_tuple")):
+                    new.add(st.targets[0].id)
+            if new - seqs:
+                seqs |= new
+                changed = True
+    return seqs
+
+
+def _path_local(stmts, ret, params):
+    """Names bound once and read only after that, in the statements that follow it in the
+    same block (for a loop variable: in the loop's body). Such a name needs no merging where
+    paths join: under a condition that differs between examples, an unbatched value bound
+    to it is the same in every example that reads it (`shape = (4, 3)` in a branch)."""
+    from .analysis import reads, targets
+    bound, read = {}, {}
+    for st in walk_simple(stmts):
+        if not isinstance(st, (gast.If, gast.While)):
+            for t in targets(st):
+                bound[t] = bound.get(t, 0) + 1
+        for n in reads(st):
+            read[n] = read.get(n, 0) + 1
+    for n in names_in(ret):
+        read[n] = read.get(n, 0) + 1
+
+    def reads_in(block, n):
+        return sum(1 for st in walk_simple(block) if n in reads(st))
+
+    local = set()
+
+    def visit(block):
+        for k, st in enumerate(block):
+            if isinstance(st, gast.If):
+                visit(st.body)
+                visit(st.orelse)
+                continue
+            if isinstance(st, gast.While):
+                visit(st.body)
+                continue
+            if isinstance(st, gast.For):
+                n = st.target.id
+                if bound.get(n) == 1 and n not in params and \
+                        reads_in(st.body, n) == read.get(n, 0):
+                    local.add(n)
+                visit(st.body)
+                continue
+            if not isinstance(st, gast.Assign) or is_update(st) or is_pop(st):
+                continue
+            own = reads(st)
+            for n in targets(st):
+                if bound.get(n) == 1 and n not in params and n not in own and \
+                        reads_in(block[k + 1:], n) == read.get(n, 0):
+                    local.add(n)
+    visit(stmts)
+    return local
 
 
 def _read_before_assigned(body, n):

@@ -107,6 +107,8 @@ class Forward:
             entry |= carried
             if not carried:
                 break
+        # a tangent the next trip reads but this trip ended (`y = constant`) is zero there
+        body += [self.zeros(v, lazy=True) for v in sorted(entry - trial)]
         state |= entry | trial   # what a trip made exists after the loop (if it ran)
         cls = type(s)
         if cls is gast.For:
@@ -137,8 +139,15 @@ class Forward:
     def simple(self, s, state):
         if is_push(s):
             stack, item = push_parts(s)
-            if stack not in self.active or self.tangents.get(stack) not in state:
+            if stack not in self.active:
                 return [s]
+            out = [s]
+            if self.tangents.get(stack) not in state:
+                if not self.live_tangent(item, state):
+                    return out
+                # the first item with a tangent: the list's tangent starts as zeros
+                out.append(self.zeros(self.tan(stack)))
+                state.add(self.tan(stack))
             push = _copy.deepcopy(s)
             call = push.value
             if isinstance(call.func, gast.Attribute) and call.func.attr == "append":
@@ -146,7 +155,7 @@ class Forward:
                 call.args = [self.tangent_or_zeros(item, state)]
             else:
                 call.args = [_name(self.tangents[stack]), self.tangent_or_zeros(item, state)]
-            return [s, push]
+            return out + [push]
         if is_pop(s):
             stack = pop_stack(s)
             v = s.targets[0].id

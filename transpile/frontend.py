@@ -6,7 +6,6 @@ its own (possibly unfinished) IR function by name.
 """
 import inspect
 
-from . import aliasing, controlflow
 from .anf import Normalizer
 from .errors import TransformError
 from .parse import parse_function
@@ -56,10 +55,7 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         normalizer = Normalizer(program, src, fn.__globals__, static_closure, name,
                                 lifted=lifted)
         program.functions[name] = None
-        fir = normalizer.run(fdef)
-        controlflow.transform(fir.node, normalizer.namer)
-        aliasing.check(fir)
-        program.functions[name] = fir
+        program.functions[name] = normalizer.normalize(fdef)
     params = list(inspect.signature(fn).parameters)
     if bound_self is not None:
         raise TransformError(f"calling the bound method {fn.__qualname__} from transformed "

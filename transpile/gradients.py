@@ -20,7 +20,7 @@ from . import anno, optimize, rules
 from .analysis import (definitely_defined, free_reads, loop_depth_sites, maybe_defined, names_in, targets,
                        walk_simple)
 from .anno import Anno
-from .analysis import is_update
+from .analysis import is_push, is_stack_push, is_update, push_parts
 from .reverse import Reverse, _RestoreMarker, _as_index_value, _assign, _call, _const, _name
 
 
@@ -147,6 +147,8 @@ class Saves:
             saved |= new
         self.saved = sorted(saved)
         self.stacks = {n: rev.namer.stack(n) for n in self.saved}
+        self.grown = {push_parts(s)[0] for s in walk_simple(fwd)
+                      if is_push(s) and not is_stack_push(s)}   # the user's lists
         self.defined = definitely_defined(fwd, params)
         self.maybe = maybe_defined(fwd, params)
         self.need_init = set()
@@ -165,6 +167,12 @@ class Saves:
                 continue
             loop, site = _enclosing_loop(fwd, where[0][0])
             if loop is None or isinstance(site, gast.For) or _read_before(loop.body, site, name):
+                continue
+            if any(m != "start" and m != "end" and m[0] == "before" and
+                   fwd_of.get(id(m[1]), m[1]) is loop for m in reads_at.get(name, [])):
+                # the backward trip ends by re-zeroing an adjoint shaped like the value
+                # before the trip (the previous trip's, whose shape may differ): that
+                # value must be restored where the forward trip made it, not popped at top
                 continue
             orig = orig_of.get(id(loop))
             if orig not in rev.header_of:
@@ -248,7 +256,10 @@ class Saves:
         return gast.copy_location(_assign(target.value.id, call), s)
 
     def _push(self, name):
-        return gast.Expr(value=_call("rt.push", [_name(self.stacks[name]), _name(name)]))
+        value = _name(name)
+        if name in self.grown:     # appends would reach the saved list: save a copy
+            value = _call("rt.copy_stack", [value])
+        return gast.Expr(value=_call("rt.push", [_name(self.stacks[name]), value]))
 
     def _pop(self, name):
         return _assign(name, _call("rt.pop", [_name(self.stacks[name])]))
@@ -435,7 +446,8 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
     bwd = saves.backward(bwd, fwd_of)
-    body = checks + saves.prologue() + fwd + optimize.simplify(bwd)
+    unbound = _bind_unbound(_residuals(fwd, bwd, params, saves), fwd, params, saves)
+    body = checks + saves.prologue() + unbound + fwd + optimize.simplify(bwd)
     body = optimize.propagate_copies(optimize.dce(body, set()), params)
     body = optimize.accumulate_in_place(body)
     return _with_source(_funcdef(name, params, body, fir.node), fir)
@@ -464,17 +476,12 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     saves = Saves(rev, fwd, bwd, params, fwd_of)
     fwd = saves.forward(fwd)
     bwd = optimize.dce(saves.backward(bwd, fwd_of), set())
-    fwd_defined = set(params) | {t for s in walk_simple(fwd) for t in targets(s)} | \
-        set(saves.stacks.values())
-    residuals = sorted((free_reads(bwd) & fwd_defined) - {dout})
-    end = gast.Pass()
-    surely = definitely_defined(fwd + [end], params).get(id(end), set())
-    maybe_unbound = [r for r in residuals if r not in surely and r not in saves.stacks.values()]
+    residuals = sorted(_residuals(fwd, bwd, params, saves) - {dout})
     saved_name = rev.namer.fresh("saved")
     result = [_copy(out), _tuple(residuals)]
     if has_aux:
         result.insert(1, _name(rev.aux))
-    unbound = [_assign(r, _const(None)) for r in maybe_unbound]   # saved from one branch only
+    unbound = _bind_unbound(residuals, fwd, params, saves)
     fwd_body = saves.prologue() + unbound + fwd + [gast.Return(value=gast.Tuple(elts=result,
                                                                       ctx=gast.Load()))]
     fwd_body = optimize.propagate_copies(optimize.dce(fwd_body, set()), params)
@@ -488,6 +495,23 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     bwd_body = unpack + copies + optimize.simplify(bwd)
     return (_with_source(_funcdef(fwd_name, params, fwd_body, fir.node), fir),
             _with_source(_funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node), fir))
+
+
+def _residuals(fwd, bwd, params, saves):
+    """The primal names the backward statements read."""
+    fwd_defined = set(params) | {t for s in walk_simple(fwd) for t in targets(s)} | \
+        set(saves.stacks.values())
+    return free_reads(bwd) & fwd_defined
+
+
+def _bind_unbound(residuals, fwd, params, saves):
+    """`name = None` for each residual that one path of the forward pass leaves unbound: the
+    backward pass reads it only on the paths that bound it, except to zero an adjoint where
+    branches join (`rt.zeros_like(None)` is None, a zero)."""
+    end = gast.Pass()
+    surely = definitely_defined(fwd + [end], params).get(id(end), set())
+    return [_assign(r, _const(None)) for r in sorted(residuals)
+            if r not in surely and r not in saves.stacks.values()]
 
 
 def _tuple(names):

@@ -36,7 +36,7 @@ def _is_check(call):
     """Calls kept for the errors they raise (rt.seed checks that grad's output is scalar)."""
     f = call.func
     return isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
-        f.value.id == "rt" and f.attr in ("seed", "check_float_input")
+        f.value.id == "rt" and f.attr in ("seed", "lane_seed", "check_float_input")
 
 
 def dce(stmts, live_out):
@@ -243,6 +243,16 @@ class _Simplify(gast.NodeTransformer):
             return left
         if op is gast.Add and _is(lc, 0):
             return right
+        return node
+
+    def visit_Call(self, node):
+        """A primitive's own folding of literal arguments (`fold` in transpile/rules/)."""
+        self.generic_visit(node)
+        found = anno.get(node, Anno.PRIM)
+        if found and found[0] is not None and found[0].fold is not None and not node.keywords:
+            folded = found[0].fold(*node.args)
+            if folded is not None:
+                return self.visit(folded)
         return node
 
 

@@ -94,6 +94,9 @@ def _parse_lambda(fn, text, first, col, filename):
                 continue
         if candidates is not None:
             break
+    if not candidates:      # inside a statement cut off mid-way (a `for` header, ...)
+        candidates = _lambda_expressions(text)
+        text = "\n".join(lines)
     if not candidates:
         raise TransformError(f'File "{filename}", line {first}: cannot find the source of this '
                              f"lambda.\n  hint: define it with def instead.")
@@ -107,6 +110,36 @@ def _parse_lambda(fn, text, first, col, filename):
     node = gast.ast_to_gast(ast.Module(body=[fdef], type_ignores=[])).body[0]
     del args
     return node, Source(filename, first, col, text, "<lambda>")
+
+
+def _lambda_expressions(text):
+    """Each `lambda ...` in `text` parsed on its own: from the keyword, the longest piece
+    that ends before a closing bracket, a comma or a colon and parses as a lambda. Line
+    numbers and columns stay those of `text`."""
+    found = []
+    lines = text.splitlines()
+    for row, line in enumerate(lines):
+        start = line.find("lambda")
+        while start >= 0:
+            rest = "\n".join([line[start:]] + lines[row + 1:])
+            ends = [i for i, ch in enumerate(rest) if ch in ",)]}:\n"] + [len(rest)]
+            for end in sorted(set(ends), reverse=True):
+                try:
+                    tree = ast.parse("(" + rest[:end] + ")", mode="eval")
+                except SyntaxError:
+                    continue
+                if isinstance(tree.body, ast.Lambda):
+                    for node in ast.walk(tree):      # back to the positions in `text`
+                        if hasattr(node, "lineno"):
+                            on_first = node.lineno == 1
+                            node.lineno += row
+                            node.end_lineno = getattr(node, "end_lineno", 1) + row
+                            if on_first:
+                                node.col_offset += start - 1
+                    found.append(tree.body)
+                    break
+            start = line.find("lambda", start + 6)
+    return found
 
 
 def _match_lambda(code, candidates):

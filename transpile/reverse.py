@@ -446,12 +446,23 @@ class Reverse:
         idx = s.targets[0].slice
         out = []
         v = s.value
+        later = []
         if isinstance(v, gast.Name) and v.id in self.active:
             item = _call("rt.written_part", [_name(dx), _copy.deepcopy(_as_index_value(idx))])
-            self.accumulate(v.id, _call("rt.unbroadcast", [item, _name(v.id)]), state, out)
+            contribution = _call("rt.unbroadcast", [item, _name(v.id)])
+            if v.id == x:
+                # `x[:3] = x`: the old x receives the written part after dx is cleared there,
+                # so take that part out before clearing
+                part = self.namer.fresh("d" + x + "_written")
+                out.append(_assign(part, contribution))
+                contribution = _name(part)
+                target = later
+            else:
+                target = out
+            self.accumulate(v.id, contribution, state, target)
         out.append(_assign(dx, _call("rt.index_clear", [_name(dx),
                                                         _copy.deepcopy(_as_index_value(idx))])))
-        return out
+        return out + later
 
     def backward_push(self, s, state):
         stack, item = push_parts(s)

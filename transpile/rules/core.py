@@ -25,6 +25,7 @@ import gast
 import numpy as np
 
 import runtime as rt
+from .. import anno
 from ..errors import TransformError
 
 try:  # scipy is optional; its functions get rules only when it is installed
@@ -99,6 +100,7 @@ class Primitive:
         self.container_out = False  # returns a tuple/list (np.split, slogdet, ...)
         self.batch = None           # BatchRule: how vmap pushes a batch axis through it
         self.batch_for = {}         # spelling -> BatchRule, where spellings differ (float)
+        self.fold = None            # args (AST) -> simpler AST or None, for literal arguments
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -194,6 +196,34 @@ def nondiff(*spellings, view=False, side_effect=False, name=None):
         prim.side_effect = prim.side_effect or side_effect
 
 
+def fold(spelling):
+    """Register the function below it as the constant folding of calls to `spelling` in
+    generated code (optimize.simplify): it takes the call's arguments (AST) and returns a
+    simpler expression, or None to keep the call. For helpers whose general form guards an
+    edge case that a literal argument rules out."""
+    def decorate(fn):
+        _register([spelling], fn.__name__).fold = fn
+        return fn
+    return decorate
+
+
+def number(node):
+    """The value of a literal int/float argument (`2`, `-0.5`), else None."""
+    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = number(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def power_node(base, exponent):
+    """The expression `base ** exponent` (a literal exponent), annotated as a primitive."""
+    node = gast.BinOp(left=base, op=gast.Pow(), right=gast.Constant(value=exponent, kind=None))
+    anno.set(node, anno.Anno.PRIM, (_BY_SPELLING["**"], "**"))
+    return node
+
+
 class BatchRule:
     """How vmap handles a primitive whose arguments carry a batch axis (always axis 0).
 
@@ -281,12 +311,74 @@ def lookup(spelling):
     return _BY_SPELLING.get(spelling)
 
 
+_SUBSCRIPT = {}     # id(np.r_) -> "rt.r_"
+
+
+def subscript_primitive(obj_spelling, spelling):
+    """`obj[...]` for the object spelled `obj_spelling` (np.r_, np.c_) is a call of the
+    primitive `spelling` with the index's items as one tuple (slices as slice objects): the
+    front end rewrites it so, and the primitive's rules differentiate it like a call."""
+    obj = _object_of(obj_spelling)
+    if obj is not None:
+        _SUBSCRIPT[id(obj)] = spelling
+        _OBJECTS.append(obj)
+
+
+def lookup_subscript(obj):
+    """The primitive spelling that `obj[...]` is rewritten to, or None."""
+    return _SUBSCRIPT.get(id(obj))
+
+
 def all_primitives():
     seen = []
     for p in _BY_SPELLING.values():
         if p not in seen:
             seen.append(p)
     return seen
+
+
+# Modules whose functions the table spells with a prefix (most specific first), and the rules
+# file their rows belong in.
+_MODULES = [("numpy.linalg", "np.linalg", "linalg.py"), ("numpy.fft", "np.fft", None),
+            ("numpy.random", "np.random", "elementwise.py"), ("numpy", "np", None),
+            ("scipy.special", "scipy.special", "special.py"), ("math", "math", "elementwise.py")]
+
+
+def table_spelling(value):
+    """How a row for the callable `value` would be spelled ('np.linalg.eigvals',
+    'scipy.special.gammaln', 'math.erf'), found by looking the object up in the modules the
+    table knows; None if it is in none of them."""
+    import sys
+    name = getattr(value, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    for module, prefix, _ in _MODULES:
+        mod = sys.modules.get(module)
+        if mod is not None and getattr(mod, name, None) is value:
+            return f"{prefix}.{name}"
+    return None
+
+
+def missing_rule_message(value, written=None):
+    """(message, hint) for a call of `value`, a callable with no row in the table. `written`
+    is the call's function as the user spelled it (`np.linalg.eigh`, `la.eigh`), if dotted."""
+    spelling = table_spelling(value)
+    if spelling is None:
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
+        module = getattr(value, "__module__", None) or ""
+        spelling = name if module in ("", "builtins") else f"{module}.{name}"
+    shown = spelling if written in (None, spelling) else f"{written} ({spelling})"
+    where = "elementwise.py" if isinstance(value, np.ufunc) else \
+        next((f for m, p, f in _MODULES if f and spelling.startswith(p + ".")), None)
+    place = f"transpile/rules/{where}" if where else \
+        "the file of transpile/rules/ holding the functions it resembles"
+    spellings = f'"{spelling}"'
+    if spelling.startswith("scipy."):   # generated code reaches scipy through a runtime re-export
+        spellings = f'"rt.{spelling.rsplit(".", 1)[1]}", {spellings}'
+        place += " (and re-export it in runtime, as rt.logsumexp is)"
+    hint = (f"add it to {place}: a template under @rev({spellings}), then @fwd and a batching "
+            f"rule (docs/adding_a_primitive.md), or call it outside the transformed function.")
+    return f"{shown} has no rule in transpile's primitive table.", hint
 
 
 def no_rule_error(fn_name):

@@ -4,7 +4,7 @@ Binary reverse rules unbroadcast each adjoint back to its argument's shape; forw
 (one term per argument) broadcast a tangent to the result's shape where a term would not
 already have it (`rt.broadcast_like`).
 """
-from .core import batch, batch_elementwise, batch_same, fwd, nondiff, rev
+from .core import batch, batch_elementwise, batch_same, fold, fwd, nondiff, number, power_node, rev
 import numpy as np  # noqa: F401  (templates refer to np and rt)
 import runtime as rt  # noqa: F401
 
@@ -60,14 +60,79 @@ def divide_fwd(out, x1, x2):
 
 @rev("**", "np.power")
 def power(dout, out, x1, x2):
-    dx1 = rt.unbroadcast(dout * x2 * x1 ** (x2 - 1), x1)
-    dx2 = rt.unbroadcast(dout * out * np.log(np.where(x1 > 0, x1, 1.0)), x2)
+    """d/dx1 = x2 * x1 ** (x2 - 1), 0 where x2 == 0 (x ** 0 is constant, also at x = 0; as in
+    JAX). d/dx2 = out * log(x1), where the log exists (x1 > 0, or x1 != 0 if complex)."""
+    dx1 = rt.unbroadcast(dout * x2 * rt.pow_minus_one(x1, x2), x1)
+    dx2 = rt.unbroadcast(dout * out * np.log(np.where(rt.has_log(x1), x1, 1.0)), x2)
 
 
 @fwd("**", "np.power")
 def power_fwd(out, x1, x2):
-    dout = dx1 * x2 * x1 ** (x2 - 1)
-    dout = dx2 * out * np.log(np.where(x1 > 0, x1, 1.0))
+    dout = dx1 * x2 * rt.pow_minus_one(x1, x2)
+    dout = dx2 * out * np.log(np.where(rt.has_log(x1), x1, 1.0))
+
+
+@rev("rt.pow_minus_one")
+def pow_minus_one(dout, out, x1, x2):
+    """out = x1 ** (x2 - 1), and 0 where x2 == 0 (there it is a constant)."""
+    dx1 = rt.unbroadcast(dout * np.where(x2 == 0, 0.0, (x2 - 1) * rt.pow_minus_one(x1, x2 - 1)),
+                         x1)
+    dx2 = rt.unbroadcast(dout * out * np.log(np.where(rt.has_log(x1), x1, 1.0)), x2)
+
+
+@fwd("rt.pow_minus_one")
+def pow_minus_one_fwd(out, x1, x2):
+    dout = dx1 * np.where(x2 == 0, 0.0, (x2 - 1) * rt.pow_minus_one(x1, x2 - 1))
+    dout = dx2 * out * np.log(np.where(rt.has_log(x1), x1, 1.0))
+
+
+@fold("rt.pow_minus_one")
+def pow_minus_one_fold(x1, x2):
+    """With a literal exponent c >= 1, x1 ** (c - 1) is finite at x1 = 0: generated code keeps
+    the plain power, so `x ** 2` differentiates to `2 * x`."""
+    c = number(x2)
+    return power_node(x1, c - 1) if c is not None and c >= 1 else None
+
+
+nondiff("rt.has_log")
+
+
+# numpy's mod follows floor division (x1 % x2 == x1 - floor(x1 / x2) * x2); np.fmod follows
+# truncation. Both are piecewise linear in x1 and x2; the integer quotient, read back from
+# the result, is exact even where x1 / x2 rounds across an integer (1.0 % 0.1).
+@rev("%", "np.mod", "np.remainder")
+def mod(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout, x1)
+    dx2 = rt.unbroadcast(-dout * np.floor_divide(x1, x2), x2)
+
+
+@fwd("%", "np.mod", "np.remainder")
+def mod_fwd(out, x1, x2):
+    dout = rt.broadcast_like(dx1, out)
+    dout = -dx2 * np.floor_divide(x1, x2)
+
+
+@rev("np.fmod")
+def fmod(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout, x1)
+    dx2 = rt.unbroadcast(-dout * np.round((x1 - out) / x2), x2)
+
+
+@fwd("np.fmod")
+def fmod_fwd(out, x1, x2):
+    dout = rt.broadcast_like(dx1, out)
+    dout = -dx2 * np.round((x1 - out) / x2)
+
+
+@rev("np.heaviside")
+def heaviside(dout, out, x1, x2):
+    """0 where x1 < 0, 1 where x1 > 0, and x2 where x1 == 0: only that case depends on x2."""
+    dx2 = rt.unbroadcast(np.where(x1 == 0, dout, 0.0), x2)
+
+
+@fwd("np.heaviside")
+def heaviside_fwd(out, x1, x2):
+    dout = rt.broadcast_like(np.where(x1 == 0, dx2, 0.0), out)
 
 
 @rev("u-", "np.negative")
@@ -90,14 +155,14 @@ def positive_fwd(out, x):
     dout = dx
 
 
-nondiff("//", "%", "np.floor_divide", "np.mod", "np.remainder", "np.floor", "np.ceil",
+# Piecewise constant (zero derivative wherever one exists), boolean or integer results.
+nondiff("//", "np.floor_divide", "np.floor", "np.ceil",
         "np.round", "np.rint", "np.trunc", "np.fix", "np.sign", "not", "~",
         "<", "<=", ">", ">=", "==", "!=", "is", "is not", "in", "not in",
         "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
         "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
         "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor", "math.ceil",
-        "np.zeros_like", "np.ones_like", "np.empty_like", "np.around",
-        "np.heaviside", "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf",
+        "np.zeros_like", "np.ones_like", "np.empty_like", "np.around", "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf",
         "np.bitwise_and", "np.bitwise_or", "np.bitwise_xor", "np.invert",
         "np.left_shift", "np.right_shift", "np.gcd", "np.lcm", "math.trunc", "math.isnan",
         "math.isinf", "math.isfinite", "round")
@@ -584,14 +649,34 @@ def rad2deg_fwd(out, x):
 
 # ---------------------------------------------------------------- piecewise
 
+# A real result of a complex argument (|z|, and norm, var, std, ...) reads only the real part
+# of its adjoint: a real value moves along the real axis only, so the imaginary part of a
+# cotangent reaching it carries nothing (its derivative is real, as in JAX). Gradients of
+# real functions of z = x + iy are df/dx - i df/dy, the convention of every rule here.
 @rev("np.abs", "np.absolute", "abs", "math.fabs", "np.fabs")
 def absolute(dout, out, x):
-    dx = dout * np.sign(x)
+    """sign(x) for real x, conj(z) / |z| for complex z: 0 at 0 in both cases (JAX takes
+    1 at a real 0; 0 keeps abs, np.linalg.norm and hypot alike there)."""
+    dx = np.real(dout) * rt.abs_slope(x, out)
 
 
 @fwd("np.abs", "np.absolute", "abs", "math.fabs", "np.fabs")
 def absolute_fwd(out, x):
-    dout = dx * np.sign(x)
+    dout = np.real(dx * rt.abs_slope(x, out))
+
+
+@rev("rt.abs_slope")
+def abs_slope(dout, out, x, a):
+    """out = conj(x) / a with a = |x| (sign(x) for real x), 0 where a == 0. Through both
+    arguments the derivative of sign(x) is 0 where it exists: the two terms cancel."""
+    dx = np.conj(np.where(a == 0, 0.0, dout / np.where(a == 0, 1.0, a)))
+    da = rt.unbroadcast(np.real(np.where(a == 0, 0.0, -dout * out / np.where(a == 0, 1.0, a))), a)
+
+
+@fwd("rt.abs_slope")
+def abs_slope_fwd(out, x, a):
+    dout = np.where(a == 0, 0.0, np.conj(dx) / np.where(a == 0, 1.0, a))
+    dout = np.where(a == 0, 0.0, -out * da / np.where(a == 0, 1.0, a))
 
 
 @rev("np.maximum", "np.fmax", "max")
@@ -687,6 +772,21 @@ def real_fwd(out, val):
     dout = np.real(dval)
 
 
+@rev("np.imag")
+def imag(dout, out, val):
+    """Im(val) = Re(-i val): the adjoint is -i dout (0 for a real val, kept real)."""
+    dval = -rt.imag_unit(val) * dout
+
+
+@fwd("np.imag")
+def imag_fwd(out, val):
+    dout = np.imag(dval)
+
+
+nondiff("rt.imag_unit")
+batch_same("rt.imag_unit", out_batched=False)
+
+
 nondiff("rt.below", "rt.above")
 
 
@@ -710,7 +810,8 @@ batch_elementwise(
     "np.sinh", "np.cosh", "np.tanh", "np.arcsinh", "np.arccosh", "np.arctanh",
     "np.deg2rad", "np.rad2deg", "np.radians", "np.degrees", "np.abs", "np.absolute",
     "np.fabs", "np.maximum", "np.minimum", "np.fmax", "np.fmin", "np.where", "np.clip",
-    "np.hypot", "np.conj", "np.conjugate", "np.real", "np.float64", "rt.below", "rt.above")
+    "np.hypot", "np.conj", "np.conjugate", "np.real", "np.float64", "rt.below", "rt.above",
+    "np.fmod", "rt.pow_minus_one", "rt.has_log", "rt.abs_slope", "np.imag")
 batch_same("np.zeros_like", "np.ones_like", "np.empty_like")
 # math.* and builtins work on one number; their batched spelling is numpy's
 for _math, _np in {"exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",

@@ -83,22 +83,36 @@ def dot_adj_b_fwd(out, a, g, b):
 
 # ---------------------------------------------------------------- einsum and friends
 # Adjoints are einsums with rearranged subscripts: `rt.einsum_swap(spec, i)` exchanges
-# operand i's subscripts with the output's, and `rt.einsum_gen` evaluates it (placing values
+# slot i's subscripts with the output's, and `rt.einsum_gen` evaluates it (placing values
 # on diagonals or broadcasting where operand i repeats or alone carries a letter). The
-# templates list eight operand slots; unused slots stay None and their lines vanish.
+# templates list nine argument slots (`subscripts`, op0..op7); unused slots stay None and
+# their lines vanish. `rt.einsum_spec` marks the slots that hold subscripts '_': the string
+# of the string form, the sublists of the sublist form np.einsum(a, [0, 1], b, [1, 2]),
+# whose operands are in `subscripts`, op1, op3, ... (a line whose argument is not
+# differentiated is not emitted, so a '_' slot never gets an adjoint).
 
 @rev("np.einsum")
 def einsum(dout, out, subscripts, op0=None, op1=None, op2=None, op3=None, op4=None,
            op5=None, op6=None, op7=None, optimize=False):
     spec = rt.einsum_spec(subscripts, op0, op1, op2, op3, op4, op5, op6, op7)
-    dop0 = rt.einsum_gen(rt.einsum_swap(spec, 0), op0, dout, op1, op2, op3, op4, op5, op6, op7)
-    dop1 = rt.einsum_gen(rt.einsum_swap(spec, 1), op1, op0, dout, op2, op3, op4, op5, op6, op7)
-    dop2 = rt.einsum_gen(rt.einsum_swap(spec, 2), op2, op0, op1, dout, op3, op4, op5, op6, op7)
-    dop3 = rt.einsum_gen(rt.einsum_swap(spec, 3), op3, op0, op1, op2, dout, op4, op5, op6, op7)
-    dop4 = rt.einsum_gen(rt.einsum_swap(spec, 4), op4, op0, op1, op2, op3, dout, op5, op6, op7)
-    dop5 = rt.einsum_gen(rt.einsum_swap(spec, 5), op5, op0, op1, op2, op3, op4, dout, op6, op7)
-    dop6 = rt.einsum_gen(rt.einsum_swap(spec, 6), op6, op0, op1, op2, op3, op4, op5, dout, op7)
-    dop7 = rt.einsum_gen(rt.einsum_swap(spec, 7), op7, op0, op1, op2, op3, op4, op5, op6, dout)
+    dsubscripts = rt.einsum_gen(rt.einsum_swap(spec, 0), subscripts, dout, op0, op1, op2, op3, op4,
+                                op5, op6, op7)
+    dop0 = rt.einsum_gen(rt.einsum_swap(spec, 1), op0, subscripts, dout, op1, op2, op3, op4, op5,
+                         op6, op7)
+    dop1 = rt.einsum_gen(rt.einsum_swap(spec, 2), op1, subscripts, op0, dout, op2, op3, op4, op5,
+                         op6, op7)
+    dop2 = rt.einsum_gen(rt.einsum_swap(spec, 3), op2, subscripts, op0, op1, dout, op3, op4, op5,
+                         op6, op7)
+    dop3 = rt.einsum_gen(rt.einsum_swap(spec, 4), op3, subscripts, op0, op1, op2, dout, op4, op5,
+                         op6, op7)
+    dop4 = rt.einsum_gen(rt.einsum_swap(spec, 5), op4, subscripts, op0, op1, op2, op3, dout, op5,
+                         op6, op7)
+    dop5 = rt.einsum_gen(rt.einsum_swap(spec, 6), op5, subscripts, op0, op1, op2, op3, op4, dout,
+                         op6, op7)
+    dop6 = rt.einsum_gen(rt.einsum_swap(spec, 7), op6, subscripts, op0, op1, op2, op3, op4, op5,
+                         dout, op7)
+    dop7 = rt.einsum_gen(rt.einsum_swap(spec, 8), op7, subscripts, op0, op1, op2, op3, op4, op5,
+                         op6, dout)
 
 
 @fwd("np.einsum")
@@ -106,40 +120,52 @@ def einsum_fwd(out, subscripts, op0=None, op1=None, op2=None, op3=None, op4=None
                op6=None, op7=None, optimize=False):
     """Multilinear: one term per operand, the operand replaced by its tangent."""
     spec = rt.einsum_spec(subscripts, op0, op1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, dop0, op1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, op0, dop1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, op0, op1, dop2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, op0, op1, op2, dop3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, op0, op1, op2, op3, dop4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, op0, op1, op2, op3, op4, dop5, op6, op7)
-    dout = rt.einsum_gen(spec, out, op0, op1, op2, op3, op4, op5, dop6, op7)
-    dout = rt.einsum_gen(spec, out, op0, op1, op2, op3, op4, op5, op6, dop7)
+    dout = rt.einsum_gen(spec, out, dsubscripts, op0, op1, op2, op3, op4, op5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, dop0, op1, op2, op3, op4, op5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, dop1, op2, op3, op4, op5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, dop2, op3, op4, op5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, dop3, op4, op5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, dop4, op5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, op4, dop5, op6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, op4, op5, dop6, op7)
+    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, op4, op5, op6, dop7)
 
 
 @rev("rt.einsum_gen")
 def einsum_gen(dout, out, spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None,
-               op6=None, op7=None):
-    dop0 = rt.einsum_gen(rt.einsum_swap(spec, 0), op0, dout, op1, op2, op3, op4, op5, op6, op7)
-    dop1 = rt.einsum_gen(rt.einsum_swap(spec, 1), op1, op0, dout, op2, op3, op4, op5, op6, op7)
-    dop2 = rt.einsum_gen(rt.einsum_swap(spec, 2), op2, op0, op1, dout, op3, op4, op5, op6, op7)
-    dop3 = rt.einsum_gen(rt.einsum_swap(spec, 3), op3, op0, op1, op2, dout, op4, op5, op6, op7)
-    dop4 = rt.einsum_gen(rt.einsum_swap(spec, 4), op4, op0, op1, op2, op3, dout, op5, op6, op7)
-    dop5 = rt.einsum_gen(rt.einsum_swap(spec, 5), op5, op0, op1, op2, op3, op4, dout, op6, op7)
-    dop6 = rt.einsum_gen(rt.einsum_swap(spec, 6), op6, op0, op1, op2, op3, op4, op5, dout, op7)
-    dop7 = rt.einsum_gen(rt.einsum_swap(spec, 7), op7, op0, op1, op2, op3, op4, op5, op6, dout)
+               op6=None, op7=None, op8=None):
+    dop0 = rt.einsum_gen(rt.einsum_swap(spec, 0), op0, dout, op1, op2, op3, op4, op5, op6, op7,
+                         op8)
+    dop1 = rt.einsum_gen(rt.einsum_swap(spec, 1), op1, op0, dout, op2, op3, op4, op5, op6, op7,
+                         op8)
+    dop2 = rt.einsum_gen(rt.einsum_swap(spec, 2), op2, op0, op1, dout, op3, op4, op5, op6, op7,
+                         op8)
+    dop3 = rt.einsum_gen(rt.einsum_swap(spec, 3), op3, op0, op1, op2, dout, op4, op5, op6, op7,
+                         op8)
+    dop4 = rt.einsum_gen(rt.einsum_swap(spec, 4), op4, op0, op1, op2, op3, dout, op5, op6, op7,
+                         op8)
+    dop5 = rt.einsum_gen(rt.einsum_swap(spec, 5), op5, op0, op1, op2, op3, op4, dout, op6, op7,
+                         op8)
+    dop6 = rt.einsum_gen(rt.einsum_swap(spec, 6), op6, op0, op1, op2, op3, op4, op5, dout, op7,
+                         op8)
+    dop7 = rt.einsum_gen(rt.einsum_swap(spec, 7), op7, op0, op1, op2, op3, op4, op5, op6, dout,
+                         op8)
+    dop8 = rt.einsum_gen(rt.einsum_swap(spec, 8), op8, op0, op1, op2, op3, op4, op5, op6, op7,
+                         dout)
 
 
 @fwd("rt.einsum_gen")
 def einsum_gen_fwd(out, spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None,
-                   op6=None, op7=None):
-    dout = rt.einsum_gen(spec, like, dop0, op1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, like, op0, dop1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, like, op0, op1, dop2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, dop3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, dop4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, dop5, op6, op7)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, dop6, op7)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, op6, dop7)
+                   op6=None, op7=None, op8=None):
+    dout = rt.einsum_gen(spec, like, dop0, op1, op2, op3, op4, op5, op6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, dop1, op2, op3, op4, op5, op6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, dop2, op3, op4, op5, op6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, op2, dop3, op4, op5, op6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, dop4, op5, op6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, dop5, op6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, dop6, op7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, op6, dop7, op8)
+    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, op6, op7, dop8)
 
 
 @rev("np.tensordot")
@@ -182,8 +208,9 @@ def outer_fwd(out, a, b):
 
 @rev("np.vdot")
 def vdot(dout, out, a, b):
-    da = np.reshape(dout * np.ravel(b), np.shape(a))
-    db = np.reshape(dout * np.ravel(a), np.shape(b))
+    """vdot(a, b) = sum(conj(a) * b): antilinear in a, so a's adjoint is conjugated."""
+    da = np.reshape(np.conj(dout * np.ravel(b)), np.shape(a))
+    db = np.reshape(dout * np.conj(np.ravel(a)), np.shape(b))
 
 
 @fwd("np.vdot")
@@ -237,14 +264,17 @@ def det_fwd(out, a):
 
 @rev("np.linalg.slogdet", container_out=True)
 def slogdet(dout, out, a):
-    """`out` is the pair (sign, logabsdet); only logabsdet carries a derivative."""
-    da = np.expand_dims(dout[1], (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+    """`out` is the pair (sign, logabsdet). With t = tr(a^-1 da), logabsdet moves by Re(t)
+    and the sign by i Im(t) sign: a real sign is piecewise constant, a complex one (a
+    phase) is not."""
+    w = np.real(dout[1]) + np.imag(dout[0] * out[0]) * rt.imag_unit(a)
+    da = np.expand_dims(w, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
 @fwd("np.linalg.slogdet")
 def slogdet_fwd(out, a):
-    """The sign is piecewise constant: its tangent is zero."""
-    dout = (np.zeros_like(out[0]), np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * da, (-2, -1)))
+    t = np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * da, (-2, -1))
+    dout = ((t - np.real(t)) * out[0], np.real(t))
 
 
 @rev("np.linalg.solve")
@@ -280,18 +310,19 @@ def rt_solve_fwd(out, a, b):
 
 @rev("np.linalg.cholesky")
 def cholesky(dout, out, a):
-    """Symmetrized adjoint: `a` is taken to be symmetric (numpy reads its lower triangle)."""
+    """Symmetrized adjoint: `a` is taken to be symmetric, or Hermitian if complex (numpy reads
+    its lower triangle). The transpose of the forward rule below: L^-T phi(L^T g) conj(L^-1)."""
     phi = rt.cholesky_phi(np.swapaxes(out, -1, -2) @ dout)
     l_inv = np.linalg.inv(out)
-    s = np.swapaxes(l_inv, -1, -2) @ phi @ l_inv
-    da = 0.5 * (s + np.swapaxes(s, -1, -2))
+    s = np.swapaxes(l_inv, -1, -2) @ phi @ np.conj(l_inv)
+    da = 0.5 * (s + np.conj(np.swapaxes(s, -1, -2)))
 
 
 @fwd("np.linalg.cholesky")
 def cholesky_fwd(out, a):
-    """dL = L phi(L^-1 dA L^-T), for a symmetric tangent dA."""
+    """dL = L phi(L^-1 dA L^-H), for a symmetric (Hermitian) tangent dA."""
     l_inv = np.linalg.inv(out)
-    dout = out @ rt.cholesky_phi(l_inv @ da @ np.swapaxes(l_inv, -1, -2))
+    dout = out @ rt.cholesky_phi(l_inv @ da @ np.conj(np.swapaxes(l_inv, -1, -2)))
 
 
 @rev("rt.cholesky_phi")
@@ -306,13 +337,17 @@ def cholesky_phi_fwd(out, x):
 
 @rev("np.linalg.norm")
 def norm(dout, out, x, ord=None, axis=None, keepdims=False):
-    """The vector 2-norm and the Frobenius norm (other orders raise in rt.expand_norm)."""
-    dx = rt.expand_norm(dout / out, x, ord, axis, keepdims) * x
+    """The vector 2-norm and the Frobenius norm (other orders raise in rt.expand_norm):
+    conj(x) / |x|, real for complex x (see np.abs), and 0 at x = 0 as for np.abs (JAX
+    gives nan there)."""
+    safe = np.where(out == 0, 1.0, out)
+    dx = rt.expand_norm(np.real(dout) / safe, x, ord, axis, keepdims) * np.conj(x)
 
 
 @fwd("np.linalg.norm")
 def norm_fwd(out, x, ord=None, axis=None, keepdims=False):
-    dout = np.sum(x * dx, rt.norm_axis(x, ord, axis), keepdims=keepdims) / out
+    safe = np.where(out == 0, 1.0, out)
+    dout = np.sum(np.real(np.conj(x) * dx), rt.norm_axis(x, ord, axis), keepdims=keepdims) / safe
 
 
 @rev("rt.expand_norm")
@@ -416,35 +451,36 @@ def dot_adj_b_batch(a, g, b):
 @batch("np.einsum")
 def einsum_batch(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None, op5=None,
                  op6=None, op7=None, optimize=False):
-    out = rt.einsum_gen(rt.lanes_einsum_spec(subscripts, op0, op0_batched, op1, op1_batched,
-                                             op2, op2_batched, op3, op3_batched, op4,
-                                             op4_batched, op5, op5_batched, op6, op6_batched,
-                                             op7, op7_batched),
-                        None, op0, op1, op2, op3, op4, op5, op6, op7)
+    out = rt.einsum_gen(rt.lanes_einsum_spec(subscripts, subscripts_batched, op0, op0_batched,
+                                             op1, op1_batched, op2, op2_batched, op3,
+                                             op3_batched, op4, op4_batched, op5, op5_batched,
+                                             op6, op6_batched, op7, op7_batched),
+                        None, subscripts, op0, op1, op2, op3, op4, op5, op6, op7)
 
 
 @batch("rt.einsum_gen")
 def einsum_gen_batch(spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None,
-                     op6=None, op7=None):
+                     op6=None, op7=None, op8=None):
     if like_batched:
         out = rt.einsum_gen(rt.lanes_spec(spec, op0_batched, op1_batched, op2_batched,
                                           op3_batched, op4_batched, op5_batched, op6_batched,
-                                          op7_batched),
-                            like, op0, op1, op2, op3, op4, op5, op6, op7)
+                                          op7_batched, op8_batched),
+                            like, op0, op1, op2, op3, op4, op5, op6, op7, op8)
     else:
         out = rt.einsum_gen(rt.lanes_spec(spec, op0_batched, op1_batched, op2_batched,
                                           op3_batched, op4_batched, op5_batched, op6_batched,
-                                          op7_batched),
+                                          op7_batched, op8_batched),
                             rt.lanes_view(like, batch_size), op0, op1, op2, op3, op4, op5,
-                            op6, op7)
+                            op6, op7, op8)
 
 
 @batch("rt.einsum_spec", out_batched=False)
 def einsum_spec_batch(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None,
                       op5=None, op6=None, op7=None):
-    out = rt.example_einsum_spec(subscripts, op0, op0_batched, op1, op1_batched, op2,
-                                 op2_batched, op3, op3_batched, op4, op4_batched, op5,
-                                 op5_batched, op6, op6_batched, op7, op7_batched)
+    out = rt.example_einsum_spec(subscripts, subscripts_batched, op0, op0_batched, op1,
+                                 op1_batched, op2, op2_batched, op3, op3_batched, op4,
+                                 op4_batched, op5, op5_batched, op6, op6_batched, op7,
+                                 op7_batched)
 
 
 @batch("np.tensordot")
@@ -604,14 +640,17 @@ def norm_batch(x, ord=None, axis=None, keepdims=False):
 
 @rev("rt.lanes_norm")
 def lanes_norm(dout, out, x, ord=None, axis=None, keepdims=False, outer=0):
-    dx = rt.expand_norm(dout / out, x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
-                        keepdims) * x
+    safe = np.where(out == 0, 1.0, out)
+    dx = rt.expand_norm(np.real(dout) / safe, x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
+                        keepdims) * np.conj(x)
 
 
 @fwd("rt.lanes_norm")
 def lanes_norm_fwd(out, x, ord=None, axis=None, keepdims=False, outer=0):
-    dout = np.sum(x * dx, rt.norm_axis(x, ord, rt.lanes_norm_axes(x, ord, axis, outer)),
-                  keepdims=keepdims) / out
+    safe = np.where(out == 0, 1.0, out)
+    dout = np.sum(np.real(np.conj(x) * dx),
+                  rt.norm_axis(x, ord, rt.lanes_norm_axes(x, ord, axis, outer)),
+                  keepdims=keepdims) / safe
 
 
 @batch("rt.expand_norm")
@@ -639,8 +678,10 @@ nondiff("rt.lanes_view", "rt.lanes_probe", "rt.lanes_spec", "rt.example_einsum_s
         "rt.lanes_solve_shape", "rt.lanes_norm_axes", "rt.lanes_matrix_rank")
 batch_lanes("rt.lanes_view", ("x",))
 batch_lanes("rt.lanes_probe", ("x",), out_batched=False)
-batch_lanes("rt.example_einsum_spec", tuple(f"op{i}" for i in range(8)), out_batched=False)
-batch_lanes("rt.lanes_einsum_spec", tuple(f"op{i}" for i in range(8)), out_batched=False)
+batch_lanes("rt.example_einsum_spec", ("subscripts",) + tuple(f"op{i}" for i in range(8)),
+            out_batched=False)
+batch_lanes("rt.lanes_einsum_spec", ("subscripts",) + tuple(f"op{i}" for i in range(8)),
+            out_batched=False)
 batch_lanes("rt.lanes_tensordot_spec", ("a", "b"), out_batched=False)
 batch_lanes("rt.lanes_inner_spec", ("a", "b"), out_batched=False)
 batch_lanes("rt.lanes_matrix_rank", ("A", "tol", "rtol"))

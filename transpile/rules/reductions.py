@@ -98,30 +98,38 @@ def amin_fwd(out, a, axis=None, out_=None, keepdims=False):
     dout = np.sum(da * rt.extremum_share(a, out, axis, keepdims), axis, keepdims=keepdims)
 
 
+# var and std are real for complex `a` too (means of |a - mean|^2): their rules read the real
+# part of the adjoint and conjugate the centered values (see np.abs in elementwise.py).
 @rev("np.var")
 def var(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
-    da = rt.expand(dout, a, axis, keepdims) * centered * (2.0 / (rt.reduced_size(a, axis) - ddof))
+    scale = 2.0 / (rt.reduced_size(a, axis) - ddof)
+    da = rt.expand(np.real(dout), a, axis, keepdims) * np.conj(centered) * scale
 
 
 @fwd("np.var")
 def var_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
     scale = 2.0 / (rt.reduced_size(a, axis) - ddof)
-    dout = np.sum(da * centered, axis, keepdims=keepdims) * scale
+    dout = np.sum(np.real(da * np.conj(centered)), axis, keepdims=keepdims) * scale
 
 
 @rev("np.std")
 def std(dout, out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    """Where the spread is 0 (constant data) the derivative is taken as 0, like that of |x|
+    at 0 (sqrt's slope there is infinite; JAX gives nan)."""
     centered = a - np.mean(a, axis, keepdims=True)
-    da = rt.expand(dout / out, a, axis, keepdims) * centered / (rt.reduced_size(a, axis) - ddof)
+    n = rt.reduced_size(a, axis) - ddof
+    safe = np.where(out == 0, 1.0, out)
+    da = rt.expand(np.real(dout) / safe, a, axis, keepdims) * np.conj(centered) / n
 
 
 @fwd("np.std")
 def std_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
     n = rt.reduced_size(a, axis) - ddof
-    dout = np.sum(da * centered, axis, keepdims=keepdims) / (out * n)
+    safe = np.where(out == 0, 1.0, out)
+    dout = np.sum(np.real(da * np.conj(centered)), axis, keepdims=keepdims) / (safe * n)
 
 
 @rev("np.cumsum")

@@ -6,7 +6,7 @@ of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule j
 `np.split` returns a list; its adjoint `dout` is a list, joined back with np.concatenate.
 """
 from .core import batch_lanes
-from .core import batch, batch_same, fwd, nondiff, rev
+from .core import batch, batch_same, fwd, nondiff, rev, subscript_primitive
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -456,10 +456,148 @@ def full_like_fwd(out, a, fill_value, dtype=None):
     dout = np.full_like(a, dfill_value, dtype)
 
 
+# ---------------------------------------------------------------- arrays made from values
+# np.linspace and np.logspace are linear (and exponential) in their ends; np.arange in its
+# start and step. Their lengths depend on the arguments only through integer parts.
+
+@rev("np.linspace")
+def linspace(dout, out, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """out = start * (1 - t) + stop * t, t from 0 to 1 along `axis` (rt.linspace_t)."""
+    t = rt.linspace_t(out, num, endpoint, axis, dtype)
+    dstart = rt.unbroadcast(np.sum(dout * (1.0 - t), axis), start)
+    dstop = rt.unbroadcast(np.sum(dout * t, axis), stop)
+
+
+@fwd("np.linspace")
+def linspace_fwd(out, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """Linear in (start, stop): the tangent is linspace of the tangents (also the step's,
+    with retstep=True)."""
+    dout = np.linspace(dstart, dstop, num, endpoint, retstep,
+                       rt.inexact_dtype(dtype, "np.linspace"), axis)
+
+
+@rev("np.logspace")
+def logspace(dout, out, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """out = base ** linspace(start, stop): d out = out * log(base) * d linspace."""
+    w = dout * out * rt.logspace_log_base(start, stop, base, axis)
+    t = rt.linspace_t(out, num, endpoint, axis, dtype)
+    dstart = rt.unbroadcast(np.sum(w * (1.0 - t), axis), start)
+    dstop = rt.unbroadcast(np.sum(w * t, axis), stop)
+    dbase = rt.no_derivative("np.logspace with respect to its base",
+                             "write base ** np.linspace(start, stop, num) instead.")
+
+
+@fwd("np.logspace")
+def logspace_fwd(out, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    dout = out * rt.logspace_log_base(start, stop, base, axis) * \
+        np.linspace(dstart, dstop, num, endpoint, False, rt.inexact_dtype(dtype, "np.logspace"),
+                    axis)
+    dout = rt.no_derivative("np.logspace with respect to its base",
+                            "write base ** np.linspace(start, stop, num) instead.", dbase)
+
+
+@rev("np.arange")
+def arange(dout, out, start, stop=None, step=None, dtype=None):
+    """out[i] = start + i * step (with one argument, `start` holds numpy's stop and
+    out[i] = i); rt.arange_weight gives d out / d start and d out / d step."""
+    dstart = np.sum(dout * rt.arange_weight(out, stop, 0))
+    dstep = np.sum(dout * rt.arange_weight(out, stop, 1))
+
+
+@fwd("np.arange")
+def arange_fwd(out, start, stop=None, step=None, dtype=None):
+    dout = dstart * rt.arange_weight(out, stop, 0)
+    dout = dstep * rt.arange_weight(out, stop, 1)
+
+
+nondiff("rt.linspace_t", "rt.logspace_log_base", "rt.arange_weight", "rt.inexact_dtype")
+
+
+# np.r_[...] and np.c_[...] are concatenations: the front end calls rt.r_ / rt.c_ with the
+# subscript's items as one tuple, and each item's adjoint is the part of the result it became.
+subscript_primitive("np.r_", "rt.r_")
+subscript_primitive("np.c_", "rt.c_")
+
+
+@rev("rt.r_")
+def r_(dout, out, items):
+    ditems = rt.index_concat_adj(dout, "r_", items)
+
+
+@fwd("rt.r_")
+def r__fwd(out, items):
+    dout = rt.index_concat_tangent("r_", items, ditems)
+
+
+@rev("rt.c_")
+def c_(dout, out, items):
+    ditems = rt.index_concat_adj(dout, "c_", items)
+
+
+@fwd("rt.c_")
+def c__fwd(out, items):
+    dout = rt.index_concat_tangent("c_", items, ditems)
+
+
+@rev("rt.index_concat_adj", container_out=True)
+def index_concat_adj(dout, out, g, kind, items):
+    dg = rt.index_concat_tangent(kind, items, dout)
+
+
+@fwd("rt.index_concat_adj")
+def index_concat_adj_fwd(out, g, kind, items):
+    dout = rt.index_concat_adj(dg, kind, items)
+
+
+@rev("rt.index_concat_tangent")
+def index_concat_tangent(dout, out, kind, items, tangents):
+    dtangents = rt.index_concat_adj(dout, kind, items)
+
+
+@fwd("rt.index_concat_tangent")
+def index_concat_tangent_fwd(out, kind, items, tangents):
+    dout = rt.index_concat_tangent(kind, items, dtangents)
+
+
+@batch("rt.r_", "rt.c_")
+def index_concat_batch(items):
+    out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
+                          "write it with np.concatenate or np.stack, which vmap batches")
+
+
+@batch("rt.index_concat_adj", "rt.index_concat_tangent")
+def index_concat_adj_batch(a, b, c):
+    out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
+                          "write it with np.concatenate or np.stack, which vmap batches")
+
+
+@batch("rt.linspace_t", out_batched=False)
+def linspace_t_batch(samples, num, endpoint=True, axis=0, dtype=None):
+    """The same for every example: one example's shape decides it."""
+    out = rt.linspace_t(rt.lanes_probe(samples), num, endpoint, axis, dtype)
+
+
+@batch("rt.logspace_log_base", out_batched=False)
+def logspace_log_base_batch(start, stop, base=10.0, axis=0):
+    if base_batched:
+        out = rt.cannot_batch("np.logspace", "the base differs between examples")
+    elif start_batched:
+        out = rt.logspace_log_base(rt.lanes_probe(start),
+                                   rt.lanes_probe(stop) if stop_batched else stop, base, axis)
+    else:
+        out = rt.logspace_log_base(start, rt.lanes_probe(stop), base, axis)
+
+
+@batch("rt.arange_weight", "rt.inexact_dtype")
+def arange_weight_batch(a, b=None, c=None):
+    out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
+                          "would too")
+
+
 nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinstance",
-        "rt.dtype_of", "np.arange", "np.zeros", "np.ones", "np.empty", "np.eye",
-        "np.identity", "np.linspace", "rt.dict_keys", "np.result_type", "type",
-        "np.logspace", "np.indices", "np.tri", "np.diag_indices",
+        "rt.dtype_of", "np.zeros", "np.ones", "np.empty", "np.eye",
+        "np.identity", "rt.dict_keys", "np.result_type", "type",
+        "np.indices", "np.tri", "np.diag_indices",
         "np.tril_indices", "np.triu_indices", "np.broadcast_shapes", "np.iscomplexobj",
         "np.isrealobj", "np.isscalar")
 nondiff("print", side_effect=True)

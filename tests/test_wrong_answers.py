@@ -1,0 +1,440 @@
+"""Regressions: programs that once gave a wrong number, or crashed, where numpy runs them.
+
+Each test names the bug it pins down. Everything is checked against plain numpy and finite
+differences (`check_grads`), never against values written down by hand.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+import transpile as tp
+from transpile.test_util import check_grads
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# ------------------------------------------------------------------ loops whose values change shape
+
+def predict(params, inputs):
+    for W, b in params:
+        outputs = np.dot(inputs, W) + b
+        inputs = np.tanh(outputs)
+    return outputs
+
+
+def logprob_fun(params, inputs, targets):
+    return np.sum((predict(params, inputs) - targets) ** 2)
+
+
+def predict_while(params, inputs):
+    k = 0
+    while k < len(params):
+        W, b = params[k]
+        outputs = np.dot(inputs, W) + b
+        inputs = np.tanh(outputs)
+        k += 1
+    return outputs
+
+
+def logprob_while(params, inputs, targets):
+    return np.sum((predict_while(params, inputs) - targets) ** 2)
+
+
+def _mlp(rng, sizes, batch=7):
+    params = [(rng.normal(size=(a, b)), rng.normal(size=b))
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    return params, rng.normal(size=(batch, sizes[0])), rng.normal(size=(batch, sizes[-1]))
+
+
+@pytest.mark.parametrize("sizes", [(5, 4, 3), (4, 1, 5), (3, 6, 1, 2)])
+@pytest.mark.parametrize("loss", [logprob_fun, logprob_while])
+def test_loop_value_whose_shape_changes_between_trips(sizes, loss):
+    # the backward loop used to re-zero the adjoint of `outputs` shaped like the trip it had
+    # just undone: a broadcast error, or (width 1 before width 5) a gradient 5x too large
+    params, x, t = _mlp(_rng(1), sizes)
+    check_grads(loss, (params, x, t), order=2, modes=("rev", "fwd"))
+
+
+def test_loop_value_whose_shape_changes_under_vmap_of_grad():
+    params, x, t = _mlp(_rng(2), (4, 1, 5, 2))
+    per_example = tp.vmap(tp.grad(logprob_while), in_axes=(None, 0, 0))(params, x, t)
+    for i in range(len(x)):
+        expected = tp.grad(logprob_while)(params, x[i], t[i])
+        for (dW, db), (eW, eb) in zip(per_example, expected):
+            np.testing.assert_allclose(dW[i], eW, rtol=1e-10)
+            np.testing.assert_allclose(db[i], eb, rtol=1e-10)
+
+
+# ------------------------------------------------------------------ subscript writes of itself
+
+def write_self(x):
+    y = x * 1.0
+    y[:3] = y
+    return np.sum(y ** 3)
+
+
+def write_shifted(x):
+    y = x * 1.0
+    y[:3] = y[1:4]
+    y[1:] = y[:-1]
+    return np.sum(y ** 3)
+
+
+@pytest.mark.parametrize("f,n", [(write_self, 3), (write_shifted, 5)])
+def test_subscript_write_of_the_array_itself(f, n):
+    # `y[:3] = y` cleared the written part of dy before handing it to the value written
+    x = _rng(3).normal(size=n)
+    check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+    xs = _rng(4).normal(size=(3, n))
+    np.testing.assert_allclose(tp.vmap(f)(xs), [f(v) for v in xs])
+
+
+# ------------------------------------------------------------------ forward mode: stale tangents
+
+C = 2.0
+
+
+def overwritten_by_constant(x):
+    y = x * 1.0
+    for i in range(3):
+        z = y * x
+        y = np.mean(np.ones(3)) * C
+    return z
+
+
+def overwritten_in_branch(x):
+    y = x * 1.0
+    for i in range(3):
+        if i == 1:
+            y = np.mean(np.ones(3)) * C
+        y = y * x
+    return y
+
+
+@pytest.mark.parametrize("f", [overwritten_by_constant, overwritten_in_branch])
+def test_tangent_of_a_value_overwritten_by_a_constant_in_a_loop(f):
+    check_grads(f, (1.3,), order=2, modes=("rev", "fwd"))
+    out, out_dot = tp.jvp(f, (1.3,), (1.0,))
+    eps = 1e-6
+    np.testing.assert_allclose(out_dot, (f(1.3 + eps) - f(1.3 - eps)) / (2 * eps), rtol=1e-6)
+
+
+# ------------------------------------------------------------------ second order through branches
+
+def branch_temporaries(a):
+    if a > 0:
+        b = a * a
+    else:
+        b = a * a * a
+    return b * 2.0
+
+
+def early_return(a):
+    if a > 0.7:
+        return np.hypot(a, 1.0) + a
+    return 1.0
+
+
+@pytest.mark.parametrize("f", [branch_temporaries, early_return])
+@pytest.mark.parametrize("a", [0.9, -0.5, 0.2])
+def test_grad_of_grad_through_branches_with_their_own_temporaries(f, a):
+    # the second backward pass zeroed, on one path, the adjoint of a temporary that only the
+    # other path made: UnboundLocalError
+    eps = 1e-5
+    g = tp.grad(f)
+    np.testing.assert_allclose(tp.grad(g)(a), (g(a + eps) - g(a - eps)) / (2 * eps),
+                               rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------------------ sequences, not arrays
+
+def hstack_of_extended_tuple(args):
+    ones = np.ones(2)
+    return np.sum(np.hstack(args + (ones,)) ** 2)
+
+
+def stack_of_repeated_list(x):
+    parts = [x] * 3 + [x * 2.0]
+    return np.sum(np.stack(parts) ** 2 * np.arange(1.0, 5.0)[:, None])
+
+
+def test_tuple_concatenation_is_not_array_addition():
+    args = (_rng(5).normal(size=2), _rng(6).normal(size=3))
+    check_grads(hstack_of_extended_tuple, (args,), order=2, modes=("rev", "fwd"))
+
+
+def test_list_repetition_and_concatenation():
+    x = _rng(7).normal(size=2)
+    check_grads(stack_of_repeated_list, (x,), order=2, modes=("rev", "fwd"))
+    xs = _rng(8).normal(size=(4, 2))
+    np.testing.assert_allclose(tp.vmap(stack_of_repeated_list)(xs),
+                               [stack_of_repeated_list(v) for v in xs])
+
+
+# ------------------------------------------------------------------ defaults and partials
+
+def with_defaults(x, y=2.0, z=1.0):
+    return np.sin(x) * y + z * x
+
+
+bound_by_keyword = functools.partial(with_defaults, y=3.0)
+
+
+def local_partial(x):
+    h = functools.partial(with_defaults, z=4.0)
+    return h(x, y=0.5) + h(x)
+
+
+def global_partial(x):
+    return bound_by_keyword(x) + bound_by_keyword(x, z=2.0)
+
+
+def _fd(f, x, eps=1e-6):
+    return (f(x + eps) - f(x - eps)) / (2 * eps)
+
+
+def test_jvp_leaves_defaults_alone():
+    # jvp asked for tangents of parameters left at their defaults
+    out, out_dot = tp.jvp(with_defaults, (1.1,), (1.0,))
+    assert out == with_defaults(1.1)
+    np.testing.assert_allclose(out_dot, _fd(with_defaults, 1.1), rtol=1e-7)
+
+
+def test_partial_with_keywords():
+    out, out_dot = tp.jvp(bound_by_keyword, (1.1,), (1.0,))
+    assert out == bound_by_keyword(1.1)
+    np.testing.assert_allclose(out_dot, _fd(bound_by_keyword, 1.1), rtol=1e-7)
+    np.testing.assert_allclose(tp.grad(bound_by_keyword)(1.1), _fd(bound_by_keyword, 1.1),
+                               rtol=1e-7)
+    xs = _rng(9).normal(size=3)
+    np.testing.assert_allclose(tp.vmap(bound_by_keyword)(xs), bound_by_keyword(xs))
+
+
+@pytest.mark.parametrize("f", [local_partial, global_partial])
+def test_partial_with_keywords_inside_transformed_code(f):
+    check_grads(f, (0.7,), order=2, modes=("rev", "fwd"))
+
+
+# ------------------------------------------------------------------ in-place writes seen through another name
+
+def augmented_through_copy(x):
+    y = np.ones(3)
+    v = y
+    y -= x
+    return np.sum(v)          # numpy: v is y, so it sees the subtraction
+
+
+def subscript_write_through_copy(x):
+    y = np.zeros(3)
+    v = y
+    y[0] = np.sum(x)
+    y[1:] += x[:2]
+    return np.sum(v * x)
+
+
+def in_place_square_in_loop(x):
+    v = np.array(x)
+    acc = v
+    for i in range(2):
+        v *= acc              # acc is v: v ** 2, then v ** 4
+    return np.sum(v) + np.sum(acc)
+
+
+def list_grown_through_copy(x):
+    a = [x]
+    b = a
+    a.append(x * 2.0)
+    a += [x * 3.0]
+    return np.sum(np.stack(b) ** 2)
+
+
+def residual_block(x):
+    res = x
+    x = np.tanh(x)
+    x += res                  # x is a new array here: res is not changed
+    return np.sum(x * res)
+
+
+def scalar_accumulator(x):
+    t = 0.0
+    for i in range(3):
+        t += np.sum(x * i)
+    s = t
+    t += 1.0                  # a number: s keeps its value
+    return s * t
+
+
+@pytest.mark.parametrize("f", [augmented_through_copy, subscript_write_through_copy,
+                               in_place_square_in_loop, list_grown_through_copy,
+                               residual_block, scalar_accumulator])
+def test_in_place_write_seen_through_another_name(f):
+    x = _rng(10).normal(size=3)
+    value, _ = tp.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, f(x.copy()), rtol=1e-12)
+    check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+    xs = _rng(11).normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(f)(xs), [f(v.copy()) for v in xs], rtol=1e-12)
+
+
+def same_array_unknown_kind(x):
+    y = x * 1.0
+    z = y
+    z *= y                    # in place if y is an array: transpile cannot tell here
+    return np.sum(y)
+
+
+def through_tuple(x):
+    W = np.array(x * 2.0)
+    y = np.array(x * 1.0)
+    v3, v4 = (W, y)
+    y -= W
+    return np.prod(v4)
+
+
+def one_path_aliases(x):
+    y = np.ones(3)
+    if np.sum(x) > 0:
+        z = y
+    else:
+        z = np.zeros(3)
+    y += x
+    return np.sum(z)
+
+
+def grown_through_loop_alias(x):
+    v = x * 1.0
+    acc = v
+    for i in range(2):
+        v *= acc
+    return np.sum(v)
+
+
+@pytest.mark.parametrize("f,line,names", [
+    (same_array_unknown_kind, "z *= y", ("'z'", "'y'")),
+    (through_tuple, "y -= W", ("'y'", "'v4'")),
+    (one_path_aliases, "y += x", ("'y'", "'z'")),
+    (grown_through_loop_alias, "v *= acc", ("'v'", "'acc'")),
+])
+def test_in_place_write_that_an_alias_may_see_is_refused(f, line, names):
+    with pytest.raises(tp.TransformError) as info:
+        tp.grad(f)(_rng(12).normal(size=3))
+    message = str(info.value)
+    assert line in message and "[aliasing]" in message
+    for name in names:
+        assert name in message
+
+
+# ------------------------------------------------------------------ lists read while they grow
+
+def last_of_growing_list(x):
+    hs = [x]
+    for i in range(3):
+        h = hs[-1]
+        hs.append(np.tanh(h) * 1.5)
+        x = x + h
+    return np.sum(np.stack(hs[-2:])) + np.sum(x)
+
+
+def stack_of_growing_list(x):
+    hs = [x]
+    for i in range(3):
+        ctx = np.stack(hs)
+        hs.append(np.tanh(np.sum(ctx, axis=0)) + hs[-1] * 0.5)
+    return np.sum(hs[-1] ** 2)
+
+
+@pytest.mark.parametrize("f", [last_of_growing_list, stack_of_growing_list])
+def test_list_read_while_it_grows(f):
+    # `hs[-1]` in the backward pass counted from the end of the finished list, and the saved
+    # list was the same object the forward pass went on appending to: zero gradients
+    x = _rng(13).normal(size=3)
+    check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+    xs = _rng(14).normal(size=(3, 3))
+    expected = [tp.grad(f)(v) for v in xs]
+    np.testing.assert_allclose(tp.vmap(tp.grad(f))(xs), expected, rtol=1e-10)
+
+
+# ------------------------------------------------------------------ transformations of local functions
+
+def seed_readme_nested(x):
+    y = np.sin(x)
+
+    @tp.vmap              # pmap until it exists: the same semantics
+    def g(z):
+        return np.cos(z) * np.tan(y.sum()) * np.tanh(x).sum()
+    return tp.grad(lambda w: np.sum(g(w)))(x)
+
+
+def meta_gradient(theta, x):
+    def inner_loss(t):
+        return np.sum((np.tanh(x * t) - 0.5) ** 2)
+    adapted = theta - 0.1 * tp.grad(inner_loss)(theta)
+    return inner_loss(adapted)
+
+
+def vmap_of_lambda(x):
+    return np.sum(tp.vmap(lambda r: np.sum(r ** 2) * x[0])(x.reshape(2, 2)))
+
+
+def vmap_with_partial_decorator(x):
+    @functools.partial(tp.vmap, in_axes=(0, None))
+    def g(a, b):
+        return np.sin(a) * b * x[0]
+    return np.sum(g(x, 2.0))
+
+
+def no_perturbation_confusion(x):
+    def g(y):
+        return x * y
+    return tp.grad(g)(1.0) + tp.grad(lambda y: x * y * y)(x)
+
+
+@pytest.mark.parametrize("f,args", [
+    (lambda x: np.sum(seed_readme_nested(x)), (np.array([0.3, 0.5, 0.7, 0.9]),)),
+    (meta_gradient, (np.array([0.3, -0.5, 0.7]), np.array([0.9, 0.2, -0.4]))),
+    (vmap_of_lambda, (np.array([0.3, 0.5, -0.7, 0.9]),)),
+    (vmap_with_partial_decorator, (np.array([0.3, 0.5, -0.7]),)),
+    (no_perturbation_confusion, (1.7,)),
+])
+def test_transformations_of_closures_and_lambdas_inside_transformed_code(f, args):
+    # were refused ("grad() needs a function known while transforming"); vmap of a closure
+    # also mapped the closure's free variables as if they were arguments
+    check_grads(f, args, order=2, modes=("rev", "fwd"))
+
+
+def test_grad_of_a_closure_sees_no_perturbation_confusion():
+    # d/dx [d/dy (x y) at y=1 + d/dy (x y^2) at y=x] = d/dx [x + 2 x^2] = 1 + 4x
+    np.testing.assert_allclose(tp.grad(no_perturbation_confusion)(1.7), 1 + 4 * 1.7)
+
+
+def test_decorators_other_than_transformations_on_nested_functions_are_refused():
+    def f(x):
+        @functools.lru_cache
+        def g(a):
+            return a * 2.0
+        return g(x)
+    with pytest.raises(tp.TransformError, match="decorator"):
+        tp.grad(f)(1.0)
+
+
+def _nested_early_return(x):
+    def h(z):
+        if np.sum(z) > 0:
+            return z * 2.0
+        return z * 3.0
+    return np.sum(h(x))
+
+
+def test_nested_function_with_early_return():
+    # nested functions skipped the control-flow pass: a crash at the early return
+    for x in (np.array([0.3, 0.5]), np.array([-0.3, -0.5])):
+        check_grads(_nested_early_return, (x,), order=2, modes=("rev", "fwd"))
+
+
+def test_lambda_inside_a_statement_that_does_not_parse_alone():
+    # a lambda in a `for` header's list could not be found
+    for name, f in [("square", lambda v: np.sum(v ** 2))]:
+        np.testing.assert_allclose(tp.grad(f)(np.array([1.0, 2.0])), [2.0, 4.0])
