@@ -4,24 +4,26 @@ Generated modules do `import runtime as rt` and call `rt.<helper>`; they never i
 `transpile`, so a dumped module runs without the transformer installed.
 """
 from .adjoints import (abs_slope, astype, basis_like, basis_of, broadcast_like, cast_like, copy,
-                       dict_keys, dot_adj_a, dot_adj_b, dtype_of, expand, getitem, has_log, imag_unit,
-                       index_add, index_add_into, index_clear, index_update, inside, inverse_axes,
-                       jacobian_shape, no_derivative, pow_minus_one, reduced_size, reversed_range, seed, size_of,
-                       tie_share, to_like, to_list, to_tuple, tolist, unbroadcast, unbroadcast_to,
-                       written_part)
+                       dict_keys, dot_adj_a, dot_adj_b, dtype_of, expand, getitem, has_log,
+                       imag_unit, index_add, index_add_into, index_clear, index_update, inside,
+                       inverse_axes, jacobian_shape, no_derivative, pow_minus_one, reduced_size,
+                       reversed_range, seed, size_of, tie_share, to_like, to_list, to_tuple,
+                       tolist, unbroadcast, unbroadcast_to, written_part)
 from .backend import array_module
 from .errors import TransformError
-from .trees import (add, as_grad, check_float_input, copy_stack, filled, part, pop, pop_adjoint, push,
-                    tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot, zero_tangent,
-                    zeros_like)
-from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, expand_norm,
-                             inner_spec, logsumexp, norm_axis, solve, solve_spec, tensordot_spec, weight)
+from .trees import (add, as_grad, check_float_input, copy_stack, filled, part, pop, pop_adjoint,
+                    push, tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot,
+                    zero_tangent, zeros_like)
+from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, einsum_term,
+                             expand_norm, inner_spec, logsumexp, norm_axis, solve, solve_spec,
+                             tensordot_spec, weight)
 from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: E402
-from .shape_helpers import (above, arange_weight, below, c_, index_concat_adj,
-                            index_concat_tangent, inexact_dtype, linspace_t, logspace_log_base, r_, concatenate_adj, cumsum_adj, diag_adj, diagonal_adj,
-                            diff_adj, extremum_share, hstack_adj, pad_value_adj, repeat_adj,
-                            sort_like, stack_adj, sum_adj, sum_adj_t, tile_adj, trace_adj,
-                            unpad, unsort, vstack_adj)
+from .shape_helpers import (above, arange_weight, below, c_, concatenate_adj, cumsum_adj, diag_adj,
+                            diagonal_adj, diff_adj, extremum_share, hstack_adj, index_concat_adj,
+                            index_concat_tangent, inexact_dtype, linspace_t, logspace_log_base,
+                            pad_value_adj, r_, repeat_adj, sort_like, stack_adj, sum_adj,
+                            sum_adj_t, tile_adj, trace_adj, unique_adj, unique_mean, unpad, unsort,
+                            vstack_adj)
 from .batching import *  # noqa: F401,F403  (what vmapped code calls)
 from .lanes_shape import *  # noqa: F401,F403  (batching helpers of shape ops, reductions)
 from .lanes_linalg import *  # noqa: F401,F403  (batching helpers of linalg and indexing)

@@ -256,13 +256,22 @@ def tie_share(wins, ties):
 
 
 def inside(a, lo, hi):
-    """1.0 where `lo <= a <= hi` (either bound may be None): the adjoint mask of clip."""
-    mask = np.ones(np.shape(a), dtype=bool)
+    """d np.clip(a, lo, hi) / da (either bound may be None): 1 where lo < a < hi, 0 outside,
+    and 0.5 where `a` equals a bound, as np.minimum(np.maximum(a, lo), hi) shares a tie
+    (JAX's jnp.clip): the two one-sided derivatives there are 0 and 1."""
+    share = clip_share(a, lo, hi)
+    return share.astype(getattr(a, "dtype", np.float64)) if np.ndim(share) else float(share)
+
+
+def clip_share(a, lo, hi, xp=np):
+    """The float64 array behind `inside` (lanes_adjoint.lane_inside broadcasts it too)."""
+    share = xp.ones(np.broadcast_shapes(np.shape(a), np.shape(lo), np.shape(hi))
+                    if lo is not None and hi is not None else np.shape(a))
     if lo is not None:
-        mask &= np.asarray(a >= lo)
+        share = share * xp.where(a > lo, 1.0, xp.where(a == lo, 0.5, 0.0))
     if hi is not None:
-        mask &= np.asarray(a <= hi)
-    return mask.astype(getattr(a, "dtype", np.float64)) if np.ndim(a) else float(mask)
+        share = share * xp.where(a < hi, 1.0, xp.where(a == hi, 0.5, 0.0))
+    return share
 
 
 def inverse_axes(axes):
@@ -394,7 +403,23 @@ def basis_of(x, outer=0):
     if xp is np and len(shape) == 1:
         eye = eye.view(IdentityBasis)     # products with it are their other factor
         eye.flags.writeable = False
+        eye.exact = True                  # not its views (x[::-1] of it is no identity)
     return eye
+
+
+def is_identity_basis(x):
+    """Whether `x` is the identity basis itself (not a slice, transpose or other view of
+    it, which are IdentityBasis objects too but no identity)."""
+    return isinstance(x, IdentityBasis) and getattr(x, "exact", False) and \
+        x.ndim == 2 and x.shape[0] == x.shape[1]
+
+
+def _plain(a):
+    if isinstance(a, IdentityBasis):
+        return a.view(np.ndarray)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_plain(v) for v in a)
+    return a
 
 
 class IdentityBasis(np.ndarray):
@@ -404,11 +429,13 @@ class IdentityBasis(np.ndarray):
     operation computes with the plain identity (its results are plain arrays)."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        inputs = [i.view(np.ndarray) if isinstance(i, IdentityBasis) else i for i in inputs]
+        inputs = [_plain(i) for i in inputs]
+        kwargs = {k: _plain(v) for k, v in kwargs.items()}
         return getattr(ufunc, method)(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        args = [a.view(np.ndarray) if isinstance(a, IdentityBasis) else a for a in args]
+        args = [_plain(a) for a in args]     # also inside lists (np.concatenate([e, y]))
+        kwargs = {k: _plain(v) for k, v in kwargs.items()}
         return func(*args, **kwargs)
 
     def copy(self, order="C"):

@@ -148,6 +148,12 @@ def broadcast_batch(value, n, have=False, outer=0):
         return value            # an in_axes entry: an int means the leaf is mapped
     if isinstance(value, str) or callable(value):
         return value
+    if isinstance(value, slice) or value is Ellipsis:
+        raise TransformError(
+            "vmap: a slice (or `...`) is given a value that may differ between examples "
+            f"({value!r} on some paths); an index must be the same for every example, or "
+            "an integer (array) per example.\n  hint: compute the slice bounds outside the "
+            "branch or loop whose condition differs between examples.")
     xp = array_module(value)
     value = xp.asarray(value)
     shape = value.shape[:outer] + (n,) + value.shape[outer:]
@@ -240,9 +246,18 @@ def select(cond, then, otherwise, outer=0):
         return _rebuild(then, (select(cond, a, b) for a, b in zip(then, otherwise)))
     xp = array_module(then, otherwise)
     c = xp.asarray(cond)
+    lead = c.ndim
     rank = max(np.ndim(then), np.ndim(otherwise))
     c = c.reshape(c.shape + (1,) * (rank - c.ndim))
-    return xp.where(c, then, otherwise)
+    try:
+        return xp.where(c, then, otherwise)
+    except ValueError:
+        raise TransformError(
+            "vmap: a value has a different shape in different examples (one example of "
+            f"shape {np.shape(then)[lead:]}, another of shape {np.shape(otherwise)[lead:]}), "
+            "where paths whose condition differs between examples join; vmap needs one "
+            "shape for every example.\n  hint: give the value the same shape on every path "
+            "(a slice like x[:i] in a loop has a shape that changes with i).") from None
 
 
 def _structure(x):
@@ -296,8 +311,12 @@ def _depth(x):
 def lanes_array(x, spec, n, outer=0):
     """np.array(x) per example, x batched by `spec` (a list of batched values is stacked
     along the axis after the batch, unbatched elements repeated for every example)."""
+    if x is None:
+        return None
     if not isinstance(x, (tuple, list)):
         return array_module(x).asarray(x)
+    if not x and not outer:
+        return np.zeros((n, 0))                  # np.array([]) in every example
     x = broadcast_batch(x, n, spec, outer)
     leaves = tree_leaves_(x)
     arr = array_module(*leaves).asarray(x) if leaves else np.asarray(x)
@@ -520,7 +539,8 @@ def dot_subscripts(p, q, a_batched, b_batched, fa=(), fb=(), fo=None):
 def batched_dot(a, b, a_batched, b_batched, outer=0):
     """np.dot per example, for a and/or b batched (on axis 0)."""
     xp = array_module(a, b)
-    identity = type(b).__name__ == "IdentityBasis"
+    identity = type(b).__name__ == "IdentityBasis" and getattr(b, "exact", False) and \
+        np.ndim(b) == 2 and np.shape(b)[0] == np.shape(b)[1]
     a, b = xp.asarray(a), xp.asarray(b)
     fa, fb = frames(outer, 2)
     p = np.ndim(a) - sum(fa) - (1 if a_batched else 0)
@@ -583,7 +603,115 @@ def batched_dot_adj_b(dout, a, b, a_batched, b_batched, outer=0, outer_adj=()):
     return _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, False)
 
 
-__all__ = ["lanes_array", "lanes_unarray", "batch_size_of", "axis_size",
+# ---------------------------------------------------------------- out_axes=None
+
+def _unbatched_leaves(value, have, want, fn):
+    """fn(leaf) for each leaf that `want` (out_axes as specs) leaves unmapped and `have`
+    (the vmap pass's spec) says may carry the batch."""
+    if want is False:
+        if have is False:
+            return value
+        if isinstance(value, (tuple, list)) and isinstance(have, (tuple, list)):
+            return _rebuild(value, (_unbatched_leaves(v, h, False, fn)
+                                    for v, h in zip(value, have)))
+        return tree_map(fn, value)
+    if isinstance(want, (tuple, list)) and isinstance(value, (tuple, list)):
+        haves = have if isinstance(have, (tuple, list)) else (have,) * len(value)
+        return _rebuild(value, (_unbatched_leaves(v, h, w, fn)
+                                for v, h, w in zip(value, haves, want)))
+    return value
+
+
+def unbatch_out(value, have, want, where, outer=0):
+    """out_axes=None for outputs that the vmap pass could not prove the same for every
+    example (a recursive function's results are batched throughout): each such leaf must be
+    equal in every example, and is returned once; otherwise it is the user's error."""
+    def leaf(x):
+        if x is None or isinstance(x, (str, bytes)) or callable(x):
+            return x
+        xp = array_module(x)
+        x = xp.asarray(x)
+        first = xp.take(x, 0, axis=outer)
+        if where is None:         # a tangent: example 0's
+            return first
+        same = (x == xp.expand_dims(first, outer)) | \
+            ((x != x) & xp.expand_dims(first != first, outer))
+        if not bool(xp.all(same)):
+            raise TransformError(where)
+        return first
+    return _unbatched_leaves(value, have, want, leaf)
+
+
+def unbatch_out_adj(dout, value, have, want, outer=0):
+    """The adjoint (and tangent) of unbatch_out, whose output is example 0's value: `dout`
+    in example 0, zeros in the others."""
+    def leaf(d, x):
+        if d is None:
+            return None
+        xp = array_module(x)
+        x = xp.asarray(x)
+        g = xp.zeros(x.shape, dtype=np.result_type(x.dtype, xp.asarray(d).dtype))
+        g[(slice(None),) * outer + (0,)] = d
+        return g
+
+    def visit(d, x, h, w):
+        if w is False:
+            if h is False:
+                return d
+            if isinstance(x, (tuple, list)) and isinstance(h, (tuple, list)):
+                return _rebuild(x, (visit(di, xi, hi, False) for di, xi, hi in zip(d, x, h)))
+            return tree_map(leaf, d, x)
+        if isinstance(w, (tuple, list)) and isinstance(x, (tuple, list)):
+            hs = h if isinstance(h, (tuple, list)) else (h,) * len(x)
+            return _rebuild(x, (visit(di, xi, hi, wi)
+                                for di, xi, hi, wi in zip(d, x, hs, w)))
+        return d
+    return visit(dout, value, have, want)
+
+
+def uniform_lanes(value, spec, what, role, outer=0):
+    """A shape, count or axis argument that the vmap pass sees as batched (it was made under
+    a condition that differs between examples, or saved and restored by generated code): it
+    must be the same in every example, and is that value. Otherwise the call cannot be
+    batched (its result's shape would differ between examples)."""
+    def leaf(x):
+        if x is None or isinstance(x, (str, bytes, slice)) or callable(x):
+            return x
+        a = np.asarray(x)
+        first = np.take(a, 0, axis=outer)
+        if not bool(np.all(a == np.expand_dims(first, outer))):
+            raise TransformError(f"vmap: {what} cannot be batched: its {role} argument differs "
+                                 "between examples.\n  hint: compute shapes, counts and axes "
+                                 "from shapes (x.shape, len(x)), not from values.")
+        return first.item() if first.ndim == 0 else first
+    return _unbatched_leaves(value, spec, False, leaf)
+
+
+def each_lane(fn, n, flags, *args, **kwargs):
+    """fn(*args) for each of the n examples of an enclosing vmap, stacked on a new leading
+    axis: the arguments flagged batched are sliced to one example (their leaves that are
+    arrays: a tuple index (slice(None), k) gives (slice(None), k[i])). For batching helpers
+    given per-example indices by a vmap around them (vmap of vmap): a loop over the outer
+    examples, as rt.lane_gather does."""
+    def pick(value, i):
+        if isinstance(value, (tuple, list)):
+            return _rebuild(value, (pick(v, i) for v in value))
+        if isinstance(value, dict):
+            return {k: pick(v, i) for k, v in value.items()}
+        if value is None or isinstance(value, (slice, str)) or value is Ellipsis or \
+                np.ndim(value) == 0:
+            return value
+        return value[i]
+    if isinstance(fn, str):                 # "rt.index_add"
+        import runtime
+        fn = getattr(runtime, fn.split(".", 1)[1])
+    outs = [fn(*[pick(a, i) if f else a for a, f in zip(args, flags)], **kwargs)
+            for i in range(n)]
+    return tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+
+
+__all__ = ["each_lane", "uniform_lanes", "unbatch_out", "unbatch_out_adj",
+           "lanes_array", "lanes_unarray", "batch_size_of", "axis_size",
            "move_batch_axis", "batch_out", "broadcast_batch", "batch_view", "sum_batch",
            "align", "align_lanes", "select", "select_adj", "any_lane", "max_trips",
            "min_start", "as_float", "lane_axis", "flat_lanes", "lane_shape", "lane_len",

@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from .adjoints import clip_share
 from .backend import array_module
 from .errors import TransformError
 from .trees import is_float_leaf
@@ -248,17 +249,13 @@ def lane_tree_scale(x, s, outer=0):
 # ---------------------------------------------------------------- masks, sizes, bases
 
 def lane_inside(a, lo, hi):
-    """rt.inside with all three broadcast together: 1.0 where lo <= a <= hi."""
+    """rt.inside with all three broadcast together (1 inside, 0.5 on a bound, 0 outside)."""
     xp = array_module(a)
     shape = np.broadcast_shapes(np.shape(a), np.shape(lo) if lo is not None else (),
                                 np.shape(hi) if hi is not None else ())
-    mask = xp.ones(shape, dtype=bool)
-    if lo is not None:
-        mask &= xp.asarray(a >= lo)
-    if hi is not None:
-        mask &= xp.asarray(a <= hi)
+    share = xp.broadcast_to(clip_share(a, lo, hi, xp), shape)
     dtype = getattr(a, "dtype", np.float64)
-    return mask.astype(dtype if np.dtype(dtype).kind in "fc" else np.float64)
+    return share.astype(dtype if np.dtype(dtype).kind in "fc" else np.float64)
 
 
 def lane_basis_like(x, i, outer=0):

@@ -20,11 +20,11 @@ import string
 import numpy as np
 
 from .backend import array_module
-from .adjoints import IdentityBasis
+from .adjoints import is_identity_basis
 from .batching import batch_view, frames
 from .errors import TransformError
-from .linalg_helpers import (einsum_spec, inner_spec, matmul_adj_x1, matmul_adj_x2,
-                             solve as _solve, tensordot_spec)
+from .linalg_helpers import (NO_ADJOINT, ZERO, einsum_spec, inner_spec, matmul_adj_x1,
+                             matmul_adj_x2, solve as _solve, tensordot_spec)
 from .trees import is_container
 
 _LETTERS = string.ascii_letters
@@ -92,45 +92,75 @@ def _probes(ops, flags, outer):
 # ---------------------------------------------------------------- einsum subscripts
 
 def lanes_spec(spec, op0_batched, op1_batched=False, op2_batched=False, op3_batched=False,
-               op4_batched=False, op5_batched=False, op6_batched=False, op7_batched=False):
+               op4_batched=False, op5_batched=False, op6_batched=False, op7_batched=False,
+               op8_batched=False):
     """Explicit einsum subscripts `spec` (of one example) with a batch letter added in front
-    of the batched operands' subscripts and of the output's."""
+    of the batched operands' subscripts and of the output's ('_' slots hold no operand)."""
+    if spec == NO_ADJOINT:
+        return spec
+    if spec.startswith(ZERO):
+        return ZERO + lanes_spec(spec[len(ZERO):], op0_batched, op1_batched, op2_batched,
+                                 op3_batched, op4_batched, op5_batched, op6_batched,
+                                 op7_batched, op8_batched)
     lhs, rhs = spec.split("->")
     ins = lhs.split(",")
     flags = (op0_batched, op1_batched, op2_batched, op3_batched, op4_batched, op5_batched,
-             op6_batched, op7_batched)[:len(ins)]
+             op6_batched, op7_batched, op8_batched)[:len(ins)]
     free = [c for c in _LETTERS if c not in spec]
     if not free:
         raise TransformError(f"vmap of np.einsum: no letter left for the batch in {spec!r}")
     z = free[-1]
-    ins = [z + s if b else s for s, b in zip(ins, flags)]
+    ins = [z + s if b and s != "_" else s for s, b in zip(ins, flags)]
     return ",".join(ins) + "->" + z + rhs
 
 
-def example_einsum_spec(subscripts, op0=None, op0_batched=False, op1=None, op1_batched=False,
-                        op2=None, op2_batched=False, op3=None, op3_batched=False, op4=None,
-                        op4_batched=False, op5=None, op5_batched=False, op6=None,
-                        op6_batched=False, op7=None, op7_batched=False, outer=0):
+def example_einsum_spec(subscripts, subscripts_batched=False, op0=None, op0_batched=False,
+                        op1=None, op1_batched=False, op2=None, op2_batched=False, op3=None,
+                        op3_batched=False, op4=None, op4_batched=False, op5=None,
+                        op5_batched=False, op6=None, op6_batched=False, op7=None,
+                        op7_batched=False, outer=0):
     """rt.einsum_spec of one example: `subscripts` made explicit for the operands' shapes
-    per example (the batched ones lose their batch axis)."""
-    ops = (op0, op1, op2, op3, op4, op5, op6, op7)
-    flags = (op0_batched, op1_batched, op2_batched, op3_batched, op4_batched, op5_batched,
-             op6_batched, op7_batched)
-    return einsum_spec(subscripts, *_probes(ops, flags, outer))
+    per example (the batched ones lose their batch axis). In the sublist form the operands
+    are `subscripts`, op1, op3, ...; the sublists in between are read as they are."""
+    slots = [subscripts, op0, op1, op2, op3, op4, op5, op6, op7]
+    flags = [subscripts_batched, op0_batched, op1_batched, op2_batched, op3_batched,
+             op4_batched, op5_batched, op6_batched, op7_batched]
+    if isinstance(subscripts, str):
+        probes = [subscripts] + _probes(slots[1:], flags[1:], outer)
+    else:
+        probes = [_probes([v], [b], outer)[0] if k % 2 == 0 else _sublist(v, outer)
+                  for k, (v, b) in enumerate(zip(slots, flags))]
+        last = max(k for k, v in enumerate(slots) if v is not None)
+        if last % 2 == 0 and last > 0:      # an odd number of arguments: the output's sublist
+            probes[last] = _sublist(slots[last], outer)
+    return einsum_spec(*probes)
 
 
-def lanes_einsum_spec(subscripts, op0=None, op0_batched=False, op1=None, op1_batched=False,
-                      op2=None, op2_batched=False, op3=None, op3_batched=False, op4=None,
-                      op4_batched=False, op5=None, op5_batched=False, op6=None,
-                      op6_batched=False, op7=None, op7_batched=False, outer=0):
+def _sublist(value, outer):
+    """A sublist argument of np.einsum, whose integers an enclosing vmap may have viewed
+    along its batch axes (they are the same for every example)."""
+    if value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [v if v is Ellipsis else int(np.asarray(v).flat[0]) for v in value]
+    value = np.asarray(value)
+    return value[(0,) * (value.ndim - 1)].tolist() if value.ndim > 1 else value.tolist()
+
+
+def lanes_einsum_spec(subscripts, subscripts_batched=False, op0=None, op0_batched=False,
+                      op1=None, op1_batched=False, op2=None, op2_batched=False, op3=None,
+                      op3_batched=False, op4=None, op4_batched=False, op5=None,
+                      op5_batched=False, op6=None, op6_batched=False, op7=None,
+                      op7_batched=False, outer=0):
     """Subscripts of np.einsum(subscripts, ops) for every example at once: explicit, with a
     batch letter on the batched operands and the output (implicit output and '...' are
     resolved per example first)."""
-    spec = example_einsum_spec(subscripts, op0, op0_batched, op1, op1_batched, op2,
-                               op2_batched, op3, op3_batched, op4, op4_batched, op5,
-                               op5_batched, op6, op6_batched, op7, op7_batched, outer)
-    return lanes_spec(spec, op0_batched, op1_batched, op2_batched, op3_batched, op4_batched,
-                      op5_batched, op6_batched, op7_batched)
+    spec = example_einsum_spec(subscripts, subscripts_batched, op0, op0_batched, op1,
+                               op1_batched, op2, op2_batched, op3, op3_batched, op4,
+                               op4_batched, op5, op5_batched, op6, op6_batched, op7,
+                               op7_batched, outer)
+    return lanes_spec(spec, subscripts_batched, op0_batched, op1_batched, op2_batched,
+                      op3_batched, op4_batched, op5_batched, op6_batched, op7_batched)
 
 
 def lanes_tensordot_spec(a, b, axes, a_batched, b_batched, outer=0):
@@ -228,7 +258,7 @@ def lanes_matmul(x1, x2, x1_batched, x2_batched, outer=0):
         shared, m, k = _shared_matrix(x1, x2, x1_batched, x2_batched, outer, view_ok=2)
     if shared == 1:        # A @ x_i for every example: X A^T
         xp = array_module(x1, x2)
-        if k == 1 and isinstance(x2, IdentityBasis):   # A @ e_i: the columns of A
+        if k == 1 and is_identity_basis(x2):   # A @ e_i: the columns of A
             return xp.array(xp.asarray(m).T)
         return xp.dot(_rows(x2, k), xp.asarray(m).T).reshape(np.shape(x2)[:k] + (-1,))
     if shared == 2:        # x_i @ B for every example: X B

@@ -129,11 +129,27 @@ def _explicit(spec, ops):
 
 
 def einsum_swap(spec, i):
-    """`spec` with operand i's subscripts and the output's exchanged (the adjoint of operand i)."""
+    """`spec` with operand i's subscripts and the output's exchanged (the adjoint of operand
+    i); NO_ADJOINT where slot i holds subscripts, not an operand."""
     lhs, rhs = spec.split("->")
     ins = lhs.split(",")
+    if ins[i] == "_":
+        return NO_ADJOINT
     ins[i], rhs = rhs, ins[i]
     return ",".join(ins) + "->" + rhs
+
+
+def einsum_term(spec, i):
+    """The spec of the forward-mode term that carries slot i's tangent: `spec`, or `spec`
+    marked zero (ZERO + spec) where slot i holds subscripts: the "tangent" of a sublist is
+    no operand, and the term is zeros shaped like the result."""
+    if spec.startswith(ZERO) or spec.split("->")[0].split(",")[i] != "_":
+        return spec
+    return ZERO + spec
+
+
+NO_ADJOINT = "0"   # einsum_gen returns None: the adjoint of a slot that holds subscripts
+ZERO = "0:"        # einsum_gen returns zeros shaped like its result
 
 
 def einsum_gen(spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None, op6=None,
@@ -145,7 +161,10 @@ def einsum_gen(spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None
     the inputs broadcast to more, the result is summed back to `like`'s shape. A slot whose
     subscripts are '_' is not an operand (np.einsum's subscripts, see einsum_spec).
     """
-    lhs, rhs = spec.split("->")
+    if spec == NO_ADJOINT:
+        return None
+    zero = spec.startswith(ZERO)
+    lhs, rhs = spec[len(ZERO):].split("->") if zero else spec.split("->")
     ins = lhs.split(",")
     ops = [op0, op1, op2, op3, op4, op5, op6, op7, op8][:len(ins)]
     if "_" in ins:
@@ -164,6 +183,10 @@ def einsum_gen(spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None
             if like_shape is None:
                 raise TransformError(f"einsum_gen: output letter {c!r} needs a shape")
             sizes[c] = like_shape[pos]
+    if zero:
+        return xp.zeros(like_shape if like_shape is not None else
+                        tuple(sizes[c] for c in rhs),
+                        np.result_type(*(getattr(op, "dtype", np.float64) for op in ops)))
     uniq = "".join(dict.fromkeys(rhs))
     present = "".join(c for c in uniq if any(c in s for s in ins))
     r = np.einsum(lhs + "->" + present, *ops, optimize=len(ops) > 2) if xp is np else \

@@ -274,19 +274,20 @@ def sort_like(g, a, axis=-1):
 # ---------------------------------------------------------------- elementwise masks
 
 def below(a, lo):
-    """1.0 where `a < lo` (clip replaced `a` by the lower bound there), else 0."""
+    """d np.clip(a, lo, hi) / d lo: 1.0 where `a < lo` (clip replaced `a` by the lower bound
+    there), 0.5 where they tie (see `inside`), else 0."""
     if lo is None:
         return 0.0
-    return np.asarray(a < lo).astype(_float_dtype(a)) if np.ndim(a) or np.ndim(lo) \
-        else float(a < lo)
+    share = np.where(a < lo, 1.0, np.where(a == lo, 0.5, 0.0))
+    return share.astype(_float_dtype(a)) if np.ndim(share) else float(share)
 
 
 def above(a, hi):
-    """1.0 where `a > hi` (clip replaced `a` by the upper bound there), else 0."""
+    """d np.clip(a, lo, hi) / d hi: 1.0 where `a > hi`, 0.5 where they tie, else 0."""
     if hi is None:
         return 0.0
-    return np.asarray(a > hi).astype(_float_dtype(a)) if np.ndim(a) or np.ndim(hi) \
-        else float(a > hi)
+    share = np.where(a > hi, 1.0, np.where(a == hi, 0.5, 0.0))
+    return share.astype(_float_dtype(a)) if np.ndim(share) else float(share)
 
 
 # ---------------------------------------------------------------- making arrays from values
@@ -409,3 +410,35 @@ def index_concat_tangent(kind, items, tangents):
     made = ids >= 0
     out[made] = flat[ids[made].astype(np.intp)]
     return out
+
+
+# ---------------------------------------------------------------- np.unique
+
+def _unique_groups(ar, return_index, return_inverse, return_counts, axis):
+    if return_index or return_inverse or return_counts or axis is not None:
+        raise TransformError("np.unique with return_index, return_inverse, return_counts or "
+                             "axis has no derivative rule.\n  hint: call it on values that "
+                             "are not differentiated (e.g. to find the labels), or call "
+                             "np.unique(x) alone for the distinct values.")
+    _, inverse, counts = np.unique(ar, return_inverse=True, return_counts=True)
+    return np.reshape(inverse, -1), counts
+
+
+def unique_adj(g, ar, return_index=False, return_inverse=False, return_counts=False,
+               axis=None):
+    """Adjoint of `np.unique(ar)`: element i of `ar` gets its value's adjoint divided by how
+    often the value occurs (ties share, as in np.max). Transpose of `unique_mean`."""
+    inverse, counts = _unique_groups(ar, return_index, return_inverse, return_counts, axis)
+    g = np.asarray(g)
+    return np.reshape(g[inverse] / counts[inverse], np.shape(ar))
+
+
+def unique_mean(t, ar, return_index=False, return_inverse=False, return_counts=False,
+                axis=None):
+    """Tangent of `np.unique(ar)` given the tangent `t` of `ar`: the mean of `t` over the
+    elements that hold each distinct value."""
+    inverse, counts = _unique_groups(ar, return_index, return_inverse, return_counts, axis)
+    t = np.reshape(np.asarray(t), -1)
+    total = np.zeros(len(counts), dtype=_float_dtype(t))
+    np.add.at(total, inverse, t)
+    return total / counts

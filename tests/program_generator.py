@@ -65,10 +65,10 @@ import transpile as tp
 # are redrawn until every condition is far enough from its threshold (`MIN_MARGIN`).
 SCALE_CONSTANTS = ("0.3", "0.5", "0.7", "0.9", "1.2", "-0.4", "-0.8")
 THRESHOLDS = ("-0.6", "-0.2", "0.1", "0.3", "0.7", "1.0")
-MAX_SIZE = 4                  # largest dimension of any array
-MAX_STATEMENTS = 14           # per function body, nested statements included
+MAX_STATEMENTS = 10           # per function body, nested statements included
 MAX_HELPERS = 3
 ARGUMENT_NAMES = ("x", "ws", "y")
+RESULT_OF_CALL = frozenset(["<call result>"])   # see FunctionBody.bind
 
 
 @dataclasses.dataclass
@@ -96,7 +96,10 @@ class Expr:
 class Scope:
     """What the code at the current point may use, and where that point is."""
     vars: dict                 # name -> Var
-    ints: dict                 # name of an int (loop index, counter) -> exclusive bound
+    # name of an int -> exclusive bound, for a for-loop index; None for a while loop's
+    # counter, which is never an index: its value differs between the examples of a vmap
+    # batch, and vmap refuses such an index after a slice (`m[:, k]`, a documented limit)
+    ints: dict
     lists: dict                # name of a list argument -> ("mats" | "pairs", shapes)
     closures: dict             # name -> (parameter shapes, return shape)
     return_shape: tuple        # what `return` in this function must give
@@ -323,7 +326,7 @@ class ProgramWriter:
 
     def index(self, scope, length, negative=False):
         """An index into an axis of `length`: a loop index that fits, or a constant."""
-        usable = [name for name, bound in scope.ints.items() if bound <= length]
+        usable = [name for name, bound in scope.ints.items() if bound is not None and bound <= length]
         if usable and self.chance(0.6):
             return self.choice(usable)
         if negative and self.chance(0.3):
@@ -408,7 +411,8 @@ class ProgramWriter:
     def shape_op_expr(self, scope, shape, depth):
         if len(shape) == 2 and self.chance(0.5):
             inner = self.expr(scope, shape[::-1], depth - 1)
-            return Expr(self.choice((f"{inner.operand()}.T", f"np.transpose({inner.text})")))
+            return Expr(self.choice((f"{inner.operand()}.T", f"np.transpose({inner.text})")),
+                        inner.aliases)   # a view of a bare variable aliases it
         if len(shape) >= 1:
             size = int(np.prod(shape))
             others = [s for s in [(size,)] + [(a, size // a) for a in range(2, size) if size % a == 0]
@@ -416,7 +420,7 @@ class ProgramWriter:
             if not others:
                 return None
             inner = self.expr(scope, self.choice(others), depth - 1)
-            return Expr(f"np.reshape({inner.text}, {shape_text(shape)})")
+            return Expr(f"np.reshape({inner.text}, {shape_text(shape)})", inner.aliases)
         return None
 
     def concat_expr(self, scope, shape, depth):
@@ -428,12 +432,14 @@ class ProgramWriter:
         return Expr(f"np.concatenate([{a.text}, {b.text}])")
 
     def call_expr(self, scope, shape, depth):
-        """A call of a closure in scope, or of a (new or existing) helper function."""
+        """A call of a closure in scope, or of a (new or existing) helper function. A
+        function may return its argument itself, so the result counts as an alias (of
+        nothing nameable: it is just never written in place)."""
         closures = [(n, sig) for n, sig in scope.closures.items() if sig[1] == shape]
         if closures and self.chance(0.6):
             name, (param_shapes, _) = self.choice(closures)
             args = [self.expr(scope, s, depth - 1).text for s in param_shapes]
-            return Expr(f"{name}({', '.join(args)})")
+            return Expr(f"{name}({', '.join(args)})", RESULT_OF_CALL)
         helper = self.helper_for(scope, shape)
         if helper is None:
             return None
@@ -441,13 +447,14 @@ class ProgramWriter:
         args = [self.expr(scope, s, depth - 1).text for s in param_shapes]
         if optional and self.chance(0.5):
             args.append(self.choice(SCALE_CONSTANTS[:5]))
-        return Expr(f"{name}({', '.join(args)})")
+        return Expr(f"{name}({', '.join(args)})", RESULT_OF_CALL)
 
     def conditional_expr(self, scope, shape, depth):
         a = self.expr(scope, shape, depth - 1)
         b = self.expr(scope, shape, depth - 1)
         self.features.add("conditional expression")
-        return Expr(f"{a.operand()} if {self.condition(scope)} else {b.operand()}", atomic=False)
+        return Expr(f"{a.operand()} if {self.condition(scope)} else {b.operand()}",
+                    a.aliases | b.aliases, atomic=False)
 
     def condition(self, scope, allow_int=False):
         """A data-dependent condition, written as a comparison against a threshold."""
@@ -508,7 +515,6 @@ class ProgramWriter:
             stop += f" or np.sum(h) > {self.choice(('1.5', '2.0'))}"
         base = self.expr(scope, shape, 1)
         update = self.bounded(scope, shape, 2)
-        scope.vars["h"] = Var("h", shape)
         step = self.choice((f"{name}(h, depth - 1)",
                             f"0.5 * {name}(h, depth - 1) + h",
                             f"np.tanh({name}(h, depth - 1)) * h"))
@@ -538,7 +544,7 @@ class ProgramWriter:
             arg_specs.append(("y", self.choice([(self.dim(),), (self.dim(), self.dim())])))
         scope = Scope({name: Var(name, spec) for name, spec in arg_specs if name != "ws"},
                       {}, lists, {}, (), top_level_of_entry=True)
-        body = FunctionBody(self, scope).block(int(self.rng.integers(3, 8)))
+        body = FunctionBody(self, scope).block(int(self.rng.integers(2, 7)))
         body.append(f"return {FunctionBody(self, scope).final_value()}")
         names = [name for name, _ in arg_specs]
         lines = ["import numpy as np", ""]
@@ -810,12 +816,15 @@ class FunctionBody:
         inner.vars[row] = Var(row, m.shape[1:])
         partners = [v for v in matrices if v.shape[0] == m.shape[0] and v.name != m.name]
         kind = self.w.weighted([(2, "plain"), (1, "enumerate"), (1 if partners else 0, "zip")])
+        # each row is a view of the matrix: no writes into it while the loop reads them
+        inner.vars[m.name].writable = False
         if kind == "enumerate":
             index = self.w.fresh_name("i")
             inner.ints[index] = m.shape[0]
             header = f"for {index}, {row} in enumerate({m.name}):"
         elif kind == "zip":
             other = self.w.choice(partners)
+            inner.vars[other.name].writable = False
             row2 = self.w.fresh_name("row")
             inner.vars[row2] = Var(row2, other.shape[1:])
             header = f"for {row}, {row2} in zip({m.name}, {other.name}):"
@@ -859,11 +868,10 @@ class FunctionBody:
         if self.w.chance(0.25):
             jump = self.w.choice(("break", "continue"))
             self.w.features.add(jump)
-            body[0:0] = [f"if np.sum({h}) {self.w.choice(('>', '<'))} {self.w.choice(THRESHOLDS)}:",
-                         f"    {jump}"] if jump == "continue" else []
-            if jump == "break":
-                body += [f"if np.sum({h}) {self.w.choice(('>', '<'))} {self.w.choice(THRESHOLDS)}:",
-                         "    break"]
+            guard = [f"if np.sum({h}) {self.w.choice(('>', '<'))} {self.w.choice(THRESHOLDS)}:",
+                     f"    {jump}"]
+            # `continue` skips the step on some trips, `break` stops after one
+            body = guard + body if jump == "continue" else body + guard
             broke = True
         lines += [header] + indent(body)
         if broke:           # h's final shape depends on where the loop stopped
@@ -895,7 +903,7 @@ class FunctionBody:
         counter = self.w.fresh_name("k")
         cap = int(self.w.rng.integers(2, 5))
         inner = scope.nested(loop=True, conditional=True)
-        inner.ints[counter] = cap
+        inner.ints[counter] = None
         measure = f"np.sum({var.name} * {var.name})" if var.shape else f"{var.name} * {var.name}"
         condition = f"{measure} > {self.w.choice(('0.05', '0.2', '0.5'))} and {counter} < {cap}"
         if self.w.chance(0.3):
@@ -993,8 +1001,8 @@ class FunctionBody:
         self.w.helpers.append([f"def {name}(a):", f"    return {values[0]}, {values[1]}"])
         names = [self.w.var_name(s) for s in shapes]
         arg = self.w.expr(scope, param_shape, 1)
-        for n, s in zip(names, shapes):
-            scope.vars[n] = Var(n, s, writable=bool(s))
+        for n, s in zip(names, shapes):   # the helper may return `a` itself: not writable
+            scope.vars[n] = Var(n, s)
         return [f"{names[0]}, {names[1]} = {name}({arg.text})"]
 
     def stmt_recursion(self, scope):
@@ -1267,40 +1275,46 @@ def plain_value_ok(value):
         and abs(float(value)) < MAX_VALUE
 
 
+def smooth_at(source, args):
+    """Does plain Python run the program at `args` to a moderate value, with every branch
+    condition and np.max well away from its kink? (None: the program itself is broken.)"""
+    try:
+        with time_limit(5):
+            reference = Reference(source, args)
+    except Exception:
+        return None
+    return plain_value_ok(reference.value) and reference.margin >= MIN_MARGIN
+
+
 def draw_inputs(source, arg_specs, rng):
-    """Arguments at which the program is smooth, and a vmap batch; None if none found."""
-    module_free_ref = None
+    """Arguments at which the program is smooth, and a vmap batch of such arguments;
+    None if none were found in a few draws."""
     for _ in range(INPUT_DRAWS):
         args = tuple(draw_argument(spec, rng) for _, spec in arg_specs)
-        try:
-            with time_limit(5):
-                reference = module_free_ref = Reference(source, args)
-        except Exception:
-            return None        # the program itself is broken: no draw will fix it
-        if plain_value_ok(reference.value) and reference.margin >= MIN_MARGIN:
+        smooth = smooth_at(source, args)
+        if smooth is None:
+            return None
+        if smooth:
             break
     else:
         return None
-    del module_free_ref
-    # vmap maps over x, and over y half of the time; ws is shared by the examples
+    # vmap maps over x, and over y half of the time; ws is shared by the examples. The
+    # examples are smooth too, so that rounding differences cannot flip a branch.
     mapped = [name == "x" or (name == "y" and rng.random() < 0.5) for name, _ in arg_specs]
-    batch = []
-    for (name, spec), arg, is_mapped in zip(arg_specs, args, mapped):
-        if not is_mapped:
-            batch.append(arg)
-        else:
-            batch.append(np.stack([np.asarray(draw_argument(spec, rng)) for _ in range(BATCH)]))
-    for b in range(BATCH):
-        example = example_args(batch, mapped, args, b)
-        try:
-            with time_limit(5):
-                value = Reference(source, example).value
-        except Exception:
-            return None
-        if not plain_value_ok(value):
-            return None
+    examples = []
+    for _ in range(INPUT_DRAWS):
+        example = tuple(draw_argument(spec, rng) if m else arg
+                        for (_, spec), arg, m in zip(arg_specs, args, mapped))
+        if smooth_at(source, example):
+            examples.append(example)
+            if len(examples) == BATCH:
+                break
+    else:
+        return None
+    batch = tuple(np.array([e[i] for e in examples]) if m else arg
+                  for i, (arg, m) in enumerate(zip(args, mapped)))
     in_axes = tuple(0 if m else None for m in mapped)
-    return args, tuple(batch), in_axes
+    return args, batch, in_axes
 
 
 def example_args(batch, mapped, args, b):
@@ -1343,7 +1357,7 @@ FD_RTOL = 1e-4             # against central differences in float64
 FD_EPS = 1e-6              # step for first derivatives of f
 FD_EPS_GRAD = 1e-5         # step for derivatives of the gradient
 CHECK_SECONDS = 60         # a transformation that takes longer is a CRASH (time-out)
-HESSIAN_MAX_SIZE = 6       # hessian only for small x
+HESSIAN_MAX_SIZE = 4       # hessian only for small x (it is the slowest check by far)
 
 
 class Wrong(Exception):
@@ -1478,10 +1492,7 @@ class Case:
     def fd_of_grad(self, direction, eps=FD_EPS_GRAD):
         """d/dt grad_x(x + t direction) by central differences."""
         x = self.program.args[0]
-        if isinstance(x, float):
-            plus, minus = self.grad_x(x + eps * direction), self.grad_x(x - eps * direction)
-        else:
-            plus, minus = self.grad_x(x + eps * direction), self.grad_x(x - eps * direction)
+        plus, minus = self.grad_x(x + eps * direction), self.grad_x(x - eps * direction)
         return (np.asarray(plus, float) - np.asarray(minus, float)) / (2 * eps)
 
     def requires(self, check):
@@ -1726,21 +1737,21 @@ def check_seed(seed, checks=None):
 # 5. Shrinking and standalone repros
 # =====================================================================================
 
-def fails_the_same_way(program, source, outcome, tag):
-    """Does `source` (a variant of program's) still give `outcome`'s failure?"""
+def fails_the_same_way(variant, outcome, tag):
+    """Is `variant` (a simplified program) still valid, and does it still fail
+    `outcome.check` with the same signature?"""
     try:
         with time_limit(10):
-            reference = Reference(source, program.args)
-        if not plain_value_ok(reference.value):
-            return False
-        if outcome.check.startswith("vmap"):   # every example must stay valid too
-            mapped = [axis == 0 for axis in program.in_axes]
-            for b in range(BATCH):
-                with time_limit(10):
-                    value = Reference(source, example_args(program.batch, mapped, program.args, b)).value
-                if not plain_value_ok(value):
+            if not plain_value_ok(Reference(variant.source, variant.args).value):
+                return False
+            if outcome.check.startswith("vmap"):   # every example must stay valid too
+                mapped = [axis == 0 for axis in variant.in_axes]
+                if not any(mapped):
                     return False
-        variant = dataclasses.replace(program, source=source)
+                for b in range(BATCH):
+                    example = example_args(variant.batch, mapped, variant.args, b)
+                    if not plain_value_ok(Reference(variant.source, example).value):
+                        return False
         case = Case(variant, tag=tag)
     except Exception:
         return False
@@ -1751,40 +1762,64 @@ def fails_the_same_way(program, source, outcome, tag):
 
 
 def shrink(program, outcome, seconds=60.0, log=None):
-    """The smallest variant of the program's source (by greedy simplification) that still
-    fails `outcome.check` with the same signature. Returns (source, final outcome)."""
+    """A small variant of `program` that still fails `outcome.check` with the same
+    signature, found greedily: the first simplification that keeps the failure is taken,
+    and the search starts again from it, until none helps or time is up.
+    Returns (the variant, its outcome)."""
     deadline = time.monotonic() + seconds
-    tree = ast.parse(program.source)
-    tried = {program.source}
+    tried = set()
     improved = True
     while improved and time.monotonic() < deadline:
         improved = False
-        for candidate in simplifications(tree):
+        for variant in program_variants(program):
             if time.monotonic() >= deadline:
                 break
-            if candidate is None:
+            key = (variant.source, variant.arg_names, tree_vector(variant.args).tobytes())
+            if key in tried:
                 continue
-            try:
-                source = ast.unparse(ast.fix_missing_locations(candidate)) + "\n"
-            except Exception:
-                continue
-            if source in tried:
-                continue
-            tried.add(source)
-            if fails_the_same_way(program, source, outcome, f"shrink{program.seed}"):
-                tree = candidate
-                improved = True
+            tried.add(key)
+            if fails_the_same_way(variant, outcome, f"shrink{program.seed}"):
+                program, improved = variant, True
                 if log:
-                    log(f"  shrunk to {len(source.splitlines())} lines")
+                    log(f"  shrunk to {len(program.source.splitlines())} lines")
                 break
-    source = ast.unparse(tree) + "\n"
-    variant = dataclasses.replace(program, source=source)
-    case = Case(variant, tag=f"final{program.seed}")
+    case = Case(program, tag=f"shrunk{program.seed}")
     try:
-        final = run_check(case, outcome.check)
+        return program, run_check(case, outcome.check)
     finally:
         case.close()
-    return source, final
+
+
+def program_variants(program):
+    """Simpler versions of `program`: an argument `f` no longer reads dropped, its inputs
+    rounded to fewer digits (cheap, so first), then its source simplified."""
+    tree = ast.parse(program.source)
+    entry = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "f")
+    read = {node.id for node in ast.walk(entry) if isinstance(node, ast.Name)}
+    for i, name in enumerate(program.arg_names):
+        if name not in read:
+            shorter = copy.deepcopy(tree)
+            f_def = next(n for n in shorter.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+            del f_def.args.args[i]
+            keep = lambda values: tuple(v for j, v in enumerate(values) if j != i)
+            yield dataclasses.replace(program, source=ast.unparse(shorter) + "\n",
+                                      arg_names=keep(program.arg_names), args=keep(program.args),
+                                      batch=keep(program.batch), in_axes=keep(program.in_axes))
+    for digits in (1, 2):
+        yield dataclasses.replace(program, args=rounded(program.args, digits),
+                                  batch=rounded(program.batch, digits))
+    for candidate in simplifications(tree):
+        if candidate is None:
+            continue
+        try:
+            source = ast.unparse(ast.fix_missing_locations(candidate)) + "\n"
+        except Exception:
+            continue
+        yield dataclasses.replace(program, source=source)
+
+
+def rounded(tree, digits):
+    return tree_from_vector(tree, np.round(tree_vector(tree), digits))
 
 
 def _statement_lists(tree):
@@ -1828,6 +1863,13 @@ def simplifications(tree):
     replace an if by one branch or a loop by one trip of its body; make an integer
     constant smaller; replace an expression by one of its operands."""
     lists = list(_statement_lists(tree))
+    for index, field in lists:        # half of a long block at once
+        length = len(getattr(list(ast.walk(tree))[index], field))
+        if length >= 4:
+            for lo, hi in ((0, length // 2), (length // 2, length - 1)):
+                def drop_half(node, field=field, lo=lo, hi=hi):
+                    del getattr(node, field)[lo:hi]
+                yield _edited(tree, index, drop_half)
     for index, field in lists:
         length = len(getattr(list(ast.walk(tree))[index], field))
         for i in reversed(range(length)):
@@ -1862,8 +1904,8 @@ def simplifications(tree):
                     yield result
     nodes = list(ast.walk(tree))
     for index, node in enumerate(nodes):
-        if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 1:
-            for smaller in sorted({1, node.value - 1} - {node.value}, reverse=False):
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value >= 2:
+            for smaller in sorted({1, node.value - 1}):
                 def set_value(n, v=smaller):
                     n.value = v
                 yield _edited(tree, index, set_value)
@@ -1913,11 +1955,10 @@ def literal(value):
     return f"np.array({np.asarray(value).tolist()!r})"
 
 
-def repro_text(program, outcome, source=None):
+def repro_text(program, outcome):
     """A standalone program: imports, the functions, the inputs and the failing call, with
     what it should print (for WRONG) or what it raises (CRASH, REFUSED) in comments."""
-    source = source or program.source
-    body = [line for line in source.splitlines() if line.strip() != "import numpy as np"]
+    body = [line for line in program.source.splitlines() if line.strip() != "import numpy as np"]
     while body and not body[0].strip():
         body.pop(0)
     lines = ["import numpy as np", "import transpile as tp", "", ""] + body + [""]
@@ -1977,8 +2018,9 @@ def repro_text(program, outcome, source=None):
 
 def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, log=print):
     totals = defaultdict(Counter)              # check -> status -> programs
+    seconds = Counter()                        # check -> total time
     features = Counter()
-    classes = {}                               # signature -> [count, report, outcome]
+    classes = {}                               # signature -> [count, report, outcome, seeds]
     refusals_after_grad = Counter()
     started = time.perf_counter()
     for seed in range(first_seed, first_seed + count):
@@ -1989,51 +2031,58 @@ def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, lo
         grad_ok = report.outcomes.get("grad") is not None and report.outcomes["grad"].status == OK
         for outcome in report.outcomes.values():
             totals[outcome.check][outcome.status] += 1
+            seconds[outcome.check] += outcome.seconds
             if outcome.status in (WRONG, CRASH, REFUSED):
-                entry = classes.setdefault(outcome.signature, [0, report, outcome])
+                if outcome.signature not in classes:
+                    print(f"seed {seed}: new class {' | '.join(outcome.signature)}",
+                          file=sys.stderr, flush=True)
+                entry = classes.setdefault(outcome.signature, [0, report, outcome, []])
                 entry[0] += 1
+                entry[3].append(seed)
                 if outcome.status == REFUSED and grad_ok:
                     refusals_after_grad[outcome.signature] += 1
         done = seed - first_seed + 1
         if done % 25 == 0 or done == count:
-            failing = sum(c for (chk, st, _), (c, _, _) in classes.items() if st in (WRONG, CRASH))
+            failing = sum(entry[0] for (_, status, _), entry in classes.items()
+                          if status in (WRONG, CRASH))
             print(f"[{done}/{count}] {time.perf_counter() - started:.0f}s, "
                   f"{len(classes)} failure classes, {failing} failing checks", file=sys.stderr, flush=True)
 
     log(f"\n{count} programs (seeds {first_seed}..{first_seed + count - 1}), "
         f"{time.perf_counter() - started:.0f} s\n")
-    log(summary_table(totals))
+    log(summary_table(totals, seconds))
     log("\nconstructs (programs using each):")
     for name, n in sorted(features.items(), key=lambda kv: -kv[1]):
         log(f"  {name:32s} {n}")
     order = {WRONG: 0, CRASH: 1, REFUSED: 2}
     ranked = sorted(classes.items(), key=lambda kv: (order[kv[0][1]], -kv[1][0]))
     log(f"\n{len(ranked)} distinct failure classes\n")
-    for number, (signature, (n, report, outcome)) in enumerate(ranked, 1):
+    for number, (signature, (n, report, outcome, seeds)) in enumerate(ranked, 1):
         check, status, pattern = signature
         note = ""
         if status == REFUSED and refusals_after_grad[signature]:
             note = f" (plain grad accepted {refusals_after_grad[signature]} of these programs)"
-        log(f"=== {number}. {check}: {status}: {pattern}  [{n} programs, e.g. seed "
-            f"{report.program.seed}]{note}")
+        more = f", also {', '.join(map(str, seeds[1:6]))}" if len(seeds) > 1 else ""
+        log(f"=== {number}. {check}: {status}: {pattern}  [{n} programs: seed "
+            f"{report.program.seed}{more}]{note}")
         log(f"    {outcome.detail.splitlines()[-1] if outcome.detail else ''}"[:300])
-        source = None
+        program = report.program
         if shrink_seconds > 0:
-            source, final = shrink(report.program, outcome, shrink_seconds)
-            if final.signature != outcome.signature:
-                source = None
-            else:
-                outcome = final
-        log("```python\n" + repro_text(report.program, outcome, source) + "```\n")
+            shrunk, final = shrink(program, outcome, shrink_seconds)
+            if final.signature == outcome.signature:
+                program, outcome = shrunk, final
+        log("```python\n" + repro_text(program, outcome) + "```\n")
     return totals, classes
 
 
-def summary_table(totals):
-    header = f"{'transformation':16s}" + "".join(f"{s:>9s}" for s in STATUSES)
+def summary_table(totals, seconds):
+    """Programs per transformation and outcome, and the time each transformation took."""
+    header = f"{'transformation':16s}" + "".join(f"{s:>9s}" for s in STATUSES) + "   seconds"
     rows = [header, "-" * len(header)]
     for check in CHECKS:
         if check in totals:
-            rows.append(f"{check:16s}" + "".join(f"{totals[check][s]:9d}" for s in STATUSES))
+            rows.append(f"{check:16s}" + "".join(f"{totals[check][s]:9d}" for s in STATUSES)
+                        + f"{seconds[check]:10.0f}")
     return "\n".join(rows)
 
 

@@ -185,6 +185,10 @@ def where_(c, x, y): return np.where(c > 0, x * y, y ** 2)
 def clip_(x): return np.clip(x, -0.5, 0.5) * x
 def clip_bounds(x, lo, hi): return np.clip(x, lo, hi) ** 2
 def clip_method(x): return x.clip(-0.5, None) ** 2
+def op_mod(x, y): return x % y + np.mod(y, x) * np.remainder(x, 0.7)
+def fmod_(x, y): return np.fmod(x, y) * np.fmod(y, 0.7)
+def heaviside_(x, h): return np.heaviside(np.round(x), h) * x
+def pow_zero_exponent(x, p): return x ** (p * 0.0) + x ** 0 * p
 
 
 OPS = [
@@ -207,6 +211,10 @@ OPS = [
     (clip_, lambda r: (S(r, 3, 4) * 0.6,)),
     (clip_bounds, lambda r: (N(r, 3, 4) * 2, U(r, -0.6, -0.4, 4), F(r))),
     (clip_method, lambda r: (S(r, 3, 4),)),
+    (op_mod, lambda r: (N(r, 3, 4) * 3, P(r, 4))),
+    (fmod_, lambda r: (N(r, 3, 4) * 3, P(r, 3, 1))),
+    (heaviside_, lambda r: (N(r, 3, 4), N(r, 4))),
+    (pow_zero_exponent, lambda r: (P(r, 3, 4), F(r))),
 ]
 
 
@@ -301,6 +309,10 @@ def einsum_outer(a, b): return np.einsum("i,j->ij", a, b)
 def einsum_diag_mul(a, b): return np.einsum("ii,i->i", a, b)
 def einsum_batch(a, b): return np.einsum("bij,bjk->bik", a, b)
 def einsum_transpose(a): return np.einsum("ijk->kji", a) * np.arange(24.0).reshape(4, 3, 2)
+def einsum_sublist_t(a): return np.einsum(a, [0, 1], [1, 0]) * np.arange(6.0).reshape(3, 2)
+def einsum_sublist_mm(a, b): return np.einsum(a, [0, 1], b, [1, 2], [0, 2])
+def einsum_sublist_implicit(a, b): return np.einsum(a, [0, 1], b, [1, 2])
+def einsum_sublist_ellipsis(a, b): return np.einsum(a, [Ellipsis, 1], b, [1, 2], [Ellipsis, 2])
 def outer_(a, b): return np.outer(a, b)
 def inner_(a, b): return np.inner(a, b)
 def vdot_(a, b): return np.vdot(a, b)
@@ -358,6 +370,10 @@ LINALG = [
     (einsum_diag_mul, lambda r: (N(r, 3, 3), N(r, 3))),
     (einsum_batch, lambda r: (N(r, 2, 3, 4), N(r, 2, 4, 2))),
     (einsum_transpose, lambda r: (N(r, 2, 3, 4),)),
+    (einsum_sublist_t, lambda r: (N(r, 2, 3),)),
+    (einsum_sublist_mm, lambda r: (N(r, 3, 4), N(r, 4, 2))),
+    (einsum_sublist_implicit, lambda r: (N(r, 3, 4), N(r, 4, 2))),
+    (einsum_sublist_ellipsis, lambda r: (N(r, 2, 3, 4), N(r, 4, 2))),
     (outer_, lambda r: (N(r, 3), N(r, 4))),
     (outer_, lambda r: (N(r, 2, 2), N(r, 3))),
     (inner_, lambda r: (N(r, 3), N(r, 3))),
@@ -490,6 +506,9 @@ def setitem_(x):
     return y * x
 def astype_(x): return x.astype(np.float64) ** 2
 def matrix_transpose_(x): return np.matrix_transpose(x) * W43
+def linspace_(a, b): return np.linspace(a, b, 5) * np.arange(1.0, 6.0)
+def linspace_arrays(a, b): return np.linspace(a, b, 4, endpoint=False, axis=-1) ** 2
+def logspace_(a, b): return np.logspace(a, b, 4, base=2.0, axis=1) ** 2
 
 
 SHAPE_OPS = [
@@ -530,6 +549,9 @@ SHAPE_OPS = [
     (full_, lambda r: (N(r, 3, 4), F(r))), (getitem_, lambda r: (N(r, 3, 4),)),
     (tuple_list_, lambda r: (N(r, 3),)), (setitem_, lambda r: (N(r, 3, 4),)),
     (astype_, lambda r: (N(r, 3, 4),)),
+    (linspace_, lambda r: (F(r), F(r) + 1.0)),
+    (linspace_arrays, lambda r: (N(r, 2, 3), N(r, 3))),
+    (logspace_, lambda r: (N(r, 3) * 0.5, N(r, 2, 3) * 0.5)),
 ] + ([(matrix_transpose_, lambda r: (N(r, 3, 4),))] if hasattr(np, "matrix_transpose") else [])
 
 

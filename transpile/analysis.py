@@ -246,3 +246,18 @@ def free_reads(stmts, defined=frozenset()):
         return defined
     visit(stmts, defined)
     return free
+
+
+def changed_by_call(s, active):
+    """The spelling of a differentiable primitive called for its effect on an argument that
+    carries a derivative (`np.random.shuffle(y)` reorders y in place), else None: the
+    passes see no assignment there, so they must refuse it."""
+    if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)) or is_push(s):
+        return None
+    found = anno.get(s.value, Anno.PRIM)
+    if not found or found[0] is None or found[0].nondiff:
+        return None
+    if names_in(s.value.args) & active:
+        return found[1]
+    return None
+

@@ -25,7 +25,7 @@ import gast
 from . import anno, rules
 from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_stack_push,
                        is_update, maybe_defined, names_in,
-                       pop_stack, push_parts, walk_simple)
+                       pop_stack, push_parts, targets, walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
 from .nodes import assign, call, const, name
@@ -83,6 +83,16 @@ class Batching:
             changed = self.changed
         self._find_arrays(stmts)
         self.seqs = _maybe_sequences(stmts)
+        self.lane_indices = {st.targets[0].id for st in walk_simple(stmts)
+                             if isinstance(st, gast.Assign) and
+                             isinstance(st.targets[0], gast.Name) and
+                             isinstance(st.value, gast.Call) and
+                             _dotted(st.value.func) in ("rt.lane_index",
+                                                        "rt.lane_scatter_index")}
+        if str(getattr(self.src, "filename", "")).startswith("<transpile"):
+            # generated code passes lists on in tuples of saved values and returns them from
+            # its functions: a batched value unpacked, popped or returned may be one
+            self.seqs |= _unpacked(stmts)
 
     def of(self, n):
         return self.spec.get(n, False)
@@ -164,14 +174,101 @@ class Batching:
         spelling = found[1] if found else None
         if spelling in COLLECTIVES:
             return self._collective_spec(v, spelling)
-        args = _operands(v)
+        part = self._part_of(v, spelling)
+        if part is not None:
+            return part
+        if spelling == "rt.lane_index" and len(v.args) == 2:
+            return batched(self.expr_spec(v.args[1]))
+        if spelling == "rt.lane_scatter_index" and len(v.args) == 2:
+            return batched(self.expr_spec(v.args[0]))
+        same = self._uniform_roles(v)
+        args = [a for k, a in enumerate(_operands(v)) if k not in same]
         if not any(batched(self.expr_spec(a)) for a in args) and not _is_random(v):
             return False
         prim = found[0] if found else None
         rule = (prim.batch_for.get(spelling) or prim.batch) if prim is not None else None
         if rule is not None and not rule.out_batched:
             return False
+        if rule is not None and rule.kind == "same" and spelling.startswith("rt.") and \
+                v.args and isinstance(self.expr_spec(v.args[0]), tuple):
+            return self.expr_spec(v.args[0])    # zeros or a copy of a container, leafwise
         return True
+
+    def _uniform_roles(self, v):
+        """{position among args + keyword values: role} of the arguments of a call that must
+        be the same in every example (shapes, counts, axes: UNIFORM_ROLES)."""
+        if not isinstance(v, gast.Call) or anno.get(v, Anno.CALLEE):
+            return {}
+        found = anno.get(v, Anno.PRIM)
+        if found and found[1] in UNIFORM_HELPERS:    # helpers of batching rules: all of them
+            return {k: UNIFORM_HELPERS[found[1]]
+                    for k in range(len(v.args) + len(v.keywords))}
+        prim = found[0] if found else None
+        rule = (prim.batch_for.get(found[1]) or prim.batch) if prim is not None else None
+        if rule is None or rule.kind != "template":
+            return {}
+        params = list(rule.template.params)
+        roles = params[:len(v.args)] + [kw.arg for kw in v.keywords]
+        wanted = {"size"} if found[1].startswith("np.random.") else UNIFORM_ROLES
+        return {k: r for k, r in enumerate(roles) if r in wanted}
+
+    def uniform_args(self, v):
+        """Shape, count and axis arguments that the analysis sees as batched (made under a
+        condition that differs between examples, or saved by generated code) are checked
+        to be the same in every example when they run (rt.uniform_lanes) and used as one
+        value: `np.reshape(x, shape)`, `np.tile(x, reps)`."""
+        roles = self._uniform_roles(v)
+        if not roles:
+            return [], v
+        pre, new = [], None
+        for k, a in enumerate(list(v.args) + [kw.value for kw in v.keywords]):
+            if k not in roles or not isinstance(a, gast.Name) or not batched(self.of(a.id)):
+                continue
+            if new is None:
+                new = _copy.deepcopy(v)
+            fresh = self.namer.fresh(a.id.rstrip("_") + "_value")
+            pre.append(assign(fresh, call("rt.uniform_lanes", [
+                name(a.id), _literal(self.of(a.id)), const(anno.get(v, Anno.PRIM)[1]),
+                const(roles[k])])))
+            self.spec[fresh] = False
+            if k < len(v.args):
+                new.args[k] = name(fresh)
+            else:
+                new.keywords[k - len(v.args)].value = name(fresh)
+        return pre, (new if new is not None else v)
+
+    def _part_of(self, v, spelling):
+        """The spec of `rt.part(g, k, like)`, element k of an adjoint container whose
+        elements have their own specs (a literal k), else None (its batching rule)."""
+        if spelling != "rt.part" or len(v.args) != 3 or v.keywords:
+            return None
+        g, k, like = v.args
+        spec = self.expr_spec(g)
+        if not isinstance(spec, tuple) or not isinstance(k, gast.Constant) or \
+                type(k.value) is not int or not -len(spec) <= k.value < len(spec):
+            return None
+        elem = spec[k.value]
+        have = self.expr_spec(like)
+        if have == elem or elem is True or (elem is False and have is True) or \
+                (isinstance(elem, tuple) and have is False):
+            return elem
+        return None
+
+    def part(self, v):
+        """`rt.part(g, k, like)` for a container `g` whose element k has spec e: that element
+        as it is; `like` (the zeros if the slot is unset) given the same spec."""
+        g, k, like = v.args
+        elem = self.expr_spec(g)[k.value]
+        have = self.expr_spec(like)
+        if have == elem:
+            pass
+        elif elem is False:
+            like = call("rt.lanes_probe", [like])
+        elif elem is True and not batched(have):
+            like = call("rt.lanes_view", [like, name(self.size)])
+        else:
+            like = call("rt.broadcast_batch", [like, name(self.size), _literal(_keep(have, elem))])
+        return call("rt.part", [g, k, like])
 
     def _collective_spec(self, v, spelling):
         axis = _axis_name_of(v, spelling)
@@ -209,6 +306,14 @@ class Batching:
         ret = body[-1]
         stmts = body[:-1]
         self.analyse(stmts)
+        bound = {}
+        for st in walk_simple(stmts):
+            for t in (targets(st) if not isinstance(st, (gast.If, gast.While)) else ()):
+                bound[t] = bound.get(t, 0) + 1
+        self.literals = {st.targets[0].id: st.value for st in walk_simple(stmts)
+                         if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name)
+                         and bound.get(st.targets[0].id) == 1 and
+                         isinstance(st.value, (gast.Constant, gast.Tuple))}
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
         self.need_init = set()
@@ -239,17 +344,15 @@ class Batching:
         if isinstance(expr, (gast.List, gast.Tuple)) and not expr.elts:
             return expr          # an empty list: what it will hold is batched
         args = [expr, name(self.size)]
-        if have is not False:
-            args.append(const(have))
         if isinstance(want, tuple):
-            raise TransformError("internal: partial conversion to a tuple spec")
+            # the leaves `want` batches: the others stay as they are (their spec says so)
+            args.append(_literal(_keep(have, want)))
+        elif have is not False:
+            args.append(_literal(have))
         return call("rt.broadcast_batch", args)
 
     def convert_stmt(self, target, have, want, origin_name=None):
-        if isinstance(want, tuple) and not isinstance(have, tuple):
-            want = True
-        return assign(target, self.convert(name(origin_name or target), have,
-                                           want if not isinstance(want, tuple) else True))
+        return assign(target, self.convert(name(origin_name or target), have, want))
 
     def block(self, stmts):
         out = []
@@ -303,7 +406,7 @@ class Batching:
             return self.update(s)
         if isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Call) and self._applies(s.value):
-                pre, call_ = self.as_arrays(s.value)
+                pre, call_ = self.prepare(s.value)
                 value, _ = self.value(s, call_, None)   # a call for its effect
                 new = gast.Expr(value=value)
                 return pre + [anno.copy(s, gast.copy_location(new, s))]
@@ -312,18 +415,25 @@ class Batching:
             return [s]
         t = s.targets[0]
         if isinstance(t, gast.Tuple):
-            pre, v = self.as_arrays(s.value)
+            pre, v = self.prepare(s.value)
             if pre:
                 s = anno.copy(s, gast.copy_location(
                     gast.Assign(targets=s.targets, value=v, type_comment=None), s))
             return pre + self.unpack(s)
-        pre, v = self.as_arrays(s.value)
+        pre, v = self.prepare(s.value)
         value, have = self.value(s, v, t.id)
         want = self.of(t.id)
         value = self.convert(value, have, want) if not isinstance(want, tuple) else \
             self._convert_parts(value, have, want)
         new = gast.Assign(targets=[name(t.id, True)], value=value, type_comment=None)
         return pre + [anno.copy(s, gast.copy_location(new, s))]
+
+    def prepare(self, v):
+        """Statements before a call, and the call: uniform arguments (uniform_args), lists
+        read as arrays (as_arrays)."""
+        pre, v = self.uniform_args(v)
+        more, v = self.as_arrays(v)
+        return pre + more, v
 
     def as_arrays(self, v):
         """A numpy function given a Python list or tuple holding batched values
@@ -360,13 +470,43 @@ class Batching:
             return pre, new
         found = anno.get(v, Anno.PRIM) if isinstance(v, gast.Call) else None
         spelling = found[1] if found else None
+        pos = SEQUENCE_POSITION.get(spelling)
+        if pos is not None and len(v.args) > pos and isinstance(v.args[pos], gast.Name) and \
+                isinstance(self.of(v.args[pos].id), tuple) and \
+                any(isinstance(e, tuple) for e in self.of(v.args[pos].id)):
+            # np.concatenate([[a, b], c]): the lists among the arrays made arrays first
+            a = v.args[pos]
+            spec = self.of(a.id)
+            elts, specs = [], []
+            for i, e in enumerate(spec):
+                item = gast.Subscript(value=name(a.id), slice=const(i), ctx=gast.Load())
+                anno.set(item, Anno.PRIM, (rules.lookup("[]"), "[]"))
+                # (an element of spec True or False may be a list too: tangent zeros of one)
+                item = call("rt.lanes_array", [item, _literal(e), name(self.size)]) \
+                    if batched(e) else call("np.asarray", [item])
+                elts.append(item)
+                specs.append(batched(e))
+            fresh = self.namer.fresh(a.id.rstrip("_") + "_arrays")
+            literal = gast.List(elts=elts, ctx=gast.Load())
+            anno.set(literal, Anno.PRIM, (rules.lookup("list"), "list"))
+            self.spec[fresh] = tuple(specs)
+            new = _copy.deepcopy(v)
+            new.args[pos] = name(fresh)
+            return [assign(fresh, literal)], new
         if spelling is None or anno.get(v, Anno.CALLEE) or spelling in SEQUENCE_ARGS or \
                 spelling.startswith("np.random.") or not (
                 spelling.startswith("np.") or spelling.startswith("scipy.") or
                 spelling in RT_ARRAY_ARGS):
             return [], v
+        prim = found[0]
+        rule = (prim.batch_for.get(spelling) or prim.batch) if prim is not None else None
+        params = list(rule.template.params) if rule is not None and \
+            rule.kind == "template" else []
+        roles = params[:len(v.args)] + [kw.arg for kw in v.keywords]
         pre, new = [], None
         for k, a in enumerate(list(v.args) + [kw.value for kw in v.keywords]):
+            if k < len(roles) and roles[k] in NOT_ARRAYS:
+                continue        # an axis, a shape, a count: a tuple there is not an array
             if not seq(a) and not plain_seq(a):
                 continue
             if new is None:
@@ -451,6 +591,18 @@ class Batching:
         spelling = found[1] if found else None
         if spelling in COLLECTIVES:
             return self.collective(s, v, spelling), spec
+        if self._part_of(v, spelling) is not None:
+            return self.part(v), spec
+        if spelling == "rt.lane_index":
+            return v, spec           # a tuple index, per example where `index` is batched
+        if spelling == "rt.lane_scatter_index" and spec:
+            return self.each_lane(v, spelling), spec    # each outer example's own rows
+        if self._lane_indexed(v, spelling):
+            new = self.each_lane(v, spelling)
+            if spec is False:      # the same for every example (a shape): checked, once
+                new = call("rt.uniform_lanes", [new, const(True), const(spelling),
+                                                const("index")])
+            return new, spec
         if not any(batched(self.expr_spec(a)) for a in args) and not _is_random(v):
             return v, False
         prim = found[0] if found else None
@@ -545,6 +697,9 @@ class Batching:
         """A helper taking `outer`: its unbatched array arguments get this batch axis too,
         and it is told one more outer axis leads (runtime/batching.py)."""
         sig, bound = self._bound(v, spelling)
+        if any(batched(self.expr_spec(bound.arguments[p])) for p in bound.arguments
+               if p not in rule.arrays and p not in ("outer", "outer_adj")):
+            return self.each_lane(v, spelling)     # a per-example index: example by example
         each = rule.each
         args, flags = [], []
         for p in sig.parameters:
@@ -565,7 +720,7 @@ class Batching:
         param = rule.param
         if param == "outer_adj" and "outer" in bound.arguments:
             args.append(bound.arguments["outer"])
-        outer = bound.arguments.get(param, const(0))
+        outer = self.literal(bound.arguments.get(param, const(0)))
         if isinstance(outer, gast.Constant) and outer.value == ():
             outer = const(0)
         if not isinstance(outer, (gast.Constant, gast.Tuple)):
@@ -587,13 +742,49 @@ class Batching:
         new.keywords = [gast.keyword(arg=param, value=value)]
         return new
 
+    def literal(self, node, depth=0):
+        """`node` with names bound once to literals (`tuple_ = 1, 0`, as generated code
+        transformed again spells a tuple literal) replaced by them; as it is otherwise."""
+        if node is None or depth > 20:
+            return node
+        if isinstance(node, gast.Name):
+            found = self.literals.get(node.id)
+            if found is None:
+                return node
+            got = self.literal(found, depth + 1)
+            return got if _is_literal(got) else node
+        if isinstance(node, gast.Tuple):
+            elts = [self.literal(e, depth + 1) for e in node.elts]
+            if all(_is_literal(e) for e in elts):
+                return gast.Tuple(elts=elts, ctx=gast.Load())
+        return node
+
+    def each_lane(self, v, spelling):
+        """`rt.each_lane(helper, n, flags, args...)`: the helper called once per example of
+        this vmap (a Python loop), for helpers of an inner vmap given a per-example index."""
+        flags = tuple(batched(self.expr_spec(a)) for a in v.args)
+        new = call("rt.each_lane", [const(spelling), name(self.size), _literal(flags)] +
+                   list(v.args))
+        new.keywords = list(v.keywords)
+        return new
+
+    def _lane_indexed(self, v, spelling):
+        """A helper of an inner vmap's code given an index it made (rt.lane_index) that
+        this vmap batches: an index per outer example, which its rule cannot take."""
+        return spelling is not None and spelling.startswith("rt.") and any(
+            isinstance(a, gast.Name) and a.id in self.lane_indices and
+            batched(self.expr_spec(a)) for a in list(v.args) + [k.value for k in v.keywords])
+
     def axis_size(self, s, v):
         """The inner batch size check of vmap of vmap: arguments this vmap batches have one
         more leading axis, which the check must skip."""
         sig, bound = self._bound(v, "rt.axis_size")
         args = bound.arguments["args"]
         spec = self.expr_spec(args)
-        before = bound.arguments.get("outer")
+        before = self.literal(bound.arguments.get("outer"))
+        if isinstance(before, gast.Tuple):
+            import ast as _ast
+            before = const(_ast.literal_eval(gast.unparse(before)))
         n = len(spec) if isinstance(spec, tuple) else None
         if n is None:
             raise self.error(s, "internal: rt.axis_size of a value that is not a tuple")
@@ -704,7 +895,11 @@ class Batching:
         _check_branch(self, s)
         outside = self._outside_reads(s.body + s.orelse)
         in_body, in_else = assigned_in(s.body), assigned_in(s.orelse)
-        merged = sorted(((in_body | in_else) & outside) - self.stacks)
+        # a value the branch reads before changing it: the other path must start from the
+        # old value, and in a loop the next trip reads the merged one
+        inner = {v for v in in_body | in_else
+                 if _read_before_assigned(s.body, v) or _read_before_assigned(s.orelse, v)}
+        merged = sorted(((in_body | in_else) & (outside | inner)) - self.stacks)
         out, orig, then = [], {}, {}
         if names_in(cond) & (in_body | in_else):   # the branch changes its own test
             frozen = self.namer.fresh("taken")
@@ -934,6 +1129,30 @@ SEQUENCE_ARGS = {"np.concatenate", "np.concat", "np.stack", "np.vstack", "np.row
                  "np.asarray", "np.asanyarray", "np.broadcast_arrays", "np.meshgrid"}
 
 
+# arguments (as batching templates name them) that must be the same in every example
+UNIFORM_ROLES = {"shape", "newshape", "reps", "repeats", "shift", "offset",
+                 "indices_or_sections", "pad_width", "num", "dimensions", "N", "M", "size",
+                 "axis", "axes", "axis1", "axis2", "source", "destination"}
+
+UNIFORM_HELPERS = {"rt.batched_axis": "axis", "rt.lane_axes": "axis", "rt.lane_perm": "axes",
+                   "rt.lane_squeeze_axis": "axis", "rt.lane_hsplit_axis": "axis",
+                   "rt.lane_reps": "reps", "rt.lane_pad_width": "pad_width",
+                   "rt.pad_mask": "pad_width", "rt.lane_shape": "shape"}
+
+# parameters of numpy functions (as their batching templates name them) that are not arrays
+NOT_ARRAYS = {"axis", "axes", "shape", "newshape", "reps", "repeats", "dtype", "keepdims",
+              "ord", "k", "offset", "n", "num", "indices_or_sections", "source", "destination",
+              "axis1", "axis2", "order", "kind", "mode", "pad_width", "shift", "subscripts",
+              "ddof", "endpoint", "base", "side", "sorter", "decimals", "out_", "initial",
+              "M", "N", "lanes", "skip", "where", "retstep", "copy", "start", "stop", "step"}
+
+# where those (and the adjoints of joining) take their sequence of arrays
+SEQUENCE_POSITION = {**{s: 0 for s in SEQUENCE_ARGS - {"np.array", "np.asarray", "np.asanyarray",
+                                                      "np.block", "np.meshgrid",
+                                                      "np.broadcast_arrays"}},
+                     "rt.concatenate_adj": 1, "rt.stack_adj": 1, "rt.vstack_adj": 1,
+                     "rt.hstack_adj": 1}
+
 # runtime helpers of derivative code that read their arguments as arrays (np.shape(x),
 # np.asarray(x)) as the numpy function they stand for did
 RT_ARRAY_ARGS = {"rt.broadcast_like", "rt.cumsum_adj", "rt.diag_adj", "rt.diagonal_adj",
@@ -980,6 +1199,27 @@ def _maybe_sequences(stmts):
                 seqs |= new
                 changed = True
     return seqs
+
+
+def _is_literal(node):
+    if isinstance(node, gast.Constant):
+        return True
+    return isinstance(node, gast.Tuple) and all(_is_literal(e) for e in node.elts)
+
+
+def _unpacked(stmts):
+    """Names bound by unpacking a tuple, popped from a stack or returned by a call of a user
+    function (whose values the function cannot see the making of)."""
+    out = set()
+    for st in walk_simple(stmts):
+        if not isinstance(st, gast.Assign):
+            continue
+        t = st.targets[0]
+        if isinstance(t, gast.Tuple):
+            out |= {e.id for e in t.elts if isinstance(e, gast.Name)}
+        elif isinstance(t, gast.Name) and (is_pop(st) or anno.get(st.value, Anno.CALLEE)):
+            out.add(t.id)
+    return out
 
 
 def _path_local(stmts, ret, params):
@@ -1172,8 +1412,17 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     stmts, out, spec = bt.run()
     out_axes = opts["out_axes"]
     want = axes_spec(out_axes)
-    _check_out(bt, fir, spec, want, out_axes)
+    unsure = _check_out(bt, fir, spec, want, out_axes)
     result = _copy.deepcopy(out)
+    if unsure:
+        # out_axes=None on outputs the analysis thinks may differ between examples (a
+        # recursive function's results are batched throughout): checked when it runs
+        where = ", ".join(f"output{p}" for p in unsure)
+        msg = (f"vmap of {fir.name}: out_axes={out_axes!r} says {where} is the same for every "
+               "example, but it differs between examples.\n  hint: give it an integer "
+               "out_axes.")
+        result = call("rt.unbatch_out", [result, _literal(spec), _literal(want), const(msg)])
+        spec = _unbatched_spec(spec, want)
     if want is True:
         result = bt.convert(result, spec, True)
     elif isinstance(want, tuple) and spec != want and \
@@ -1213,12 +1462,12 @@ def _keep(have, want):
 
 
 def _check_out(bt, fir, spec, want, out_axes):
+    """The paths of outputs that out_axes leaves unmapped but that may be batched."""
+    unsure = []
+
     def visit(have, w, path):
         if w is False and batched(have):
-            raise TransformError(
-                f"vmap of {fir.name}: out_axes={out_axes!r} says output{path} is the same for "
-                "every example, but it depends on the mapped arguments.\n  hint: give it an "
-                "integer out_axes.")
+            unsure.append(path)
         if isinstance(w, tuple) and isinstance(have, tuple) and len(w) == len(have):
             for k, (h, x) in enumerate(zip(have, w)):
                 visit(h, x, f"{path}[{k}]")
@@ -1226,6 +1475,17 @@ def _check_out(bt, fir, spec, want, out_axes):
         raise TransformError(f"vmap of {fir.name}: out_axes={out_axes!r} does not match the "
                              f"output's structure ({len(spec)} values)")
     visit(spec, want, "")
+    return unsure
+
+
+def _unbatched_spec(have, want):
+    """The spec after rt.unbatch_out: leaves out_axes leaves unmapped are unbatched."""
+    if want is False:
+        return False
+    if isinstance(want, tuple):
+        haves = have if isinstance(have, tuple) else (have,) * len(want)
+        return tuple(_unbatched_spec(h, w) for h, w in zip(haves, want))
+    return have
 
 
 def _quiet(body):

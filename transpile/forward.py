@@ -14,11 +14,11 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_update, maybe_defined, pop_stack, push_parts, varied,
+from .analysis import (assigned_in, changed_by_call, definitely_defined, is_pop, is_push, is_update, maybe_defined, pop_stack, push_parts, varied,
                        walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
-from .reverse import (_as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
+from .reverse import (_IN_PLACE_CALL_HINT, _as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
                       _name, _split_self_assignments, _substitute)
 
 TANGENT_SUFFIX = "_dot"
@@ -169,6 +169,10 @@ class Forward:
         if is_update(s):
             return self.update(s, state)
         if not isinstance(s, gast.Assign):
+            changed = changed_by_call(s, self.active)
+            if changed:
+                raise self.error(s, f"{changed} changes its argument in place, which the "
+                                 "derivative cannot follow.", _IN_PLACE_CALL_HINT)
             return [s]
         if isinstance(s.targets[0], gast.Tuple):
             return self.unpack(s, state)

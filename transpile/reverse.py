@@ -21,7 +21,7 @@ import copy as _copy
 import gast
 
 from . import anno, rules
-from .analysis import (assigned_in, is_stack_push, pop_stack, push_parts, definitely_defined, is_pop, is_push, is_update,
+from .analysis import (assigned_in, changed_by_call, is_stack_push, pop_stack, push_parts, definitely_defined, is_pop, is_push, is_update,
                        loop_depth_sites, names_in, reads, targets, varied, walk_simple)
 from .anno import Anno
 from .errors import error_at
@@ -267,6 +267,10 @@ class Reverse:
         if is_update(s):
             return self.backward_update(s, state)
         if not isinstance(s, gast.Assign):
+            changed = changed_by_call(s, self.active)
+            if changed:
+                raise self.error(s, f"{changed} changes its argument in place, which the "
+                                 "derivative cannot follow.", _IN_PLACE_CALL_HINT)
             return []
         if isinstance(s.targets[0], gast.Tuple):
             return self.backward_unpack(s, state)
@@ -534,6 +538,10 @@ def _as_index_value(idx):
     if isinstance(idx, gast.Tuple):
         return gast.Tuple(elts=[_as_index_value(e) for e in idx.elts], ctx=gast.Load())
     return idx
+
+
+_IN_PLACE_CALL_HINT = ("assign a new value instead (y = np.random.permutation(y) for a "
+                       "shuffle), or call it on data that is not differentiated.")
 
 
 def _bind_call(template, spelling, value, skip=2):

@@ -238,6 +238,28 @@ def batched_dot_adj_b_fwd(out, g, a, b, a_batched, b_batched, outer=0, outer_adj
     dout = rt.batched_dot_adj_b(g, da, b, a_batched, b_batched, outer, outer_adj)
 
 
+@rev("rt.unbatch_out")
+def unbatch_out(dout, out, value, have, want, where, outer=0):
+    dvalue = rt.unbatch_out_adj(dout, value, have, want, outer)
+
+
+@fwd("rt.unbatch_out")
+def unbatch_out_fwd(out, value, have, want, where, outer=0):
+    dout = rt.unbatch_out(dvalue, have, want, None, outer)
+
+
+@rev("rt.unbatch_out_adj")
+def unbatch_out_adj(dout, out, d, value, have, want, outer=0):
+    dd = rt.unbatch_out(dout, have, want, None, outer)
+
+
+@fwd("rt.unbatch_out_adj")
+def unbatch_out_adj_fwd(out, d, value, have, want, outer=0):
+    dout = rt.unbatch_out_adj(dd, value, have, want, outer)
+
+
+nondiff("rt.uniform_lanes")
+batch_lanes("rt.uniform_lanes", ("value",))
 nondiff("rt.axis_size", side_effect=True)
 nondiff("rt.batch_size_of")
 batch_lanes("rt.batch_size_of", ("value",), out_batched=False)
@@ -246,8 +268,10 @@ nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_a
 
 # ---------------------------------------------------------------- batching (vmap of vmap)
 batch_elementwise("rt.as_float")
-batch_same("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_index", "rt.lane_shape",
-           out_batched=False)
+batch_same("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_shape", out_batched=False)
+batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per outer example)
+nondiff("rt.each_lane")
+set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
                     "rt.select": ("cond", "then", "otherwise"),
                     "rt.select_adj": ("cond", "d"),
@@ -258,6 +282,7 @@ for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
                     "rt.batch_out": ("value",), "rt.flat_lanes": ("x",),
                     "rt.lane_getitem": ("x",), "rt.lane_getitem_adj": ("d", "x"),
                     "rt.lane_gather": ("x", "index"), "rt.lane_gather_adj": ("d", "x", "index"),
+                    "rt.unbatch_out": ("value",), "rt.unbatch_out_adj": ("d", "value"),
                     }.items():
     batch_lanes(_s, _arrays)
 # products: an argument not batched by an enclosing vmap is not copied for it

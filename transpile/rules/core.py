@@ -143,15 +143,16 @@ def _register(spellings, name):
     return prim
 
 
-def rev(*spellings, view=False, container_out=False):
+def rev(*spellings, view=False, container_out=False, side_effect=False):
     """Register the reverse-mode template below it for the primitive(s) spelled so.
 
     container_out: the primitive returns a tuple or list; the template then receives an
-    adjoint whose unset slots are zeros (`rt.filled`)."""
+    adjoint whose unset slots are zeros (`rt.filled`). side_effect: as for `nondiff`."""
     def decorate(fn):
         prim = _register(spellings, fn.__name__)
         prim.rev = Template(fn)
         prim.view = prim.view or view
+        prim.side_effect = prim.side_effect or side_effect
         prim.container_out = prim.container_out or container_out or \
             any(s in CONTAINER_OUTPUT for s in spellings)
         return fn
@@ -362,14 +363,22 @@ def table_spelling(value):
 def missing_rule_message(value, written=None):
     """(message, hint) for a call of `value`, a callable with no row in the table. `written`
     is the call's function as the user spelled it (`np.linalg.eigh`, `la.eigh`), if dotted."""
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, np.ndarray) and hasattr(np, getattr(value, "__name__", "")):
+        # `W.ravel()` on an array the function did not make (a global): the method is a
+        # value known while transforming, not a call the front end rewrites to np.ravel(W)
+        name = value.__name__
+        return (f"{written or name} (the method ndarray.{name} of an array known before the "
+                f"call) has no rule in transpile's primitive table.",
+                f"write np.{name}(...) with the array as its first argument instead.")
     spelling = table_spelling(value)
     if spelling is None:
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
         module = getattr(value, "__module__", None) or ""
         spelling = name if module in ("", "builtins") else f"{module}.{name}"
     shown = spelling if written in (None, spelling) else f"{written} ({spelling})"
-    where = "elementwise.py" if isinstance(value, np.ufunc) else \
-        next((f for m, p, f in _MODULES if f and spelling.startswith(p + ".")), None)
+    where = next((f for m, p, f in _MODULES if f and spelling.startswith(p + ".")),
+                 "elementwise.py" if isinstance(value, np.ufunc) else None)
     place = f"transpile/rules/{where}" if where else \
         "the file of transpile/rules/ holding the functions it resembles"
     spellings = f'"{spelling}"'

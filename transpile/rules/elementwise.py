@@ -162,20 +162,181 @@ nondiff("//", "np.floor_divide", "np.floor", "np.ceil",
         "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
         "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
         "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor", "math.ceil",
-        "np.zeros_like", "np.ones_like", "np.empty_like", "np.around", "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf",
+        "np.zeros_like", "np.ones_like", "np.empty_like", "np.around", "np.isreal",
+        "np.iscomplex", "np.isneginf", "np.isposinf",
         "np.bitwise_and", "np.bitwise_or", "np.bitwise_xor", "np.invert",
         "np.left_shift", "np.right_shift", "np.gcd", "np.lcm", "math.trunc", "math.isnan",
         "math.isinf", "math.isfinite", "round")
 
-# Random numbers carry no derivative. Each call advances the global random state, so calls
-# are kept even when their result is unused (marked side_effect).
-nondiff("np.random.randn", "np.random.rand", "np.random.normal", "np.random.uniform",
-        "np.random.standard_normal", "np.random.random", "np.random.random_sample",
-        "np.random.randint", "np.random.choice", "np.random.permutation",
-        "np.random.binomial", "np.random.poisson", "np.random.exponential",
-        "np.random.gamma", "np.random.beta", "np.random.laplace", "np.random.logistic",
-        "np.random.lognormal", "np.random.multivariate_normal", "np.random.standard_t",
-        "np.random.seed", "np.random.shuffle", side_effect=True)
+# Random numbers. Each call advances the global random state, so calls are kept even when
+# their result is unused (side_effect). Draws with no continuous parameter, and discrete
+# ones (a count changes by jumps), carry no derivative.
+nondiff("np.random.randn", "np.random.rand", "np.random.standard_normal", "np.random.random",
+        "np.random.random_sample", "np.random.randint", "np.random.binomial",
+        "np.random.poisson", "np.random.seed", side_effect=True)
+
+# The others are differentiated along the draw (the pathwise, or reparameterization,
+# derivative): with the same random state, normal(loc, scale) is loc + scale * z, and the
+# standard draw z is read back from the result. Parameters whose draw is no such transform
+# (a gamma's shape, a beta's parameters, a t's df, a covariance, the population that choice
+# and permutation draw from) refuse.
+
+@rev("np.random.normal", side_effect=True)
+def normal(dout, out, loc=0.0, scale=1.0, size=None):
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("np.random.normal")
+def normal_fwd(out, loc=0.0, scale=1.0, size=None):
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+@rev("np.random.laplace", side_effect=True)
+def laplace(dout, out, loc=0.0, scale=1.0, size=None):
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("np.random.laplace")
+def laplace_fwd(out, loc=0.0, scale=1.0, size=None):
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+@rev("np.random.logistic", side_effect=True)
+def logistic(dout, out, loc=0.0, scale=1.0, size=None):
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("np.random.logistic")
+def logistic_fwd(out, loc=0.0, scale=1.0, size=None):
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+@rev("np.random.uniform", side_effect=True)
+def uniform(dout, out, low=0.0, high=1.0, size=None):
+    """out = low + (high - low) * u."""
+    dlow = rt.unbroadcast(dout * (high - out) / (high - low), low)
+    dhigh = rt.unbroadcast(dout * (out - low) / (high - low), high)
+
+
+@fwd("np.random.uniform")
+def uniform_fwd(out, low=0.0, high=1.0, size=None):
+    dout = dlow * (high - out) / (high - low)
+    dout = dhigh * (out - low) / (high - low)
+
+
+@rev("np.random.lognormal", side_effect=True)
+def lognormal(dout, out, mean=0.0, sigma=1.0, size=None):
+    """out = exp(mean + sigma * z)."""
+    dmean = rt.unbroadcast(dout * out, mean)
+    dsigma = rt.unbroadcast(dout * out * (np.log(out) - mean) / sigma, sigma)
+
+
+@fwd("np.random.lognormal")
+def lognormal_fwd(out, mean=0.0, sigma=1.0, size=None):
+    dout = dmean * out
+    dout = dsigma * out * (np.log(out) - mean) / sigma
+
+
+@rev("np.random.exponential", side_effect=True)
+def exponential(dout, out, scale=1.0, size=None):
+    dscale = rt.unbroadcast(dout * out / scale, scale)
+
+
+@fwd("np.random.exponential")
+def exponential_fwd(out, scale=1.0, size=None):
+    dout = dscale * out / scale
+
+
+@rev("np.random.gamma", side_effect=True)
+def gamma(dout, out, shape, scale=1.0, size=None):
+    dshape = rt.no_derivative("np.random.gamma with respect to its shape",
+                              "its draws are no smooth transform of the shape; stop the "
+                              "gradient, or write the sampler yourself.")
+    dscale = rt.unbroadcast(dout * out / scale, scale)
+
+
+@fwd("np.random.gamma")
+def gamma_fwd(out, shape, scale=1.0, size=None):
+    dout = rt.no_derivative("np.random.gamma with respect to its shape",
+                            "its draws are no smooth transform of the shape; stop the "
+                            "gradient, or write the sampler yourself.", dshape)
+    dout = dscale * out / scale
+
+
+@rev("np.random.beta", side_effect=True)
+def beta(dout, out, a, b, size=None):
+    da = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.")
+    db = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.")
+
+
+@fwd("np.random.beta")
+def beta_fwd(out, a, b, size=None):
+    dout = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.",
+                            da)
+    dout = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.",
+                            db)
+
+
+@rev("np.random.standard_t", side_effect=True)
+def standard_t(dout, out, df, size=None):
+    ddf = rt.no_derivative("np.random.standard_t", "its draws are no smooth transform of df.")
+
+
+@fwd("np.random.standard_t")
+def standard_t_fwd(out, df, size=None):
+    dout = rt.no_derivative("np.random.standard_t", "its draws are no smooth transform of df.",
+                            ddf)
+
+
+@rev("np.random.multivariate_normal", side_effect=True)
+def multivariate_normal(dout, out, mean, cov, size=None, check_valid="warn", tol=1e-8):
+    """out = mean + A z, where numpy picks A from cov by a decomposition of its own."""
+    dmean = rt.unbroadcast(dout, mean)
+    dcov = rt.no_derivative("np.random.multivariate_normal with respect to its covariance",
+                            "draw z = np.random.standard_normal(...) and return "
+                            "mean + z @ np.linalg.cholesky(cov).T instead.")
+
+
+@fwd("np.random.multivariate_normal")
+def multivariate_normal_fwd(out, mean, cov, size=None, check_valid="warn", tol=1e-8):
+    dout = rt.broadcast_like(dmean, out)
+    dout = rt.no_derivative("np.random.multivariate_normal with respect to its covariance",
+                            "draw z = np.random.standard_normal(...) and return "
+                            "mean + z @ np.linalg.cholesky(cov).T instead.", dcov)
+
+
+@rev("np.random.choice", side_effect=True)
+def choice(dout, out, a, size=None, replace=True, p=None):
+    """The probabilities `p` pick among values (a discrete choice): no derivative."""
+    da = rt.no_derivative("np.random.choice of differentiated values",
+                          "draw indices, i = np.random.choice(len(a), size), and index: "
+                          "a[i].")
+
+
+@fwd("np.random.choice")
+def choice_fwd(out, a, size=None, replace=True, p=None):
+    dout = rt.no_derivative("np.random.choice of differentiated values",
+                            "draw indices, i = np.random.choice(len(a), size), and index: "
+                            "a[i].", da)
+
+
+@rev("np.random.permutation", "np.random.shuffle", side_effect=True)
+def permutation(dout, out, x):
+    dx = rt.no_derivative("np.random.permutation/shuffle of differentiated values",
+                          "draw indices, i = np.random.permutation(len(x)), and index: x[i].")
+
+
+@fwd("np.random.permutation", "np.random.shuffle")
+def permutation_fwd(out, x):
+    dout = rt.no_derivative("np.random.permutation/shuffle of differentiated values",
+                            "draw indices, i = np.random.permutation(len(x)), and index: "
+                            "x[i].", dx)
 
 
 # Random numbers under vmap: parameters that differ between examples become leading axes of
@@ -610,12 +771,14 @@ def arcsinh_fwd(out, x):
 
 @rev("np.arccosh", "math.acosh")
 def arccosh(dout, out, x):
-    dx = dout / np.sqrt(x * x - 1.0)
+    """sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): equal for real x > 1, and the right
+    branch for complex x (numpy's arccosh(z) = log(z + sqrt(z - 1) sqrt(z + 1)))."""
+    dx = dout / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
 
 
 @fwd("np.arccosh", "math.acosh")
 def arccosh_fwd(out, x):
-    dout = dx / np.sqrt(x * x - 1.0)
+    dout = dx / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
 
 
 @rev("np.arctanh", "math.atanh")
@@ -731,14 +894,15 @@ def clip_fwd(out, a, a_min=None, a_max=None):
 
 @rev("np.hypot", "math.hypot")
 def hypot(dout, out, x1, x2):
-    dx1 = rt.unbroadcast(dout * x1 / out, x1)
-    dx2 = rt.unbroadcast(dout * x2 / out, x2)
+    """x / hypot, and 0 at the origin (a norm: as np.linalg.norm of a zero vector)."""
+    dx1 = rt.unbroadcast(dout * x1 / np.where(out == 0, 1.0, out), x1)
+    dx2 = rt.unbroadcast(dout * x2 / np.where(out == 0, 1.0, out), x2)
 
 
 @fwd("np.hypot", "math.hypot")
 def hypot_fwd(out, x1, x2):
-    dout = dx1 * x1 / out
-    dout = dx2 * x2 / out
+    dout = dx1 * x1 / np.where(out == 0, 1.0, out)
+    dout = dx2 * x2 / np.where(out == 0, 1.0, out)
 
 
 @rev("float", "np.float64", "np.asarray", "np.array")
@@ -775,7 +939,7 @@ def real_fwd(out, val):
 @rev("np.imag")
 def imag(dout, out, val):
     """Im(val) = Re(-i val): the adjoint is -i dout (0 for a real val, kept real)."""
-    dval = -rt.imag_unit(val) * dout
+    dval = -rt.imag_unit(val) * np.real(dout)
 
 
 @fwd("np.imag")

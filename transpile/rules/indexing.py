@@ -135,20 +135,25 @@ def index_add_batch(dx, x, idx, dy):
                 out = rt.index_add(dx, rt.lanes_view(x, batch_size),
                                    rt.lane_index(rt.lanes_view(x, batch_size), idx), dy)
     else:
+        # the unbatched dx is seen along the batch (a view): broadcasting it against the
+        # batched sum would line its axes up wrongly under a vmap around this one
         if idx_batched:
             if x_batched:
-                out = rt.add(dx, rt.index_add(None, x, rt.lane_scatter_index(idx, batch_size),
-                                              dy))
+                out = rt.add(rt.batch_view(dx, batch_size),
+                             rt.index_add(None, x, rt.lane_scatter_index(idx, batch_size), dy))
             else:
-                out = rt.add(dx, rt.index_add(None, rt.lanes_view(x, batch_size),
-                                              rt.lane_scatter_index(idx, batch_size), dy))
+                out = rt.add(rt.batch_view(dx, batch_size),
+                             rt.index_add(None, rt.lanes_view(x, batch_size),
+                                          rt.lane_scatter_index(idx, batch_size), dy))
         else:
             if x_batched:
-                out = rt.add(dx, rt.index_add(None, x, rt.lane_index(x, idx), dy))
+                out = rt.add(rt.batch_view(dx, batch_size),
+                             rt.index_add(None, x, rt.lane_index(x, idx), dy))
             else:
-                out = rt.add(dx, rt.index_add(None, rt.lanes_view(x, batch_size),
-                                              rt.lane_index(rt.lanes_view(x, batch_size), idx),
-                                              dy))
+                out = rt.add(rt.batch_view(dx, batch_size),
+                             rt.index_add(None, rt.lanes_view(x, batch_size),
+                                          rt.lane_index(rt.lanes_view(x, batch_size), idx),
+                                          dy))
 
 
 @batch("rt.index_update")

@@ -120,15 +120,24 @@ def einsum_fwd(out, subscripts, op0=None, op1=None, op2=None, op3=None, op4=None
                op6=None, op7=None, optimize=False):
     """Multilinear: one term per operand, the operand replaced by its tangent."""
     spec = rt.einsum_spec(subscripts, op0, op1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, dsubscripts, op0, op1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, dop0, op1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, dop1, op2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, dop2, op3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, dop3, op4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, dop4, op5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, op4, dop5, op6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, op4, op5, dop6, op7)
-    dout = rt.einsum_gen(spec, out, subscripts, op0, op1, op2, op3, op4, op5, op6, dop7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 0), out, dsubscripts, op0, op1, op2, op3, op4, op5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 1), out, subscripts, dop0, op1, op2, op3, op4, op5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 2), out, subscripts, op0, dop1, op2, op3, op4, op5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 3), out, subscripts, op0, op1, dop2, op3, op4, op5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 4), out, subscripts, op0, op1, op2, dop3, op4, op5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 5), out, subscripts, op0, op1, op2, op3, dop4, op5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 6), out, subscripts, op0, op1, op2, op3, op4, dop5,
+                         op6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 7), out, subscripts, op0, op1, op2, op3, op4, op5,
+                         dop6, op7)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 8), out, subscripts, op0, op1, op2, op3, op4, op5,
+                         op6, dop7)
 
 
 @rev("rt.einsum_gen")
@@ -157,15 +166,24 @@ def einsum_gen(dout, out, spec, like, op0, op1=None, op2=None, op3=None, op4=Non
 @fwd("rt.einsum_gen")
 def einsum_gen_fwd(out, spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None,
                    op6=None, op7=None, op8=None):
-    dout = rt.einsum_gen(spec, like, dop0, op1, op2, op3, op4, op5, op6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, dop1, op2, op3, op4, op5, op6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, dop2, op3, op4, op5, op6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, dop3, op4, op5, op6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, dop4, op5, op6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, dop5, op6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, dop6, op7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, op6, dop7, op8)
-    dout = rt.einsum_gen(spec, like, op0, op1, op2, op3, op4, op5, op6, op7, dop8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 0), like, dop0, op1, op2, op3, op4, op5, op6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 1), like, op0, dop1, op2, op3, op4, op5, op6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 2), like, op0, op1, dop2, op3, op4, op5, op6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 3), like, op0, op1, op2, dop3, op4, op5, op6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 4), like, op0, op1, op2, op3, dop4, op5, op6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 5), like, op0, op1, op2, op3, op4, dop5, op6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 6), like, op0, op1, op2, op3, op4, op5, dop6, op7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 7), like, op0, op1, op2, op3, op4, op5, op6, dop7,
+                         op8)
+    dout = rt.einsum_gen(rt.einsum_term(spec, 8), like, op0, op1, op2, op3, op4, op5, op6, op7,
+                         dop8)
 
 
 @rev("np.tensordot")
@@ -360,8 +378,24 @@ def expand_norm_fwd(out, g, x, ord=None, axis=None, keepdims=False):
     dout = rt.expand_norm(dg, x, ord, axis, keepdims)
 
 
-nondiff("rt.einsum_spec", "rt.einsum_swap", "rt.tensordot_spec", "rt.inner_spec",
-        "rt.solve_spec", "rt.norm_axis", "np.linalg.matrix_rank", "np.linalg.cond")
+nondiff("rt.einsum_spec", "rt.einsum_swap", "rt.einsum_term", "rt.tensordot_spec",
+        "rt.inner_spec", "rt.solve_spec", "rt.norm_axis", "np.linalg.matrix_rank")
+
+
+# np.linalg.cond is a ratio of singular values (or of norms): differentiable, but without a
+# rule here. Refusing beats the zero gradient a nondiff mark would give.
+@rev("np.linalg.cond")
+def cond(dout, out, x, p=None):
+    dx = rt.no_derivative("np.linalg.cond", "for the Frobenius condition number write "
+                          "np.linalg.norm(x, 'fro') * np.linalg.norm(np.linalg.inv(x), 'fro'), "
+                          "or give it a rule with @tp.custom_vjp.")
+
+
+@fwd("np.linalg.cond")
+def cond_fwd(out, x, p=None):
+    dout = rt.no_derivative("np.linalg.cond", "for the Frobenius condition number write "
+                            "np.linalg.norm(x, 'fro') * np.linalg.norm(np.linalg.inv(x), "
+                            "'fro'), or give it a rule with @tp.custom_jvp.", dx)
 
 
 # ---------------------------------------------------------------- batching (vmap)
@@ -532,7 +566,7 @@ def norm_axis_batch(x, ord=None, axis=None):
 
 
 # subscript strings never depend on the batch
-batch_same("rt.einsum_swap", "rt.lanes_spec", out_batched=False)
+batch_same("rt.einsum_swap", "rt.einsum_term", "rt.lanes_spec", out_batched=False)
 
 
 # np.outer and np.vdot flatten each example

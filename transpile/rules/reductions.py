@@ -162,8 +162,47 @@ def cumprod_fwd(out, a, axis=None, dtype=None, out_=None):
     dout = out * np.cumsum(da / a, axis)
 
 
+@rev("np.unique")
+def unique(dout, out, ar, return_index=False, return_inverse=False, return_counts=False,
+           axis=None, equal_nan=True):
+    """The sorted distinct values of `ar`: each is one of the elements, and a value that
+    occurs several times shares its adjoint evenly among them (as np.max shares ties). With
+    return_index/inverse/counts or axis, rt.unique_adj refuses."""
+    dar = rt.unique_adj(dout, ar, return_index, return_inverse, return_counts, axis)
+
+
+@fwd("np.unique")
+def unique_fwd(out, ar, return_index=False, return_inverse=False, return_counts=False,
+               axis=None, equal_nan=True):
+    dout = rt.unique_mean(dar, ar, return_index, return_inverse, return_counts, axis)
+
+
+@rev("rt.unique_adj")
+def unique_adj(dout, out, g, ar, return_index=False, return_inverse=False,
+               return_counts=False, axis=None):
+    dg = rt.unique_mean(dout, ar, return_index, return_inverse, return_counts, axis)
+
+
+@fwd("rt.unique_adj")
+def unique_adj_fwd(out, g, ar, return_index=False, return_inverse=False,
+                   return_counts=False, axis=None):
+    dout = rt.unique_adj(dg, ar, return_index, return_inverse, return_counts, axis)
+
+
+@rev("rt.unique_mean")
+def unique_mean(dout, out, t, ar, return_index=False, return_inverse=False,
+                return_counts=False, axis=None):
+    dt = rt.unique_adj(dout, ar, return_index, return_inverse, return_counts, axis)
+
+
+@fwd("rt.unique_mean")
+def unique_mean_fwd(out, t, ar, return_index=False, return_inverse=False,
+                    return_counts=False, axis=None):
+    dout = rt.unique_mean(dt, ar, return_index, return_inverse, return_counts, axis)
+
+
 nondiff("np.argmax", "np.argmin", "np.argsort", "np.any", "np.all", "np.count_nonzero",
-        "np.nonzero", "np.searchsorted", "np.argwhere", "np.flatnonzero", "np.unique",
+        "np.nonzero", "np.searchsorted", "np.argwhere", "np.flatnonzero",
         "np.isclose", "np.allclose", "np.array_equal", "rt.extremum_share")
 
 
@@ -362,6 +401,12 @@ def flatnonzero_batch(a):
 @batch("np.unique")
 def unique_batch(ar, return_index=False, return_inverse=False, return_counts=False,
                  axis=None, equal_nan=True):
+    out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
+
+
+@batch("rt.unique_adj", "rt.unique_mean")
+def unique_adj_batch(g, ar, return_index=False, return_inverse=False, return_counts=False,
+                     axis=None):
     out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
 
 

@@ -48,6 +48,9 @@ def astype(dout, out, x, dtype):
 nondiff("rt.seed", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
         "rt.zeros_like", "rt.dtype_of")
 nondiff("rt.check_float_input", side_effect=True)
+# the rule of a variant with no derivative rule: it raises where generated code reaches it
+nondiff("rt.no_derivative", side_effect=True)
+batch_same("rt.no_derivative")
 stateful("rt.pop_adjoint", "pop_adjoint")
 stateful("rt.push", "push")
 stateful("rt.pop", "pop")

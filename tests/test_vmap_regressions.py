@@ -1,0 +1,390 @@
+"""vmap: regressions for wrong answers and needless refusals ("no silent wrong answers").
+
+Every batched result is checked against a Python loop over examples (and derivatives of
+Jacobians against finite differences). Each test failed before its fix."""
+import numpy as np
+import pytest
+
+import transpile as tp
+from runtime.trees import tree_leaves, tree_map
+
+RNG = np.random.default_rng(20240611)
+
+
+def loop(f, args, in_axes=0):
+    """f applied example by example, stacked on axis 0."""
+    if isinstance(in_axes, int):
+        in_axes = (in_axes,) * len(args)
+    n = [np.shape(tree_leaves(a)[0])[ax] for a, ax in zip(args, in_axes) if ax is not None][0]
+    outs = []
+    for k in range(n):
+        ex = [a if ax is None else tree_map(lambda x, ax=ax: np.take(x, k, axis=ax), a)
+              for a, ax in zip(args, in_axes)]
+        outs.append(f(*ex))
+    return tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+
+
+def close(got, want, tol=1e-9):
+    lg, lw = tree_leaves(got), tree_leaves(want)
+    assert len(lg) == len(lw)
+    for a, b in zip(lg, lw):
+        assert np.shape(a) == np.shape(b), (np.shape(a), np.shape(b))
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def check_all(f, args, in_axes=0, modes=("vmap", "vmap_grad", "grad_vmap")):
+    """f under vmap, vmap(grad) and grad(sum of vmap), each against a loop."""
+    if "vmap" in modes:
+        close(tp.vmap(f, in_axes=in_axes)(*args), loop(f, args, in_axes))
+    if "vmap_grad" in modes:
+        g = tp.grad(f)
+        close(tp.vmap(g, in_axes=in_axes)(*args), loop(g, args, in_axes))
+    if "grad_vmap" in modes:
+        batched = tp.vmap(f, in_axes=in_axes)
+        per_example = loop(tp.grad(f), args, in_axes)
+        close(tp.grad(_summed(batched, len(args)))(*args), per_example)
+    if "hessian" in modes:
+        h = tp.hessian(f)
+        close(tp.vmap(h, in_axes=in_axes)(*args), loop(h, args, in_axes), 1e-7)
+
+
+def _summed(batched, nargs):
+    """a0, ... -> np.sum(batched(a0, ...)), as a function transformations can read."""
+    from transpile.custom import file_backed
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    text = ("import numpy as np\n\n"
+            f"def total({params}):\n"
+            f"    return np.sum(batched({params}))\n")
+    return file_backed(text, {"batched": batched}, "total")
+
+
+# ---------------------------------------------------------------- 1. numpy reading a list
+
+def sum_list(a, b):
+    return np.sum([a, b])
+
+
+def mean_list(a, b):
+    return np.mean([a, b])
+
+
+def max_list(a, b):
+    return np.max([a, b])
+
+
+def min_list_axis(a, b):
+    return np.sum(np.min([a, b * a], axis=1))
+
+
+def prod_list(a, b):
+    return np.prod([a, b])
+
+
+def sum_comprehension(a, b):
+    return np.sum([i * 3 for i in a])
+
+
+def sum_axis0(a, b):
+    return np.sum(np.sum([a, b], axis=0) ** 2)
+
+
+def norm_list(a, b):
+    return np.linalg.norm([a, b])
+
+
+def tuple_sum(a, b):
+    return np.sum((a, b))
+
+
+def var_list(a, b):
+    return np.var([a, b])
+
+
+def exp_of_list(a, b):
+    return np.sum(np.exp([a[0], b[1]]))
+
+
+def cumsum_list(a, b):
+    return np.sum(np.cumsum([a[0], b[0], a[1]]) ** 2)
+
+
+def add_lists(a, b):
+    return np.sum(np.add([a[0], b[1]], [1.0, 2.0]) ** 2)
+
+
+def appended_then_reduced(a, b):
+    xs = []
+    for i in range(3):
+        xs.append(a * i + b)
+    return np.max(xs) + np.sum(xs)
+
+
+def list_minus_mean(a, b):
+    xs = [a, b]
+    return np.sum((xs - np.mean(xs)) ** 2)
+
+
+@pytest.mark.parametrize("f", [sum_list, mean_list, max_list, min_list_axis, prod_list,
+                               sum_comprehension, sum_axis0, norm_list, tuple_sum, var_list,
+                               exp_of_list, cumsum_list, add_lists, appended_then_reduced,
+                               list_minus_mean])
+def test_numpy_of_a_list_of_batched_arrays(f):
+    a, b = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
+    check_all(f, (a, b))
+
+
+def sum_with_constant(a, b):
+    return np.sum([1.0, a])
+
+
+def max_with_constant(a, b):
+    return np.max([a, b, 0.3])
+
+
+def std_with_constant(a, b):
+    return np.std([a, b, 1.0])
+
+
+def sorted_list(a, b):
+    return np.sum(np.sort([a, b, 0.2]) * np.arange(3.0))
+
+
+def nested_concatenate(a, b):
+    return np.sum(np.concatenate([[a, b], [1.0]]) ** 2)
+
+
+def mean_of_nested(a, b):
+    return np.sum(np.mean([[a, b], [b, 1.0]], axis=0) ** 2)
+
+
+def tile_list(a, b):
+    return np.sum(np.tile([a, b], 2) * np.arange(4.0))
+
+
+def comprehension_of_powers(a, b):
+    return np.mean([a ** i for i in range(1, 4)]) + b
+
+
+@pytest.mark.parametrize("f", [sum_with_constant, max_with_constant, std_with_constant,
+                               sorted_list, nested_concatenate, mean_of_nested, tile_list,
+                               comprehension_of_powers, norm_list, sum_list])
+def test_numpy_of_a_list_of_batched_numbers(f):
+    a, b = RNG.normal(size=4), RNG.normal(size=4)
+    check_all(f, (a, b), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+def test_list_reduction_source_makes_one_array():
+    src = tp.vmap(sum_list).source
+    assert "rt.lanes_array(list_, (True, True), batch_size)" in src
+
+
+# ---------------------------------------------------------------- 2. constant shapes in branches
+
+def reshape_in_branch(x):
+    if np.sum(x) > 0:
+        y = np.reshape(x, (4, 3)) * 2.0
+    else:
+        y = np.reshape(x, (4, 3))
+    return np.sum(y ** 2 * np.arange(3.0))
+
+
+def shapes_in_branch(x):
+    if x[0] > 0:
+        t = np.tile(x[:2], (3, 1))
+        z = np.zeros((3, 2)) + np.ones((3, 2)) + np.full((3, 2), 0.5)
+        r = np.roll(x, 2)[:2] + np.broadcast_to(x[:2], (3, 2))
+        return np.sum(t * z * r)
+    return np.sum(x)
+
+
+def shapes_in_batched_loop(x):
+    s = 0.0
+    for i in range(3):
+        if x[i] > 0:
+            s = s + np.sum(np.reshape(x, (4, 3)) ** 2)
+    return s
+
+
+@pytest.mark.parametrize("f", [reshape_in_branch, shapes_in_branch, shapes_in_batched_loop])
+def test_constant_shapes_under_a_batched_condition(f):
+    x = RNG.normal(size=(5, 12))
+    x[::2, 0] = np.abs(x[::2, 0])
+    check_all(f, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+# ---------------------------------------------------------------- 3. generated code, recursion
+
+def rec(u, n):
+    if n == 0:
+        return np.sum(u ** 2)
+    return rec(u[1:] * 1.0, n - 1) + np.sum(u)
+
+
+def recursive_slices(x):
+    return rec(x, 2)
+
+
+def rec2(u, n):
+    if n <= 0:
+        return np.sum(np.sin(u))
+    v = u[:-1] * u[1:]
+    return rec2(v, n - 1) * 0.5 + u[0]
+
+
+def recursive_products(x):
+    return rec2(x, 3)
+
+
+@pytest.mark.parametrize("f", [recursive_slices, recursive_products])
+def test_recursive_helper_that_slices(f):
+    x = RNG.normal(size=(4, 5))
+    check_all(f, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+def test_hessian_of_recursion_checks_out_axes_none_at_run_time():
+    """jacfwd's vmap returns the primal output once (out_axes=None); a recursive variant's
+    results are batched throughout, so the vmap checks the examples agree when it runs."""
+    f = tp.vmap(lambda_free_scale, in_axes=(0, None), out_axes=None)
+    with pytest.raises(tp.TransformError, match="out_axes=None says output"):
+        f(RNG.normal(size=3), 2.0)
+
+
+def lambda_free_scale(x, c):
+    return x * c
+
+
+# ---------------------------------------------------------------- branches that share a name
+
+def other_path_reads_old_value(x):
+    y = x
+    if x > 0:
+        y = y * 2
+        r = 1.0
+    else:
+        r = y + 1
+    return r
+
+
+def test_other_path_sees_the_value_from_before_the_branch():
+    x = np.array([1.0, -1.0, 2.0, -3.0])
+    close(tp.vmap(other_path_reads_old_value)(x), loop(other_path_reads_old_value, (x,)))
+
+
+def writes_in_branch_in_loop(x):
+    y = np.zeros(5)
+    for i in range(5):
+        if x[i] > 0:
+            y[i] = x[i] ** 2
+        else:
+            y[i] = np.cos(x[i])
+    return np.sum(y * x)
+
+
+def test_adjoint_cleared_on_one_path_is_not_cleared_on_the_other():
+    x = RNG.normal(size=(6, 5))
+    check_all(writes_in_branch_in_loop, (x,), modes=("vmap", "vmap_grad", "grad_vmap",
+                                                     "hessian"))
+
+
+# ---------------------------------------------------------------- more programs
+
+def concat_in_loop(x):
+    y = x[:1]
+    for i in range(1, 3):
+        y = np.concatenate([y, x[i:i + 1] * y[-1:]])
+    return np.sum(y ** 2)
+
+
+def mean_and_max_of_comprehension(x):
+    parts = [x[i] * x[i] for i in range(len(x))]
+    return np.mean(parts) + np.max(parts)
+
+
+def outer_and_dot(x):
+    return np.sum(np.sin(np.outer(x, x)) + np.cos(np.dot(x, x)))
+
+
+def solve_outer(x):
+    m = np.outer(x, x) + np.eye(5)
+    return np.sum(np.linalg.solve(m, x))
+
+
+def zeros_like_shape(x):
+    y = np.zeros(x.shape)
+    for i in range(len(x)):
+        y[i] = x[i] ** 2
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f", [concat_in_loop, mean_and_max_of_comprehension, outer_and_dot,
+                               solve_outer, zeros_like_shape])
+def test_programs_under_every_composition(f):
+    x = RNG.normal(size=(4, 5))
+    check_all(f, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+def early_return_of_growing_slice(x):
+    for i in range(len(x)):
+        if x[i] > 1.0:
+            return np.sum(x[:i] ** 2) + x[i]
+    return np.sum(x)
+
+
+def test_a_shape_that_differs_between_examples_is_an_error_not_a_crash():
+    x = np.array([[0.5, 2.0, 0.1], [3.0, 0.2, 0.1], [0.1, 0.2, 0.3]])
+    close(tp.vmap(early_return_of_growing_slice)(x), loop(early_return_of_growing_slice, (x,)))
+    with pytest.raises(tp.TransformError, match="different shape in different examples"):
+        tp.vmap(tp.grad(early_return_of_growing_slice))(x)
+
+
+# ---------------------------------------------------------------- 5. Jacobians of Jacobians
+
+def sin_outer_cos_dot(x):
+    return np.sin(np.outer(x, x)) + np.cos(np.dot(x, x))
+
+
+def outer_plus_element(x):
+    return np.outer(x, x) + x[0]
+
+
+def _fd_jacobian(g, x, eps=1e-6):
+    cols = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = eps
+        cols.append((g(x + e) - g(x - e)) / (2 * eps))
+    return np.stack(cols, axis=-1)
+
+
+@pytest.mark.parametrize("f", [sin_outer_cos_dot, outer_plus_element])
+@pytest.mark.parametrize("outer", ["jacrev", "jacfwd"])
+@pytest.mark.parametrize("inner", ["jacrev", "jacfwd"])
+def test_jacobian_of_jacobian_of_non_scalar(f, outer, inner):
+    x = RNG.normal(size=3)
+    jac = getattr(tp, inner)(f)
+    got = getattr(tp, outer)(jac)(x)
+    close(got, _fd_jacobian(jac, x), 1e-5)
+    assert got.shape == (3, 3, 3, 3)
+
+
+A = np.arange(9.0).reshape(3, 3) + np.eye(3)
+
+
+def matmul_reversed(x):
+    return A @ x[::-1]
+
+
+def dot_reversed(x):
+    return np.dot(A, x[::-1])
+
+
+@pytest.mark.parametrize("f", [matmul_reversed, dot_reversed])
+def test_jacfwd_through_a_view_of_the_basis(f):
+    """The identity basis of jacfwd multiplies as its other factor; a reversed view of it
+    is no identity."""
+    close(tp.jacfwd(f)(np.ones(3)), A[:, ::-1])
+
+
+def test_hessian_of_concatenate_with_the_basis():
+    x = RNG.normal(size=5)
+    close(tp.hessian(concat_in_loop)(x), _fd_jacobian(tp.grad(concat_in_loop), x), 1e-5)
