@@ -21,7 +21,7 @@ from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: E402
 from .shape_helpers import (above, arange_weight, below, c_, concatenate_adj, cumsum_adj, diag_adj,
                             diagonal_adj, diff_adj, extremum_share, hstack_adj, index_concat_adj,
                             index_concat_tangent, inexact_dtype, linspace_t, logspace_log_base,
-                            pad_value_adj, r_, repeat_adj, sort_like, stack_adj, sum_adj,
+                            pad_value_adj, prod_others, r_, repeat_adj, sort_like, stack_adj, sum_adj,
                             sum_adj_t, tile_adj, trace_adj, unique_adj, unique_mean, unpad, unsort,
                             vstack_adj)
 from .batching import *  # noqa: F401,F403  (what vmapped code calls)

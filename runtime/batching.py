@@ -132,13 +132,27 @@ def batch_out(value, axes, outer=0):
 
 # ---------------------------------------------------------------- batched and unbatched
 
+def _parts(have, value):
+    """The spec of each element of the list or tuple `value`, from its spec `have`."""
+    if not isinstance(have, (tuple, list)):
+        return (have,) * len(value)
+    if len(have) != len(value):     # a list that grew since its spec was written
+        leaves = tree_leaves_(list(have))
+        if all(h is True for h in leaves) and leaves:
+            return (True,) * len(value)
+        if any(h is not False for h in leaves):
+            raise TransformError("internal: a list's batching spec does not match its length")
+        return (False,) * len(value)
+    return have
+
+
 def broadcast_batch(value, n, have=False, outer=0):
     """`value` with every leaf batched: leaves not batched (per `have`, a bool or a tuple of
     them per element) get the batch axis, n copies (a writable array)."""
     if have is True or value is None:
         return value
     if isinstance(value, (tuple, list)):
-        parts = have if isinstance(have, (tuple, list)) else (have,) * len(value)
+        parts = _parts(have, value)
         return _rebuild(value, (broadcast_batch(v, n, h, outer)
                                 for v, h in zip(value, parts)))
     if isinstance(value, dict):
@@ -180,7 +194,7 @@ def sum_batch(value, have=False, outer=0):
     if have is True or value is None:
         return value
     if isinstance(value, (tuple, list)):
-        parts = have if isinstance(have, (tuple, list)) else (have,) * len(value)
+        parts = _parts(have, value)
         return _rebuild(value, (sum_batch(v, h, outer) for v, h in zip(value, parts)))
     if isinstance(value, dict):
         return {k: sum_batch(v, have[k] if isinstance(have, dict) else have, outer)
@@ -195,7 +209,7 @@ def unsum_batch(d, like, have=False, outer=0):
     if have is True or d is None:
         return d
     if isinstance(d, (tuple, list)):
-        parts = have if isinstance(have, (tuple, list)) else (have,) * len(d)
+        parts = _parts(have, d)
         return _rebuild(d, (unsum_batch(x, y, h, outer)
                             for x, y, h in zip(d, like, parts)))
     if isinstance(d, dict):
@@ -226,15 +240,40 @@ def _expand(x, rank, outer=0):
     return x.reshape(x.shape[:lead] + (1,) * missing + x.shape[lead:])
 
 
-def select(cond, then, otherwise, outer=0):
+def _zero_where(cond, x, keep):
+    """`x` where the condition is `keep`, zeros elsewhere (leafwise)."""
+    def leaf(v):
+        if v is None:
+            return None
+        xp = array_module(v)
+        c = xp.asarray(cond)
+        c = c.reshape(c.shape + (1,) * (np.ndim(v) - c.ndim))
+        zero = xp.zeros((), dtype=xp.asarray(v).dtype)
+        return xp.where(c, v, zero) if keep else xp.where(c, zero, v)
+    return tree_map(leaf, x)
+
+
+def _kind(x):
+    return list if isinstance(x, list) else tuple if isinstance(x, tuple) else dict
+
+
+def select(cond, then, otherwise, outer=0, nested=False):
     """Per example: `then` where the batched condition holds, else `otherwise` (pytrees;
-    None means "not defined on that path": the other value is taken)."""
+    None means "not defined on that path": the other value is taken). Inside a container
+    (an adjoint of one, whose unset slots are None) None is zero: the examples of that
+    path get zeros there, not the other path's value."""
     if otherwise is None:
-        return then
+        return _zero_where(cond, then, True) if nested and then is not None else then
     if then is None:
-        return otherwise
+        return _zero_where(cond, otherwise, False) if nested else otherwise
+    if type(then).__name__ == "ZeroList" and isinstance(otherwise, list):
+        then = [None] * len(otherwise)            # the zero adjoint of a list
+    if type(otherwise).__name__ == "ZeroList" and isinstance(then, list):
+        otherwise = [None] * len(then)
     if isinstance(then, (tuple, list, dict)) or isinstance(otherwise, (tuple, list, dict)):
-        if type(then) is not type(otherwise) or len(then) != len(otherwise) or (
+        if _kind(then) is not _kind(otherwise) or \
+                not isinstance(otherwise, (tuple, list, dict)) or \
+                not isinstance(then, (tuple, list, dict)) or len(then) != len(otherwise) or (
                 isinstance(then, dict) and set(then) != set(otherwise)):
             raise TransformError(
                 "the two paths of an `if` whose condition differs between examples give "
@@ -242,14 +281,19 @@ def select(cond, then, otherwise, outer=0):
                 f"{_structure(otherwise)}); vmap needs one structure for every example.\n"
                 "  hint: return the same kind of value on both paths.")
         if isinstance(then, dict):
-            return {k: select(cond, then[k], otherwise[k]) for k in then}
-        return _rebuild(then, (select(cond, a, b) for a, b in zip(then, otherwise)))
+            return {k: select(cond, then[k], otherwise[k], outer, True) for k in then}
+        like = otherwise if type(then).__name__ == "ZeroList" else then
+        return _rebuild(like, (select(cond, a, b, outer, True)
+                               for a, b in zip(then, otherwise)))
     xp = array_module(then, otherwise)
     c = xp.asarray(cond)
     lead = c.ndim
     rank = max(np.ndim(then), np.ndim(otherwise))
     c = c.reshape(c.shape + (1,) * (rank - c.ndim))
     try:
+        if np.ndim(then) >= lead and np.ndim(otherwise) >= lead and \
+                np.shape(then)[lead:] != np.shape(otherwise)[lead:]:
+            raise ValueError("shapes differ")    # broadcasting would change the shape of some
         return xp.where(c, then, otherwise)
     except ValueError:
         raise TransformError(
@@ -492,6 +536,15 @@ def lane_gather(x, index, x_batched, outer=0):
     return x[_lane_positions(index, n)]
 
 
+def lane_key(g, key, n, outer=0):
+    """The index of `g[key]` for a `key` that vmap sees as batched: for a list, tuple or
+    dict (whose elements cannot differ in number between examples) the key must be the
+    same in every example, and is that key; for an array, each example's own element."""
+    if isinstance(g, (tuple, list, dict)):
+        return uniform_lanes(key, True, "indexing a list", "index", outer)
+    return lane_scatter_index(key, n)
+
+
 def lane_scatter_index(index, n):
     """The numpy index for `x[index] = v` on batched x when `index` differs per example."""
     return _lane_positions(index, n)
@@ -710,7 +763,7 @@ def each_lane(fn, n, flags, *args, **kwargs):
     return tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
 
 
-__all__ = ["each_lane", "uniform_lanes", "unbatch_out", "unbatch_out_adj",
+__all__ = ["lane_key", "each_lane", "uniform_lanes", "unbatch_out", "unbatch_out_adj",
            "lanes_array", "lanes_unarray", "batch_size_of", "axis_size",
            "move_batch_axis", "batch_out", "broadcast_batch", "batch_view", "sum_batch",
            "align", "align_lanes", "select", "select_adj", "any_lane", "max_trips",

@@ -60,6 +60,25 @@ def cumsum_adj(g, a, axis=None):
     return xp.flip(xp.cumsum(xp.flip(g, axis), axis), axis)
 
 
+def prod_others(a, axis=None):
+    """Element i: the product of the other elements of its slice of `np.prod(a, axis)`
+    (the derivative of the product by a[i]), from products to the left and to the right,
+    so exact where elements are zero (out / a is not)."""
+    xp = array_module(a)
+    a = xp.asarray(a)
+    axes = tuple(range(a.ndim)) if axis is None else \
+        tuple(x % a.ndim for x in ((axis,) if np.ndim(axis) == 0 else axis))
+    rest = tuple(i for i in range(a.ndim) if i not in axes)
+    moved = xp.transpose(a, rest + axes)
+    flat = xp.reshape(moved, moved.shape[:len(rest)] + (-1,))
+    ones = xp.ones(flat.shape[:-1] + (1,), dtype=flat.dtype)
+    left = xp.concatenate([ones, xp.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    right = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, -1)[..., :-1], axis=-1)],
+                                   axis=-1), -1)
+    others = xp.reshape(left * right, moved.shape)
+    return xp.transpose(others, np.argsort(rest + axes))
+
+
 def sum_adj(g, xs):
     """Adjoint of the builtin `sum(xs)` for each item of `xs`: a list/tuple of adjoints
     (each reduced to its item's shape), or, when `xs` is an array, `g` broadcast along axis 0.

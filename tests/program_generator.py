@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 
@@ -152,7 +153,7 @@ class ProgramWriter:
     def __init__(self, rng):
         self.rng = rng
         self.helpers = []            # source blocks of module-level helper functions
-        self.helper_signatures = []  # (name, parameter shapes, return shape)
+        self.helper_signatures = []  # (name, parameter shapes, return shape, has default)
         self.counters = Counter()
         self.features = set()
         self.statements_left = MAX_STATEMENTS
@@ -334,6 +335,8 @@ class ProgramWriter:
         return str(int(self.rng.integers(length)))
 
     def unary_expr(self, scope, shape, depth):
+        """A smooth elementwise function, its argument kept in its smooth domain (log and
+        sqrt of values >= 0.5, exp of values in [-1, 1])."""
         inner = self.expr(scope, shape, depth - 1)
         t = inner.text
         form = self.weighted([
@@ -346,6 +349,7 @@ class ProgramWriter:
         return Expr(form, atomic=form.startswith("np."))
 
     def binary_expr(self, scope, shape, depth):
+        """`a op b` with broadcasting; a denominator is kept >= 0.5 away from zero."""
         left = self.expr(scope, shape, depth - 1)
         # the other operand broadcasts against `shape`
         partner_shapes = [shape, ()]
@@ -371,6 +375,7 @@ class ProgramWriter:
         return Expr(f"{left.operand()} {op} {right.operand()}", atomic=False)
 
     def reduction_expr(self, scope, shape, depth):
+        """np.sum / np.mean / np.max of a bigger value, over all axes or one."""
         if len(shape) >= 2:
             return None
         if shape == ():
@@ -389,6 +394,7 @@ class ProgramWriter:
         return Expr(f"{fn}({inner}, axis={axis})")
 
     def matmul_expr(self, scope, shape, depth):
+        """`@` or np.dot, with one factor a matrix or vector variable of a fitting shape."""
         k = self.dim()
         if shape == ():
             a = self.expr(scope, (k,), depth - 1)
@@ -409,6 +415,7 @@ class ProgramWriter:
         return Expr(f"{a.operand()} @ {b.operand()}", atomic=False)
 
     def shape_op_expr(self, scope, shape, depth):
+        """A transpose or reshape of a value of another shape."""
         if len(shape) == 2 and self.chance(0.5):
             inner = self.expr(scope, shape[::-1], depth - 1)
             return Expr(self.choice((f"{inner.operand()}.T", f"np.transpose({inner.text})")),
@@ -424,6 +431,7 @@ class ProgramWriter:
         return None
 
     def concat_expr(self, scope, shape, depth):
+        """np.concatenate of two shorter vectors."""
         if len(shape) != 1 or shape[0] < 2:
             return None
         first = int(self.rng.integers(1, shape[0]))
@@ -486,7 +494,7 @@ class ProgramWriter:
 
     def write_helper(self, param_shapes, return_shape):
         name = self.fresh_name("helper")
-        params = [f"{p}" for p in ("a", "b", "c")[:len(param_shapes)]]
+        params = list(("a", "b", "c")[:len(param_shapes)])
         optional = self.chance(0.25)
         scope = Scope({p: Var(p, s) for p, s in zip(params, param_shapes)}, {}, {}, {},
                       return_shape, nesting=1)
@@ -1172,15 +1180,23 @@ class Reference:
         tree = ast.fix_missing_locations(Instrument().visit(ast.parse(source)))
         self.recorder = PathRecorder()
         namespace = {"__probe__": self.recorder, "__name__": "probed_program"}
-        exec(compile(tree, "<probed program>", "exec"), namespace)
+        with warnings.catch_warnings():   # a shrunk variant may be odd ("1[0]")
+            warnings.simplefilter("ignore", SyntaxWarning)
+            exec(compile(tree, "<probed program>", "exec"), namespace)
         self.f = namespace["f"]
         self.value, self.path = self.run(args)
         self.margin = self.recorder.margin
 
     def run(self, args):
+        """f at a read-only copy of `args`: a valid program never writes into memory its
+        caller can see (transpile refuses that, rightly), and here such a write raises."""
+        args = copy.deepcopy(args)
+        for _, leaf in tree_leaves(args):
+            if isinstance(leaf, np.ndarray):
+                leaf.flags.writeable = False
         self.recorder.reset()
         with np.errstate(all="ignore"):
-            value = self.f(*copy.deepcopy(args))
+            value = self.f(*args)
         return value, list(self.recorder.path)
 
     def value_at(self, args):
@@ -1376,20 +1392,21 @@ class CheckTimeout(Exception):
 
 @contextmanager
 def time_limit(seconds):
-    """Raise CheckTimeout in the main thread after `seconds` (a no-op elsewhere)."""
+    """Raise CheckTimeout in the main thread after `seconds` of CPU time (a no-op in other
+    threads). CPU time, not wall time, so that a loaded machine cannot cause a time-out."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def expire(signum, frame):
-        raise CheckTimeout(f"timed out after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+        raise CheckTimeout(f"timed out after {seconds} s of CPU time")
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 @dataclasses.dataclass
@@ -1411,6 +1428,11 @@ def message_pattern(exc):
     the first line of anything else, with numbers, quoted text and generated names
     blotted out, so that one bug on different programs dedupes to one class."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if lines and lines[0].startswith("File "):
+        # a located error: `File ...`, the source line, maybe a caret line, the message
+        lines = lines[2:]
+        if lines and set(lines[0]) <= set("^~ "):
+            lines = lines[1:]
     line = next((l for l in lines if re.match(r"\[\w[\w ]*\]", l)), lines[0] if lines else "")
     line = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", line)
     line = re.sub(r"\b(s|u|m|h|g|hs|buf|i|k|j|row|helper|rec|inner|fn)\d+\b", "<name>", line)
@@ -1503,13 +1525,15 @@ class Case:
             raise Skip(f"needs {check}, which was {outcome.status}")
 
     # ---- comparisons --------------------------------------------------------------------
-    def expect(self, got, expected, rtol, what, remeasure=None):
+    def expect(self, got, expected, rtol, what, remeasure=None, source=None):
         """Raise Wrong unless `got` matches `expected` (structure, shapes, then numbers).
 
-        `remeasure(eps)` recomputes a finite-difference reference with another step: when
+        `remeasure()` recomputes a finite-difference reference with another step: when
         the first comparison fails, the two references must agree with each other, or the
-        difference quotient is not trustworthy here and the check is skipped."""
-        self.last_expected = expected
+        difference quotient is not trustworthy here and the check is skipped. `source`
+        names where `expected` came from, for the repro."""
+        source = source or ("finite differences" if remeasure else "plain Python")
+        self.last_expected = (expected, source)
         if tree_structure(got) != tree_structure(expected):
             raise Wrong(f"{what} structure",
                         f"{what}: structure {tree_structure(got)}, expected {tree_structure(expected)}")
@@ -1588,7 +1612,7 @@ def check_jvp(case):
         case.requires("grad")
         gradient = tp.grad(case.f, argnums=case.argnums)(*case.args())
         reference = float(np.dot(tree_vector(gradient), tree_vector(case.tangents)))
-        case.expect(tangent_out, reference, FD_RTOL, "tangent vs grad.v")
+        case.expect(tangent_out, reference, FD_RTOL, "tangent vs grad.v", source="tp.grad . tangent")
         return
     case.expect(tangent_out, reference, FD_RTOL, "tangent",
                 remeasure=lambda: case.fd_directional(10 * FD_EPS))
@@ -1627,7 +1651,8 @@ def check_jvp_of_grad(case):
     tangents = (direction,) + tuple(tree_zeros_like(a) for a in case.program.args[1:])
     gradient, hv = case.call(lambda *a: tp.jvp(tp.grad(case.f), a, copy.deepcopy(tangents)),
                              *case.args())
-    case.expect(gradient, tp.grad(case.f)(*case.args()), EXACT_RTOL, "primal (gradient)")
+    case.expect(gradient, tp.grad(case.f)(*case.args()), EXACT_RTOL, "primal (gradient)",
+                source="tp.grad")
     expected = case.fd_of_grad(direction)
     if isinstance(case.program.args[0], float):
         expected = float(expected)
@@ -1673,11 +1698,11 @@ CHECKS = {
 }
 
 
-def run_check(case, name):
+def run_check(case, name, seconds=CHECK_SECONDS):
     """Run one check and classify what happened."""
     start = time.perf_counter()
     try:
-        with time_limit(CHECK_SECONDS), np.errstate(all="ignore"):
+        with time_limit(seconds), np.errstate(all="ignore"):
             CHECKS[name](case)
         outcome = Outcome(name, OK)
     except Wrong as exc:
@@ -1741,7 +1766,8 @@ def fails_the_same_way(variant, outcome, tag):
     """Is `variant` (a simplified program) still valid, and does it still fail
     `outcome.check` with the same signature?"""
     try:
-        with time_limit(10):
+        # plain Python takes milliseconds: a variant that takes seconds loops forever
+        with time_limit(2):
             if not plain_value_ok(Reference(variant.source, variant.args).value):
                 return False
             if outcome.check.startswith("vmap"):   # every example must stay valid too
@@ -1756,7 +1782,8 @@ def fails_the_same_way(variant, outcome, tag):
     except Exception:
         return False
     try:
-        return run_check(case, outcome.check).signature == outcome.signature
+        limit = max(10, int(3 * outcome.seconds))
+        return run_check(case, outcome.check, limit).signature == outcome.signature
     finally:
         case.close()
 
@@ -1836,25 +1863,31 @@ def _edited(tree, index, edit):
     order, which copies share); None when the edit does not apply."""
     copied = copy.deepcopy(tree)
     node = list(ast.walk(copied))[index]
-    return copied if edit(node) is not False else None
+    try:
+        return copied if edit(node) is not False else None
+    except (SyntaxError, IndexError, AttributeError):
+        return None
 
 
 def _first_iteration(loop):
     """`target = <first element>` for a for loop, so its body can stand alone."""
-    it = loop.iter
-    text = ast.unparse(it)
-    match = re.fullmatch(r"(reversed\()?range\((.*)\)\)?", text)
-    if match:
-        bounds = [b.strip() for b in match.group(2).split(",")]
-        first = (f"{bounds[-1]} - 1" if len(bounds) == 1 else f"{bounds[1]} - 1") if match.group(1) \
-            else ("0" if len(bounds) == 1 else bounds[0])
-    elif text.startswith("enumerate("):
-        first = f"(0, {text[len('enumerate('):-1]}[0])"
-    elif text.startswith("zip("):
-        parts = [ast.unparse(a) for a in it.args]
+    def call_of(node, name):
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == name
+    iterated = loop.iter
+    backwards = call_of(iterated, "reversed")
+    if backwards:
+        iterated = iterated.args[0]
+    parts = [ast.unparse(a) for a in getattr(iterated, "args", [])]
+    if call_of(iterated, "range"):
+        start, stop = ("0", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+        first = f"{stop} - 1" if backwards else start
+    elif call_of(iterated, "enumerate"):
+        first = f"(0, {parts[0]}[0])"
+    elif call_of(iterated, "zip"):
         first = "(" + ", ".join(f"{p}[0]" for p in parts) + ")"
     else:
-        first = f"{text}[0]"
+        first = f"{ast.unparse(iterated)}[0]"
     return ast.parse(f"{ast.unparse(loop.target)} = {first}").body[0]
 
 
@@ -1929,7 +1962,12 @@ def simplifications(tree):
 
 
 def _operands(node):
+    """The sub-expressions an expression may be replaced by while shrinking. Not the
+    argument of range/enumerate/zip/reversed: `for i, r in m` for `enumerate(m)` would
+    still run, but reads like a different program."""
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id in ("range", "enumerate", "zip", "reversed", "len"):
+            return []
         return [a for a in node.args if not isinstance(a, (ast.Starred, ast.Lambda))]
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
@@ -1963,8 +2001,9 @@ def repro_text(program, outcome):
         body.pop(0)
     lines = ["import numpy as np", "import transpile as tp", "", ""] + body + [""]
     names = list(program.arg_names)
-    for name, value in zip(names, program.args):
-        lines.append(f"{name} = {literal(value)}")
+    for name, value, axis in zip(names, program.args, program.in_axes):
+        if not (outcome.check.startswith("vmap") and axis == 0):   # vmap reads the batch
+            lines.append(f"{name} = {literal(value)}")
     args = ", ".join(names)
     argnums = literal(tuple(range(len(names))))
     check = outcome.check
@@ -2004,9 +2043,12 @@ def repro_text(program, outcome):
     if outcome.status == WRONG:
         lines.append(f"# {check}: WRONG: {outcome.detail}")
         if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)"):
+            expected, source = outcome.expected
+            if np.ndim(expected) == 0 and not isinstance(expected, (list, tuple)):
+                expected = float(expected)
             with np.printoptions(precision=8):
-                expected = repr(outcome.expected).replace("\n", " ")
-            lines.append(f"# expected (finite differences): {re.sub(' +', ' ', expected)}")
+                text = re.sub(" +", " ", repr(expected).replace("\n", " "))
+            lines.append(f"# expected ({source}): {text}")
     else:
         lines.append(f"# {check}: {outcome.status}: {outcome.pattern}")
     return "\n".join(lines) + "\n"
@@ -2057,6 +2099,7 @@ def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, lo
     order = {WRONG: 0, CRASH: 1, REFUSED: 2}
     ranked = sorted(classes.items(), key=lambda kv: (order[kv[0][1]], -kv[1][0]))
     log(f"\n{len(ranked)} distinct failure classes\n")
+    shown = {}          # (status, pattern) of a crash or refusal -> number of its class
     for number, (signature, (n, report, outcome, seeds)) in enumerate(ranked, 1):
         check, status, pattern = signature
         note = ""
@@ -2066,11 +2109,20 @@ def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, lo
         log(f"=== {number}. {check}: {status}: {pattern}  [{n} programs: seed "
             f"{report.program.seed}{more}]{note}")
         log(f"    {outcome.detail.splitlines()[-1] if outcome.detail else ''}"[:300])
+        if status != WRONG and (status, pattern) in shown:
+            # one message from several transformations: usually one cause, shrunk once
+            log(f"    the same {status} as class {shown[status, pattern]}; not shrunk again\n")
+            continue
+        shown[status, pattern] = number
         program = report.program
         if shrink_seconds > 0:
-            shrunk, final = shrink(program, outcome, shrink_seconds)
-            if final.signature == outcome.signature:
-                program, outcome = shrunk, final
+            try:
+                shrunk, final = shrink(program, outcome, shrink_seconds)
+            except Exception:      # a bug of the shrinker must not lose the report
+                log("    (shrinking failed:\n" + traceback.format_exc() + ")")
+            else:
+                if final.signature == outcome.signature:
+                    program, outcome = shrunk, final
         log("```python\n" + repro_text(program, outcome) + "```\n")
     return totals, classes
 

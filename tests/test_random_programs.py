@@ -19,8 +19,9 @@ import pytest
 
 from program_generator import check_seed, repro_text
 
-# The CI budget: these seeds take about 100 s on a 2-core machine (the hessian check is most
-# of it). The long mode of program_generator.py covers any number of other seeds.
+# The CI budget: these 20 programs take about 85 s on the 2-core development machine, half
+# of it in the hessian check. The long mode of program_generator.py covers any number of
+# other seeds.
 CI_SEEDS = range(20)
 
 

@@ -459,6 +459,21 @@ def test_ties_share_the_derivative_evenly():
     np.testing.assert_array_equal(t, [0.5, 0.5, 1.0])
 
 
+def test_prod_with_zero_elements_is_exact():
+    """The derivative of a product by one element is the product of the others: with one
+    zero in a slice, the zero's derivative is not zero; with two, every derivative is (JAX
+    gives the same; out / a gave nan)."""
+    x = np.array([[0.0, 2.0, 0.0], [1.5, 0.0, 3.0], [2.0, 0.5, 4.0]])
+    weights = np.array([1.0, 2.0, 3.0])
+    f = _grad("np.sum(np.prod(x, axis=1) * w)", "x, w")
+    expected = np.array([[0.0, 0.0, 0.0], [0.0, 2 * 4.5, 0.0],
+                         [3 * 2.0, 3 * 8.0, 3 * 1.0]])
+    np.testing.assert_allclose(f(x, weights), expected)
+    tangent = tp.jvp(define("x", "np.prod(x)"), (np.array([0.0, 2.0, 3.0]),),
+                     (np.array([0.7, 0.0, 0.0]),))[1]
+    np.testing.assert_allclose(tangent, 0.7 * 6.0)
+
+
 def test_where_and_arctan2_at_zero_follow_jax():
     """np.where picks the branch derivative (0 for the unselected one); arctan2 at the
     origin has no limit and gives nan, as in JAX."""

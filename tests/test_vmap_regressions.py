@@ -388,3 +388,221 @@ def test_jacfwd_through_a_view_of_the_basis(f):
 def test_hessian_of_concatenate_with_the_basis():
     x = RNG.normal(size=5)
     close(tp.hessian(concat_in_loop)(x), _fd_jacobian(tp.grad(concat_in_loop), x), 1e-5)
+
+
+# ---------------------------------------------------------------- per-example indices, twice
+# (vmap of a Hessian: the inner vmaps' index helpers get one index per outer example)
+
+def gather_argmax(x):
+    k = np.argmax(x)
+    return x[k] ** 2 + np.sum(x)
+
+
+def while_index(x):
+    i = 0
+    while i < 5 and x[i] < 0.5:
+        i += 1
+    return x[i] * np.sum(x ** 2)
+
+
+def write_at_argmin(x):
+    y = np.zeros(6)
+    k = np.argmin(x)
+    y[k] = x[k] ** 2
+    return np.sum(y * x)
+
+
+def break_on_total(x):
+    s = 0.0
+    i = 0
+    while i < 6:
+        s = s + x[i] ** 2
+        if s > 1.0:
+            break
+        i += 1
+    return s
+
+
+def accumulate_in_place(x):
+    y = x.copy()
+    for i in range(1, 6):
+        if y[i - 1] > 0:
+            y[i] = y[i] + y[i - 1] * 0.5
+    return np.sum(y ** 2)
+
+
+def rb(x, i):
+    if i >= 5:
+        return x[i]
+    if x[i] > 0:
+        return x[i] * rb(x, i + 1)
+    return rb(x, i + 1) + x[i]
+
+
+def recursive_index(x):
+    return rb(x, 0)
+
+
+@pytest.mark.parametrize("f", [gather_argmax, while_index, write_at_argmin, break_on_total,
+                               accumulate_in_place, recursive_index])
+def test_per_example_indices_under_vmap_of_hessian(f):
+    x = RNG.normal(size=(4, 6))
+    check_all(f, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+# ---------------------------------------------------------------- joining paths
+
+def scalar_or_vector(x):
+    if x[0] > 0:
+        y = 1.0
+    else:
+        y = x
+    return np.sum(y)
+
+
+def test_paths_giving_different_shapes_are_an_error_not_a_broadcast():
+    """With 3 examples of 3 elements, np.where would broadcast the number to a row."""
+    x = np.array([[1.0, 2.0, 3.0], [-1.0, 2.0, 3.0], [2.0, 1.0, 0.0]])
+    with pytest.raises(tp.TransformError, match=r"(?s)line \d+, in scalar_or_vector.*"
+                                                r"different shape in different examples"):
+        tp.vmap(scalar_or_vector)(x)
+
+
+def pick_parameter(p, x):
+    s = 0.0
+    for i in range(2):
+        if x[i] > 0:
+            s = s + p[0] * x[i]
+        else:
+            s = s + p[1] * x[i]
+    return s
+
+
+def test_unset_slot_of_a_container_adjoint_is_zero_where_paths_join():
+    """The adjoint of `p` is (d0, None) on one path and (None, d1) on the other: the
+    examples of each path get zeros in the other's slot."""
+    p = (1.5, 2.5)
+    x = np.array([[1.0, -2.0], [-1.0, -1.0], [2.0, 3.0]])
+    g = tp.grad(pick_parameter)
+    close(tp.vmap(g, in_axes=(None, 0))(p, x), loop(g, (p, x), (None, 0)))
+
+
+def rl(v, n):
+    if n == 0:
+        return [v]
+    return rl(v * 2.0, n - 1) + [v]
+
+
+def recursive_list(x):
+    return np.sum(np.stack(rl(x, 2)) ** 2)
+
+
+def cumsum_squares(x):
+    return np.sum(np.cumsum(x) ** 2)
+
+
+@pytest.mark.parametrize("f", [recursive_list, cumsum_squares])
+def test_more_programs_under_every_composition(f):
+    x = RNG.normal(size=(4, 6))
+    check_all(f, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+# ---------------------------------------------------------------- 4. messages at the user's line
+
+def append_in_branch(x):
+    out = []
+    for i in range(3):
+        if x[i] > 0:
+            out.append(x[i] ** 2)
+    return np.sum(np.array(out + [0.0]))
+
+
+def stepped_loop(x):
+    n = int(x[0] > 0) * 4 + 2
+    s = 0.0
+    for i in range(0, n, 2):
+        s = s + x[i]
+    return s
+
+
+def shape_from_a_value(x):
+    n = int(x[0] > 0) + 2
+    return np.sum(np.zeros(n) + x[0] ** 2)
+
+
+@pytest.mark.parametrize("f,line", [(append_in_branch, "out.append(x[i] ** 2)"),
+                                    (stepped_loop, "for i in range(0, n, 2):"),
+                                    (shape_from_a_value, "np.zeros(n)")])
+@pytest.mark.parametrize("how", ["vmap", "vmap_grad", "vmap_hessian"])
+def test_refusals_name_the_users_line(f, line, how):
+    x = np.array([[1.0, -2.0, 3.0, 0.5, 0.1, 0.2], [-1.0, 2.0, -3.0, 0.5, 0.1, 0.2]])
+    t = {"vmap": lambda: tp.vmap(f), "vmap_grad": lambda: tp.vmap(tp.grad(f)),
+         "vmap_hessian": lambda: tp.vmap(tp.hessian(f))}[how]()
+    with pytest.raises(tp.TransformError) as info:
+        t(x)
+    first = str(info.value).splitlines()
+    assert first[0].startswith('File "') and "test_vmap_regressions.py" in first[0]
+    assert f", in {f.__name__}" in first[0] and line in first[1]
+
+
+def rows_appended(x):
+    rows = [x]
+    for i in range(2):
+        rows.append(np.roll(rows[-1], 1) * x)
+    return np.sum(np.stack(rows) ** 2)
+
+
+def test_grad_of_vmap_of_a_list_that_grew():
+    """The adjoint of a list made batched and then appended to had its spec cut to the
+    list's first length."""
+    check_all(rows_appended, (RNG.normal(size=(4, 6)),),
+              modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+def sum_of_list_argument(xs):
+    return np.sum(xs)
+
+
+def max_of_list_argument(xs):
+    return np.max(xs, axis=0)
+
+
+@pytest.mark.parametrize("f", [sum_of_list_argument, max_of_list_argument])
+def test_list_argument_read_as_an_array(f):
+    xs = [RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))]
+    close(tp.vmap(f)(xs), loop(f, (xs,)))
+
+
+def loop_or_one_step(x):
+    if x[0] < 0.3:
+        while np.sum(x * x) > 0.05:
+            x = 0.7 * np.sin(x)
+    else:
+        x = np.tanh(x)
+    return np.sum(x)
+
+
+def test_paths_that_pop_the_same_stack_pop_in_reverse_order():
+    """Both paths of the forward branch save `x` on one stack, the `else` path last; under
+    vmap both run, so the backward `else` path must pop first (random program, seed 7)."""
+    x = np.array([[0.7, -0.1, -0.0, -1.2], [-0.4, 0.6, -0.1, 0.1], [-0.2, 0.9, -0.0, -1.8]])
+    check_all(loop_or_one_step, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
+
+
+def return_in_nested_branch(x):
+    if x[0] > 0.0:
+        return -x[1]
+    s5 = x[1]
+    if s5 < 0.1:
+        u3 = np.exp(x)
+    elif x[2] > -0.6:
+        return s5
+    return np.sum(u3)
+
+
+def test_flag_set_on_one_nested_path_is_merged():
+    """`returned` is set by the first path and read, after a nested branch that sets it on
+    one of its paths, by the second: the second path must start from the value before the
+    first (random program, seed 1040)."""
+    x = np.array([[0.5, 0.1, -0.9, -1.6], [0.5, 0.0, 0.5, 0.3], [-0.7, -0.7, 0.4, -0.3]])
+    check_all(return_in_nested_branch, (x,), modes=("vmap", "vmap_grad", "grad_vmap"))

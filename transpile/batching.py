@@ -69,13 +69,33 @@ class Batching:
         self.arrays = set()                   # names known to hold arrays (not containers)
 
     def error(self, node, msg, hint=None):
-        return error_at(node, self.src, msg, hint, pass_name="vmap")
+        """An error at `node`; in code that transpile generated (vmap of grad, a Hessian),
+        located at the user's line it was generated from, the generated line shown after."""
+        err = error_at(node, self.src, msg, hint, pass_name="vmap")
+        filename = str(getattr(self.src, "filename", ""))
+        if not filename.startswith("<transpile") or not getattr(node, "lineno", None):
+            return err
+        from .emit import origin_of
+        found = origin_of(filename, self.src.line_of(node))
+        if found is None:
+            return err
+        user, line = found
+        import linecache
+        text = linecache.getline(user.filename, line).strip()
+        head = [f'File "{user.filename}", line {line}, in {user.name}'] + \
+            ([f"    {text}"] if text else [])
+        return TransformError("\n".join(head) + "\n" + f"[vmap] {msg}" +
+                              (f"\n  hint: {hint}" if hint else "") +
+                              "\n  (found in the code transpile generated from it:\n  " +
+                              str(err).split("\n[vmap]")[0].replace("\n", "\n  ") + ")")
 
     # ================================================================ analysis
     def analyse(self, stmts):
         self.spec = {p: s for p, s in self.in_specs.items() if s is not False}
         self.local = _path_local(stmts, self.fir.node.body[-1], set(self.fir.params))
         self.uniform_needed = set()
+        # lists that grow (stacks, appended lists): one spec for all their elements
+        self.grown = {push_parts(st)[0] for st in walk_simple(stmts) if is_push(st)}
         changed = True
         while changed:
             self.changed = False
@@ -83,16 +103,18 @@ class Batching:
             changed = self.changed
         self._find_arrays(stmts)
         self.seqs = _maybe_sequences(stmts)
+        self.unpacked = set()
         self.lane_indices = {st.targets[0].id for st in walk_simple(stmts)
                              if isinstance(st, gast.Assign) and
                              isinstance(st.targets[0], gast.Name) and
                              isinstance(st.value, gast.Call) and
-                             _dotted(st.value.func) in ("rt.lane_index",
+                             _dotted(st.value.func) in ("rt.lane_index", "rt.lane_key",
                                                         "rt.lane_scatter_index")}
         if str(getattr(self.src, "filename", "")).startswith("<transpile"):
             # generated code passes lists on in tuples of saved values and returns them from
             # its functions: a batched value unpacked, popped or returned may be one
-            self.seqs |= _unpacked(stmts)
+            self.unpacked = _unpacked(stmts, set(self.fir.params)) - self.seqs
+            self.seqs |= self.unpacked
 
     def of(self, n):
         return self.spec.get(n, False)
@@ -102,6 +124,8 @@ class Batching:
         new = join(old, spec)
         if n in self.uniform_needed and new is not True and batched(new):
             new = True
+        if isinstance(new, tuple) and n in self.grown:
+            new = uniform(new)
         if new != old:
             self.spec[n] = new
             self.changed = True
@@ -181,6 +205,8 @@ class Batching:
             return batched(self.expr_spec(v.args[1]))
         if spelling == "rt.lane_scatter_index" and len(v.args) == 2:
             return batched(self.expr_spec(v.args[0]))
+        if spelling == "rt.lane_key" and len(v.args) == 3:
+            return batched(self.expr_spec(v.args[1]))
         same = self._uniform_roles(v)
         args = [a for k, a in enumerate(_operands(v)) if k not in same]
         if not any(batched(self.expr_spec(a)) for a in args) and not _is_random(v):
@@ -193,6 +219,52 @@ class Batching:
                 v.args and isinstance(self.expr_spec(v.args[0]), tuple):
             return self.expr_spec(v.args[0])    # zeros or a copy of a container, leafwise
         return True
+
+    def _array_params(self, stmts):
+        """Batched parameters (a list of arrays mapped by in_axes, possibly) that the
+        function gives to numpy functions as arrays and uses in no way that needs their
+        container (returned, stored, passed to a function of the user's, unpacked)."""
+        params = [p for p in self.fir.params if self.of(p) is True]
+        if not params:
+            return []
+        read, other = set(), set()
+        ret = self.fir.node.body[-1]
+        other |= names_in(ret)
+        for st in walk_simple(stmts):
+            if isinstance(st, (gast.If, gast.While)):
+                continue
+            if isinstance(st, gast.For):
+                other |= names_in(st.iter)
+                continue
+            v = st.value if isinstance(st, (gast.Assign, gast.Expr)) else None
+            if v is None:
+                continue
+            if is_push(st) or is_update(st) or (isinstance(st, gast.Assign) and
+                                                 isinstance(st.targets[0], gast.Tuple)):
+                other |= names_in(st)
+                continue
+            if isinstance(v, gast.Call) and not anno.get(v, Anno.CALLEE):
+                found = anno.get(v, Anno.PRIM)
+                spelling = found[1] if found else ""
+                prim = found[0] if found else None
+                rule = (prim.batch_for.get(spelling) or prim.batch) if prim else None
+                if (spelling.startswith("np.") or spelling.startswith("scipy.")) and \
+                        spelling not in SEQUENCE_ARGS and \
+                        not spelling.startswith("np.random."):
+                    params_ = list(rule.template.params) if rule is not None and \
+                        rule.kind == "template" else []
+                    roles = params_[:len(v.args)] + [k.arg for k in v.keywords]
+                    for k, a in enumerate(list(v.args) + [kw.value for kw in v.keywords]):
+                        if isinstance(a, gast.Name) and not (k < len(roles) and
+                                                             roles[k] in NOT_ARRAYS):
+                            read.add(a.id)
+                    continue
+                if spelling in ("len", "isinstance", "type"):
+                    continue
+            if isinstance(v, (gast.BinOp, gast.Compare, gast.UnaryOp, gast.Subscript)):
+                continue
+            other |= names_in(v)
+        return [p for p in params if p in read and p not in other]
 
     def _uniform_roles(self, v):
         """{position among args + keyword values: role} of the arguments of a call that must
@@ -333,13 +405,20 @@ class Batching:
             have = self.in_specs.get(p, False)
             if want != have:
                 out.append(self.convert_stmt(p, have, want, p))
+        for p in self._array_params(stmts):
+            # a list of per-example arrays that numpy reads as one array: stacked with the
+            # batch first (an array stays as it is)
+            out.append(assign(p, call("rt.lanes_array", [name(p), const(True),
+                                                          name(self.size)])))
         out += self.block(stmts)
         out[:0] = [assign(v, const(None)) for v in sorted(self.need_init)]
         return out, ret.value, self.expr_spec(ret.value)
 
     def convert(self, expr, have, want):
         """`expr` (spec `have`) as a value of spec `want`."""
-        if have == want or want is False or have is True:
+        if have == want or want is False or have is True or (
+                want is True and isinstance(have, tuple) and have and
+                all(h is True for h in _flat(have))):
             return expr
         if isinstance(expr, (gast.List, gast.Tuple)) and not expr.elts:
             return expr          # an empty list: what it will hold is batched
@@ -406,7 +485,7 @@ class Batching:
             return self.update(s)
         if isinstance(s, gast.Expr):
             if isinstance(s.value, gast.Call) and self._applies(s.value):
-                pre, call_ = self.prepare(s.value)
+                pre, call_ = self.prepare(s.value, s)
                 value, _ = self.value(s, call_, None)   # a call for its effect
                 new = gast.Expr(value=value)
                 return pre + [anno.copy(s, gast.copy_location(new, s))]
@@ -415,12 +494,12 @@ class Batching:
             return [s]
         t = s.targets[0]
         if isinstance(t, gast.Tuple):
-            pre, v = self.prepare(s.value)
+            pre, v = self.prepare(s.value, s)
             if pre:
                 s = anno.copy(s, gast.copy_location(
                     gast.Assign(targets=s.targets, value=v, type_comment=None), s))
             return pre + self.unpack(s)
-        pre, v = self.prepare(s.value)
+        pre, v = self.prepare(s.value, s)
         value, have = self.value(s, v, t.id)
         want = self.of(t.id)
         value = self.convert(value, have, want) if not isinstance(want, tuple) else \
@@ -428,12 +507,18 @@ class Batching:
         new = gast.Assign(targets=[name(t.id, True)], value=value, type_comment=None)
         return pre + [anno.copy(s, gast.copy_location(new, s))]
 
-    def prepare(self, v):
+    def prepare(self, v, s=None):
         """Statements before a call, and the call: uniform arguments (uniform_args), lists
-        read as arrays (as_arrays)."""
+        read as arrays (as_arrays). They come from the user's line of `s`."""
         pre, v = self.uniform_args(v)
         more, v = self.as_arrays(v)
-        return pre + more, v
+        pre += more
+        if s is not None:
+            for st in pre:
+                gast.copy_location(st, s)
+                if anno.get(s, Anno.ORIGIN) is not None:
+                    anno.set(st, Anno.ORIGIN, anno.get(s, Anno.ORIGIN))
+        return pre, v
 
     def as_arrays(self, v):
         """A numpy function given a Python list or tuple holding batched values
@@ -493,13 +578,13 @@ class Batching:
             new = _copy.deepcopy(v)
             new.args[pos] = name(fresh)
             return [assign(fresh, literal)], new
+        prim = found[0] if found else None
+        rule = (prim.batch_for.get(spelling) or prim.batch) if prim is not None else None
         if spelling is None or anno.get(v, Anno.CALLEE) or spelling in SEQUENCE_ARGS or \
                 spelling.startswith("np.random.") or not (
                 spelling.startswith("np.") or spelling.startswith("scipy.") or
-                spelling in RT_ARRAY_ARGS):
+                _reads_arrays(spelling, rule)):
             return [], v
-        prim = found[0]
-        rule = (prim.batch_for.get(spelling) or prim.batch) if prim is not None else None
         params = list(rule.template.params) if rule is not None and \
             rule.kind == "template" else []
         roles = params[:len(v.args)] + [kw.arg for kw in v.keywords]
@@ -595,7 +680,7 @@ class Batching:
             return self.part(v), spec
         if spelling == "rt.lane_index":
             return v, spec           # a tuple index, per example where `index` is batched
-        if spelling == "rt.lane_scatter_index" and spec:
+        if spelling in ("rt.lane_scatter_index", "rt.lane_key") and spec:
             return self.each_lane(v, spelling), spec    # each outer example's own rows
         if self._lane_indexed(v, spelling):
             new = self.each_lane(v, spelling)
@@ -921,6 +1006,29 @@ class Batching:
             body_mask = self.namer.fresh("mask")
             out.append(assign(body_mask, _copy.deepcopy(cond) if outer is None else
                               call("np.logical_and", [name(outer), _copy.deepcopy(cond)])))
+        def else_path():
+            else_mask = self.namer.fresh("mask")
+            skipped = call("np.logical_not", [_copy.deepcopy(cond)])
+            out.append(assign(else_mask, skipped if outer is None else
+                              call("np.logical_and", [name(outer), skipped])))
+            out.extend(self._path(else_mask, s.orelse))
+
+        if s.orelse and s.body and _pops_shared(self, s):
+            # both paths pop values that both paths of the forward branch pushed, the
+            # `else` path's last: here it runs first, so each finds its own on top
+            else_ = {}
+            else_path()
+            for v in merged:
+                if v in in_else:
+                    else_[v] = self.namer.fresh(v + "_else")
+                    out.append(assign(else_[v], name(v)))
+                    out.append(assign(v, name(orig[v])))
+            out.extend(self._path(body_mask, s.body))
+            for v in merged:
+                chosen = name(else_[v]) if v in else_ else name(orig[v])
+                out.append(assign(v, call("rt.select", [_copy.deepcopy(cond), name(v),
+                                                        chosen]), origin=s))
+            return out
         if s.body:
             out.extend(self._path(body_mask, s.body))
         for v in merged:
@@ -929,11 +1037,7 @@ class Batching:
                 out.append(assign(then[v], name(v)))
                 out.append(assign(v, name(orig[v])))
         if s.orelse:
-            else_mask = self.namer.fresh("mask")
-            skipped = call("np.logical_not", [_copy.deepcopy(cond)])
-            out.append(assign(else_mask, skipped if outer is None else
-                              call("np.logical_and", [name(outer), skipped])))
-            out.extend(self._path(else_mask, s.orelse))
+            else_path()
         for v in merged:
             chosen = name(then[v]) if v in then else name(orig[v])
             out.append(assign(v, call("rt.select", [_copy.deepcopy(cond), chosen, name(v)]),
@@ -950,11 +1054,12 @@ class Batching:
         return self._guarded(name(mask), body, stmts)
 
     def _guarded(self, mask, stmts, original):
-        """`stmts` run only if some example takes this path; a path that saves or restores
-        values on a stack always runs, so pushes and pops stay paired in every example."""
-        if any((is_push(st) and push_parts(st)[0] in self.stacks) or
-               (is_pop(st) and pop_stack(st) in self.stacks) for st in walk_simple(original)):
-            return stmts
+        """`stmts` run only if some example takes this path. A path that saves values on a
+        stack (or restores them) runs for every example when it runs at all, so each finds
+        its values at the same depth; the backward pass's mirror path has the same mask
+        (its condition is the saved forward one), so it pops exactly when this pushed.
+        (A condition the same for every example that vmap sees as batched, a recursive
+        function's, stays consistent: the path runs where it ran before.)"""
         return [_guard(call("rt.any_lane", [mask]), stmts)]
 
     def current(self, s, v):
@@ -1114,6 +1219,13 @@ def _has_update(stmts):
     return any(is_update(s) for s in walk_simple(stmts))
 
 
+def _pops_shared(pass_, s):
+    """Whether both paths of `s` pop from a stack of saved values they share."""
+    def popped(stmts):
+        return {pop_stack(st) for st in walk_simple(stmts) if is_pop(st)} & pass_.stacks
+    return bool(popped(s.body) & popped(s.orelse))
+
+
 def _check_branch(pass_, s):
     for st in walk_simple(s.body + s.orelse):
         if is_push(st) and push_parts(st)[0] not in pass_.stacks:
@@ -1153,14 +1265,25 @@ SEQUENCE_POSITION = {**{s: 0 for s in SEQUENCE_ARGS - {"np.array", "np.asarray",
                      "rt.concatenate_adj": 1, "rt.stack_adj": 1, "rt.vstack_adj": 1,
                      "rt.hstack_adj": 1}
 
-# runtime helpers of derivative code that read their arguments as arrays (np.shape(x),
-# np.asarray(x)) as the numpy function they stand for did
-RT_ARRAY_ARGS = {"rt.broadcast_like", "rt.cumsum_adj", "rt.diag_adj", "rt.diagonal_adj",
-                 "rt.diff_adj", "rt.dot_adj_a", "rt.dot_adj_b", "rt.expand", "rt.expand_norm",
-                 "rt.extremum_share", "rt.logsumexp", "rt.matmul_adj_x1", "rt.matmul_adj_x2",
-                 "rt.pad_value_adj", "rt.reduced_size", "rt.repeat_adj", "rt.size_of",
-                 "rt.solve", "rt.sort_like", "rt.tile_adj", "rt.trace_adj", "rt.unbroadcast",
-                 "rt.unpad", "rt.unsort", "rt.weight"}
+# Runtime helpers of derivative code read their arguments as arrays (np.shape(x),
+# np.asarray(x)), as the numpy function they stand for did, except these, which take
+# containers (adjoints of tuples and lists, pytrees) as they are.
+RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.basis_like", "rt.cast_like", "rt.filled",
+                     "rt.getitem", "rt.index_add", "rt.index_add_into", "rt.index_clear",
+                     "rt.index_update", "rt.jacobian_shape", "rt.part", "rt.seed",
+                     "rt.sum_adj", "rt.sum_adj_t", "rt.to_like", "rt.to_list", "rt.to_tuple",
+                     "rt.tree_scale", "rt.tree_vdot", "rt.written_part", "rt.reshape_like",
+                     "rt.reversed_range", "rt.concatenate_adj", "rt.stack_adj",
+                     "rt.vstack_adj", "rt.hstack_adj", "rt.copy", "rt.copy_stack",
+                     "rt.zeros_like", "rt.tangent_zeros", "rt.zero_tangent", "rt.astype",
+                     "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint"}
+
+
+def _reads_arrays(spelling, rule):
+    """A runtime helper (with a batching template) that reads its arguments as arrays."""
+    return spelling.startswith("rt.") and rule is not None and rule.kind == "template" and \
+        spelling not in RT_CONTAINER_ARGS and not spelling.startswith("rt.lane") and \
+        spelling not in UNIFORM_HELPERS
 
 
 def _maybe_sequences(stmts):
@@ -1207,18 +1330,18 @@ def _is_literal(node):
     return isinstance(node, gast.Tuple) and all(_is_literal(e) for e in node.elts)
 
 
-def _unpacked(stmts):
-    """Names bound by unpacking a tuple, popped from a stack or returned by a call of a user
-    function (whose values the function cannot see the making of)."""
-    out = set()
+def _unpacked(stmts, params):
+    """Names returned by a call of a user function, or unpacked from a parameter or such a
+    result (a tuple of saved values): the function cannot see the making of their values."""
+    results = {st.targets[0].id for st in walk_simple(stmts)
+               if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name) and
+               anno.get(st.value, Anno.CALLEE)}
+    out = set(results)
     for st in walk_simple(stmts):
-        if not isinstance(st, gast.Assign):
-            continue
-        t = st.targets[0]
-        if isinstance(t, gast.Tuple):
-            out |= {e.id for e in t.elts if isinstance(e, gast.Name)}
-        elif isinstance(t, gast.Name) and (is_pop(st) or anno.get(st.value, Anno.CALLEE)):
-            out.add(t.id)
+        if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Tuple) and (
+                (isinstance(st.value, gast.Name) and st.value.id in params | results) or
+                anno.get(st.value, Anno.CALLEE)):
+            out |= {e.id for e in st.targets[0].elts if isinstance(e, gast.Name)}
     return out
 
 
@@ -1271,17 +1394,30 @@ def _path_local(stmts, ret, params):
 
 
 def _read_before_assigned(body, n):
+    """Whether some path through `body` reads `n` before binding it (an assignment in
+    one path of a nested `if`, or in a loop, binds it only on some paths)."""
+    return _first_use(body, n) == "read"
+
+
+def _first_use(stmts, n):
+    """'read' if a path reads n before binding it, 'bound' if every path binds it first,
+    None otherwise."""
     from .analysis import reads, targets
-    for st in walk_simple(body):
-        if isinstance(st, (gast.If, gast.For, gast.While)):
-            if n in reads(st):
-                return True
-            continue
+    for st in stmts:
         if n in reads(st):
-            return True
-        if n in targets(st) and not is_update(st):
-            return False
-    return False
+            return "read"
+        if isinstance(st, gast.If):
+            a, b = _first_use(st.body, n), _first_use(st.orelse, n)
+            if "read" in (a, b):
+                return "read"
+            if a == b == "bound":
+                return "bound"
+        elif isinstance(st, (gast.For, gast.While)):
+            if _first_use(st.body, n) == "read":
+                return "read"
+        elif n in targets(st) and not is_update(st):
+            return "bound"
+    return None
 
 
 def _fold_static(expr):

@@ -120,11 +120,55 @@ def _unescape(s):
     return s.encode("utf-8").decode("unicode_escape") if "\\" in s else s
 
 
+# generated file name -> {generated function name: the parse.Source it was made from}, so
+# an error found in generated code transformed again can name the user's line (origin_of)
+ORIGINS = {}
+_MADE_FROM = {}
+
+
 def module_source(functions, doc):
     parts = [HEADER.format(doc=doc)]
     for fdef in functions:
         parts.append("\n" + function_source(fdef, getattr(fdef, "_source", None)))
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    _MADE_FROM[text] = {f.name: f._source for f in functions
+                        if getattr(f, "_source", None) is not None}
+    return text
+
+
+def origin_of(filename, line, depth=0):
+    """(parse.Source, file line) of the user's code that line `line` of the generated file
+    `filename` comes from (following `# 12: ...` markers through generated code made from
+    generated code), or None."""
+    made = ORIGINS.get(filename)
+    lines = linecache.getlines(filename)
+    if not made or not lines or depth > 8:
+        return None
+    mark = None
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        text = lines[i].strip()
+        found = _MARK.match(text)
+        if mark is None and found:
+            mark = int(found.group(2))
+        if text.startswith("def "):
+            src = made.get(text[4:].split("(")[0].strip())
+            if mark is None or src is None:
+                return None
+            # a loop or branch header carries no marker of its own: the same text a few lines
+            # after the marked line is the one
+            own = lines[line - 1].strip() if line <= len(lines) else ""
+            parent = linecache.getlines(src.filename)
+            for k in range(mark, min(mark + 12, len(parent) + 1)):
+                if own and own.endswith(":") and parent[k - 1].strip() == own:
+                    mark = k
+                    break
+            if str(src.filename).startswith("<transpile"):
+                return origin_of(src.filename, mark, depth + 1)
+            return src, mark
+    return None
+
+
+_MARK = re.compile(r"^# (adjoint of )?(\d+): ")
 
 
 def compile_module(text, namespace, label):
@@ -133,6 +177,8 @@ def compile_module(text, namespace, label):
     digest = hashlib.sha1(text.encode()).hexdigest()[:8]
     filename = f"<transpile:{label}:{digest}>"   # same text, same name: stable output
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    if text in _MADE_FROM:
+        ORIGINS[filename] = _MADE_FROM.pop(text)
     code = compile(text, filename, "exec")
     env = {"__name__": "transpile_generated", "np": np, "rt": runtime}
     env.update(namespace)

@@ -39,6 +39,11 @@ def _is_check(call):
         f.value.id == "rt" and f.attr in ("seed", "lane_seed", "check_float_input")
 
 
+def _popped(stmts):
+    from .analysis import walk_simple
+    return {pop_stack(t) for t in walk_simple(stmts) if is_pop(t)}
+
+
 def dce(stmts, live_out):
     """Remove dead statements from `stmts` (in place semantics: returns new list)."""
     new, _ = _dce_block(stmts, set(live_out))
@@ -49,8 +54,11 @@ def _dce_block(stmts, live):
     out = []
     for s in reversed(stmts):
         if isinstance(s, gast.If):
-            body, lb = _dce_block(s.body, set(live))
-            orelse, lo = _dce_block(s.orelse, set(live))
+            # a stack both paths pop keeps its pops on both: under vmap both paths run, and
+            # each must leave the stack as deep as its forward path made it
+            shared = _popped(s.body) & _popped(s.orelse)
+            body, lb = _dce_block(s.body, set(live) | shared)
+            orelse, lo = _dce_block(s.orelse, set(live) | shared)
             if not _has_code(body) and not _has_code(orelse):
                 continue
             s = _shallow(s)

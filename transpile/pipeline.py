@@ -18,8 +18,23 @@ import functools
 import gast
 
 from . import batching, custom, emit, forward, gradients
+from .errors import TransformError, located
 from .frontend import normalize_function
 from .program import Program
+
+
+def _located_call(entry):
+    """Call vmapped code; a TransformError it raises names the user's line it comes from
+    (an argument of np.reshape that differs between examples is found when it runs)."""
+    def call(t, args):
+        try:
+            return entry(*args)
+        except TransformError as exc:
+            new = located(exc)
+            if new is exc:
+                raise
+            raise new from None
+    return call
 
 
 class Generated:
@@ -34,7 +49,9 @@ class Generated:
         self.nprefix = nprefix
         self.nuser = nuser
         self.extra = extra or {}
-        if kind != "vjp":
+        if kind == "vmap":
+            self.call = _located_call(entry)
+        elif kind != "vjp":
             self.call = lambda t, args, _entry=entry: _entry(*args)
 
     def call(self, t, args, nprimals=None):  # vjp: (out, vjp_fn[, aux])

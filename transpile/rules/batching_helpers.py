@@ -258,7 +258,8 @@ def unbatch_out_adj_fwd(out, d, value, have, want, outer=0):
     dout = rt.unbatch_out_adj(dd, value, have, want, outer)
 
 
-nondiff("rt.uniform_lanes")
+nondiff("rt.uniform_lanes", "rt.lane_key")
+set_batch_rule("rt.lane_key", BatchRule("unsupported"))
 batch_lanes("rt.uniform_lanes", ("value",))
 nondiff("rt.axis_size", side_effect=True)
 nondiff("rt.batch_size_of")

@@ -228,8 +228,7 @@ def part_batch(g, key, like):
     """`g[key]` (an element of a container adjoint, or a part of an array adjoint)."""
     if g_batched:
         if key_batched:
-            out = rt.part(g, rt.lane_scatter_index(key, batch_size),
-                          rt.lanes_view(like, batch_size))
+            out = rt.part(g, rt.lane_key(g, key, batch_size), rt.lanes_view(like, batch_size))
         else:
             if like_batched:
                 out = rt.part(g, rt.lane_index(g, key), like)

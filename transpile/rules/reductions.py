@@ -70,12 +70,24 @@ def mean_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
 
 @rev("np.prod")
 def prod(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
-    da = rt.expand(dout * out, a, axis, keepdims) / a
+    da = rt.expand(dout, a, axis, keepdims) * rt.prod_others(a, axis)
 
 
 @fwd("np.prod")
 def prod_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
-    dout = np.sum(da * rt.expand(out, a, axis, keepdims) / a, axis, keepdims=keepdims)
+    dout = np.sum(da * rt.prod_others(a, axis), axis, keepdims=keepdims)
+
+
+@rev("rt.prod_others")
+def prod_others(dout, out, a, axis=None):
+    """d out[i] / d a[j] = out[i] / a[j] for j != i: exact at zeros for the first derivative
+    of np.prod, not for the second (nan where an element is exactly zero)."""
+    da = (np.sum(dout * out, axis, keepdims=True) - dout * out) / a
+
+
+@fwd("rt.prod_others")
+def prod_others_fwd(out, a, axis=None):
+    dout = out * (np.sum(da / a, axis, keepdims=True) - da / a)
 
 
 @rev("np.max", "np.amax")
@@ -219,6 +231,11 @@ def mean_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
     out = np.mean(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
 
 
+@batch("rt.prod_others")
+def prod_others_batch(a, axis=None):
+    out = rt.prod_others(a, rt.lane_axis(axis, a))
+
+
 @batch("np.prod")
 def prod_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
     out = np.prod(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
@@ -263,8 +280,9 @@ def cumsum_adj_batch(g, a, axis=None):
                                             rt.batched_axis(axis)), a)
     elif a_batched:
         out = rt.reshape_like(rt.cumsum_adj(g, a, rt.batched_axis(axis)), a)
-    else:
-        out = rt.reshape_like(rt.cumsum_adj(g, a, rt.batched_axis(axis)), a, 1)
+    else:   # `a` seen along the batch, as g is: a vmap around this one batches both alike
+        out = rt.reshape_like(rt.cumsum_adj(g, rt.lanes_view(a, batch_size),
+                                            rt.batched_axis(axis)), a, 1)
 
 
 @batch("sum")
