@@ -1963,12 +1963,13 @@ def simplifications(tree):
 
 def _operands(node):
     """The sub-expressions an expression may be replaced by while shrinking. Not the
-    argument of range/enumerate/zip/reversed: `for i, r in m` for `enumerate(m)` would
-    still run, but reads like a different program."""
+    argument of range/enumerate/zip/reversed, nor a list literal (`np.stack([a, b])` to
+    `[a, b]`): the result may still run, but it reads like a different program."""
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Name) and node.func.id in ("range", "enumerate", "zip", "reversed", "len"):
             return []
-        return [a for a in node.args if not isinstance(a, (ast.Starred, ast.Lambda))]
+        return [a for a in node.args
+                if not isinstance(a, (ast.Starred, ast.Lambda, ast.List, ast.Tuple))]
     if isinstance(node, ast.BinOp):
         return [node.left, node.right]
     if isinstance(node, ast.UnaryOp):
@@ -2044,7 +2045,7 @@ def repro_text(program, outcome):
         lines.append(f"# {check}: WRONG: {outcome.detail}")
         if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)"):
             expected, source = outcome.expected
-            if np.ndim(expected) == 0 and not isinstance(expected, (list, tuple)):
+            if isinstance(expected, np.floating):   # print 0.5, not np.float64(0.5)
                 expected = float(expected)
             with np.printoptions(precision=8):
                 text = re.sub(" +", " ", repr(expected).replace("\n", " "))

@@ -86,6 +86,15 @@ def C(r, *s):
     return r.standard_normal(s) + 1j * r.standard_normal(s)
 
 
+def C_off_axes(r, *s):
+    """Complex values at least 0.25 from both axes: every branch cut of log, sqrt, powers and
+    the inverse trig and hyperbolic functions lies on an axis, and a finite difference that
+    crosses one measures the jump, not the derivative."""
+    def away(v):
+        return v + 0.25 * np.where(v < 0, -1.0, 1.0)
+    return away(r.standard_normal(s)) + 1j * away(r.standard_normal(s))
+
+
 def HPD(r, n=3):
     a = C(r, n, n)
     return a @ a.conj().T + n * np.eye(n)
@@ -353,8 +362,8 @@ COMPLEX = [
     ("scipy.special.logsumexp(z)", "z"),
 ]
 COMPLEX_DOMAINS = {
-    "z": ("z", lambda r: (C(r, 3, 4),)),
-    "zw": ("z, w", lambda r: (C(r, 3, 4), 0.3 * C(r, 4))),
+    "z": ("z", lambda r: (C_off_axes(r, 3, 4),)),
+    "zw": ("z, w", lambda r: (C_off_axes(r, 3, 4), 0.3 * C(r, 4))),
     "xz": ("x, z", lambda r: (N(r, 4), C(r, 4))),
     "ab": ("a, b", lambda r: (HPD(r) + 0.5 * C(r, 3, 3), C(r, 3))),
 }

@@ -606,3 +606,57 @@ def test_flag_set_on_one_nested_path_is_merged():
     first (random program, seed 1040)."""
     x = np.array([[0.5, 0.1, -0.9, -1.6], [0.5, 0.0, 0.5, 0.3], [-0.7, -0.7, 0.4, -0.3]])
     check_all(return_in_nested_branch, (x,), modes=("vmap", "vmap_grad", "grad_vmap"))
+
+
+def loop_over_list_in_branch(x, ws):
+    for i1 in range(3):
+        x = np.tanh(x)
+    if np.log(1.5 + np.tanh(x)) > 0.1:
+        for W in ws:
+            pass
+        return np.log(1.0 + np.square(np.max(x * np.linspace(-0.6, 0.8, 4).reshape(2, 2))))
+    h2 = x * np.ones(3)
+    for W in ws:
+        h2 = np.tanh(h2 @ W) + 0.1 * np.sum(h2)
+    return np.sum(h2)
+
+
+def test_loop_over_a_shared_list_in_a_branch():
+    """`n = len(ws)` bound in a branch is the same in every example that binds it: the loop
+    over `ws` stays one loop, not one per example (random program, seed 1036)."""
+    ws = [np.array([[-0.5, 1.0], [1.6, -0.4], [1.6, 0.3]]), np.array([[1.0, -0.2], [-0.6, -0.3]])]
+    x = np.array([1.2, -0.5, -0.3])
+    check_all(loop_over_list_in_branch, (x, ws), in_axes=(0, None),
+              modes=("vmap", "vmap_grad"))
+
+
+def write_after_break(x, y):
+    x = np.tanh(x)
+    if y.mean() < 0.3:
+        for row1 in y:
+            break
+            x[1:] = x[0:3]
+    return np.sum(x)
+
+
+def test_break_is_not_removed_as_dead_code():
+    """The clean-up of generated code dropped a `break` (it defines nothing), so the write
+    after it ran (random program, seed 2025)."""
+    x, y = RNG.normal(size=(3, 4, 4)), RNG.normal(size=(3, 3, 3))
+    check_all(write_after_break, (x, y), modes=("vmap",))
+
+
+def write_into_empty_slice(x, y):
+    buf1 = np.zeros((1, 2))
+    buf1[1:] += y @ x
+    return np.mean(y * y) + np.sum(buf1) + np.sum(np.sin(x) * y[0])
+
+
+def test_hessian_through_an_element_of_a_partly_batched_tuple():
+    """Forward mode spells `cotangents[0]` rt.getitem(cotangents_dot, 0); under jacfwd's
+    vmap that element was taken as batched when only the other one is (random program,
+    seed 2143)."""
+    x, y = np.array([1.1, -0.8]), np.array([[-0.2, -1.0], [0.3, 0.1]])
+    g = tp.grad(write_into_empty_slice)
+    close(tp.hessian(write_into_empty_slice)(x, y),
+          _fd_jacobian(lambda v: g(v, y), x), 1e-6)

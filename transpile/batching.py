@@ -201,6 +201,9 @@ class Batching:
         part = self._part_of(v, spelling)
         if part is not None:
             return part
+        elem = self._element_of(v, spelling)
+        if elem is not None:
+            return elem
         if spelling == "rt.lane_index" and len(v.args) == 2:
             return batched(self.expr_spec(v.args[1]))
         if spelling == "rt.lane_scatter_index" and len(v.args) == 2:
@@ -308,6 +311,18 @@ class Batching:
             else:
                 new.keywords[k - len(v.args)].value = name(fresh)
         return pre, (new if new is not None else v)
+
+    def _element_of(self, v, spelling):
+        """The spec of `rt.getitem(g, k)` (how forward mode spells `g[k]`) for a literal k
+        and a container `g` whose elements have their own specs, else None."""
+        if spelling != "rt.getitem" or len(v.args) != 2 or v.keywords:
+            return None
+        g, k = v.args
+        spec = self.expr_spec(g)
+        if not isinstance(spec, tuple) or not isinstance(k, gast.Constant) or \
+                type(k.value) is not int or not -len(spec) <= k.value < len(spec):
+            return None
+        return spec[k.value]
 
     def _part_of(self, v, spelling):
         """The spec of `rt.part(g, k, like)`, element k of an adjoint container whose
@@ -678,6 +693,8 @@ class Batching:
             return self.collective(s, v, spelling), spec
         if self._part_of(v, spelling) is not None:
             return self.part(v), spec
+        if self._element_of(v, spelling) is not None:
+            return v, spec        # an element of a container, with its own spec
         if spelling == "rt.lane_index":
             return v, spec           # a tuple index, per example where `index` is batched
         if spelling in ("rt.lane_scatter_index", "rt.lane_key") and spec:
@@ -1364,7 +1381,43 @@ def _path_local(stmts, ret, params):
     def reads_in(block, n):
         return sum(1 for st in walk_simple(block) if n in reads(st))
 
+    loops_binding = {}
+    for st in walk_simple(stmts):
+        if isinstance(st, gast.For):
+            loops_binding.setdefault(st.target.id, []).append(st)
+
     local = set()
+    # bound once, outside every loop, to a value the same for every example: every example
+    # that can read it (it is bound on its path) reads that one value
+    def outside_loops(block):
+        for st in block:
+            if isinstance(st, gast.If):
+                yield from outside_loops(st.body)
+                yield from outside_loops(st.orelse)
+            elif not isinstance(st, (gast.For, gast.While)):
+                yield st
+    # (a `None` bound first, where generated code makes a name exist on every path, does
+    # not count, unless the function asks whether it is None)
+    placeholders, asked = {}, set()
+    for st in walk_simple(stmts):
+        if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name) and \
+                isinstance(st.value, gast.Constant) and st.value.value is None:
+            placeholders[st.targets[0].id] = placeholders.get(st.targets[0].id, 0) + 1
+        for node in gast.walk(st) if not isinstance(st, (gast.If, gast.For, gast.While)) \
+                else [st.test] if not isinstance(st, gast.For) else [st.iter]:
+            if isinstance(node, gast.Compare) and any(
+                    isinstance(o, (gast.Is, gast.IsNot, gast.Eq, gast.NotEq))
+                    for o in node.ops):
+                asked |= names_in(node)
+            if isinstance(node, gast.Call) and _dotted(node.func) in ("isinstance", "type"):
+                asked |= names_in(node)
+    for st in outside_loops(stmts):
+        if isinstance(st, gast.Assign) and not is_update(st) and not is_pop(st) and not (
+                isinstance(st.value, gast.Constant) and st.value.value is None):
+            for n in targets(st):
+                extra = placeholders.get(n, 0) if n not in asked else 0
+                if bound.get(n, 0) - extra == 1 and n not in params:
+                    local.add(n)
 
     def visit(block):
         for k, st in enumerate(block):
@@ -1377,9 +1430,10 @@ def _path_local(stmts, ret, params):
                 continue
             if isinstance(st, gast.For):
                 n = st.target.id
-                if bound.get(n) == 1 and n not in params and \
-                        reads_in(st.body, n) == read.get(n, 0):
-                    local.add(n)
+                loops = loops_binding.get(n, [])
+                if bound.get(n) == len(loops) and n not in params and \
+                        sum(reads_in(lp.body, n) for lp in loops) == read.get(n, 0):
+                    local.add(n)        # a loop counter read only in the loops it counts
                 visit(st.body)
                 continue
             if not isinstance(st, gast.Assign) or is_update(st) or is_pop(st):

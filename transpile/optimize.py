@@ -89,7 +89,8 @@ def _dce_block(stmts, live):
             out.append(s)   # a restore point of the reverse pass, filled in later
         else:
             defs = targets(s)
-            needed = _side_effect(s) or bool(defs & live) or isinstance(s, gast.Return)
+            needed = _side_effect(s) or bool(defs & live) or isinstance(
+                s, (gast.Return, gast.Break, gast.Continue, gast.Raise))
             if is_pop(s):
                 needed = bool(defs & live)
             if not needed:
