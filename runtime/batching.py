@@ -296,6 +296,12 @@ def select(cond, then, otherwise, outer=0, nested=False):
             raise ValueError("shapes differ")    # broadcasting would change the shape of some
         return xp.where(c, then, otherwise)
     except ValueError:
+        # where every example took the same path, no example sees the other shape (a loop
+        # whose carried value changes shape between trips, before any example left it)
+        if bool(xp.all(c)):
+            return then
+        if not bool(xp.any(c)):
+            return otherwise
         raise TransformError(
             "vmap: a value has a different shape in different examples (one example of "
             f"shape {np.shape(then)[lead:]}, another of shape {np.shape(otherwise)[lead:]}), "

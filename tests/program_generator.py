@@ -28,7 +28,7 @@ classifies the outcome:
 A failure is shrunk (`shrink`) while the same transformation keeps failing the same way,
 and printed as a standalone program to paste (`repro_text`).
 
-    python tests/program_generator.py --count 5000 --seed 0   # summary table + shrunk repros
+    python tests/program_generator.py --count 5000 --seed 0 --jobs 2   # table + shrunk repros
     python tests/program_generator.py --seed 12 --show        # one program and its outcomes
 
 tests/test_random_programs.py runs a fixed budget of seeds under pytest.
@@ -80,6 +80,9 @@ class Var:
     # A local array that no other name, list or closure refers to. Only those are written
     # in place (`v[i] = ...`, `v += ...`): a write into an alias would be seen elsewhere.
     writable: bool = False
+    # Bound to a value that shares no other name's memory. `v += e` on a number bound to
+    # `x[1]` is refused (x[1] is a view where x has two axes), so it is written only here.
+    alias_free: bool = True
 
 
 @dataclasses.dataclass
@@ -588,7 +591,7 @@ class FunctionBody:
         shallow = scope.nesting < 2
         if any(v.writable and v.shape for v in scope.vars.values()):
             kinds.append((1.2, "inplace_write"))
-        if any(v.writable or v.shape == () for v in scope.vars.values()):
+        if any(v.writable or (v.shape == () and v.alias_free) for v in scope.vars.values()):
             kinds.append((0.8, "augmented"))
         if shallow:
             kinds += [(1.3, "if"), (1.2, "for_range"), (0.6, "while"), (0.5, "buffer")]
@@ -621,7 +624,8 @@ class FunctionBody:
 
     def bind(self, scope, name, shape, expr):
         expr = self.binding(scope, expr)
-        scope.vars[name] = Var(name, shape, writable=bool(shape) and not expr.aliases)
+        scope.vars[name] = Var(name, shape, writable=bool(shape) and not expr.aliases,
+                               alias_free=not expr.aliases)
         return f"{name} = {expr.text}"
 
     def carried(self, scope):
@@ -664,12 +668,14 @@ class FunctionBody:
         values = [self.binding(scope, self.w.expr(scope, s, 2)) for s in shapes]
         names = [self.w.var_name(s) for s in shapes]
         for name, shape, value in zip(names, shapes, values):
-            scope.vars[name] = Var(name, shape, writable=bool(shape) and not value.aliases)
+            scope.vars[name] = Var(name, shape, writable=bool(shape) and not value.aliases,
+                                   alias_free=not value.aliases)
         return [f"{names[0]}, {names[1]} = {values[0].text}, {values[1].text}"]
 
     def stmt_augmented(self, scope):
         """`v += e` on a scalar (rebinding) or on a writable array (in place)."""
-        targets = [v for v in scope.vars.values() if v.writable or v.shape == ()]
+        targets = [v for v in scope.vars.values()
+                   if v.writable or (v.shape == () and v.alias_free)]
         var = self.w.choice(targets)
         op = self.w.choice(("+=", "-=", "*="))
         value = self.w.bounded(scope, var.shape, 2) if scope.in_loop or op == "*=" \
@@ -738,7 +744,9 @@ class FunctionBody:
             shapes = {b.vars[name].shape for b in branches}
             if len(shapes) == 1:
                 scope.vars[name] = Var(name, shapes.pop(),
-                                       writable=all(b.vars[name].writable for b in branches))
+                                       writable=all(b.vars[name].writable for b in branches),
+                                       alias_free=all(b.vars[name].alias_free
+                                                      for b in branches))
 
     def stmt_if(self, scope):
         self.w.features.add("if/else")
@@ -802,6 +810,7 @@ class FunctionBody:
                 del scope.vars[name]
             else:
                 var.writable = var.writable and inner.vars[name].writable
+                var.alias_free = var.alias_free and inner.vars[name].alias_free
 
     def stmt_for_range(self, scope):
         self.w.features.add("for range")
@@ -2059,15 +2068,29 @@ def repro_text(program, outcome):
 # 6. The command line: many programs, a summary, one shrunk repro per failure class
 # =====================================================================================
 
-def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, log=print):
+def _reports(first_seed, count, checks, jobs):
+    """The report of each seed in order, checked in `jobs` worker processes."""
+    seeds = range(first_seed, first_seed + count)
+    if jobs <= 1:
+        for seed in seeds:
+            yield check_seed(seed, checks)
+        return
+    import functools
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=200) as pool:
+        yield from pool.imap(functools.partial(check_seed, checks=checks), seeds)
+
+
+def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, log=print,
+             jobs=1):
     totals = defaultdict(Counter)              # check -> status -> programs
     seconds = Counter()                        # check -> total time
     features = Counter()
     classes = {}                               # signature -> [count, report, outcome, seeds]
     refusals_after_grad = Counter()
     started = time.perf_counter()
-    for seed in range(first_seed, first_seed + count):
-        report = check_seed(seed, checks)
+    for report in _reports(first_seed, count, checks, jobs):
+        seed = report.program.seed
         features.update(report.program.features)
         if show:
             log(f"---- seed {seed} ----\n{report.program.source}\n{report.table()}")
@@ -2148,12 +2171,15 @@ def main(argv=None):
     parser.add_argument("--shrink-seconds", type=float, default=60.0,
                         help="time to shrink each failure class (0: no shrinking)")
     parser.add_argument("--show", action="store_true", help="print every program and its outcomes")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes that check programs in parallel")
     options = parser.parse_args(argv)
     checks = options.checks.split(",") if options.checks else None
     for name in checks or ():
         if name not in CHECKS:
             parser.error(f"unknown check {name!r}")
-    run_many(options.seed, options.count, checks, options.shrink_seconds, options.show)
+    run_many(options.seed, options.count, checks, options.shrink_seconds, options.show,
+             jobs=options.jobs)
 
 
 if __name__ == "__main__":

@@ -438,3 +438,68 @@ def test_lambda_inside_a_statement_that_does_not_parse_alone():
     # a lambda in a `for` header's list could not be found
     for name, f in [("square", lambda v: np.sum(v ** 2))]:
         np.testing.assert_allclose(tp.grad(f)(np.array([1.0, 2.0])), [2.0, 4.0])
+
+
+# ---------------------------------------------------------------- found by the program generator
+
+def _returns_nothing(a):
+    pass
+
+
+def _helper_returning_none_on_a_path(h, depth):
+    if depth == 0:
+        return _returns_nothing(0.9)
+    return h
+
+
+def _calls_a_helper_with_only_constant_arguments(x):
+    unused = _helper_returning_none_on_a_path(x[1], 1)
+    return np.sum(np.concatenate([x[0:1], x]))
+
+
+def test_call_of_a_helper_with_no_active_argument_on_a_path():
+    # the backward pass looked for residuals of `_returns_nothing(0.9)`, a call that reads
+    # no differentiated value and saved none: KeyError (random program, seed 5020)
+    x = _rng(5020).normal(size=2)
+    np.testing.assert_allclose(tp.grad(_calls_a_helper_with_only_constant_arguments)(x),
+                               [2.0, 1.0])
+    check_grads(_calls_a_helper_with_only_constant_arguments, (x,), order=2,
+                modes=("rev", "fwd"))
+
+
+def _element_rebound_in_a_loop_then_updated(x):
+    s = x[3]
+    for i in range(1, 4):
+        s = np.sin(s * 2.0)
+    s += np.sin(x[0])       # s is no longer x[3]: the loop ran at least once
+    return np.sum(x) + s
+
+
+def test_update_after_a_loop_that_surely_rebinds():
+    # refused ("if 's' holds an array here ...") although `range(1, 4)` surely runs and
+    # binds s anew (random program, seed 5005)
+    x = _rng(5005).normal(size=4)
+    check_grads(_element_rebound_in_a_loop_then_updated, (x,), order=2, modes=("rev", "fwd"))
+    want = np.sum(x) + np.sin(np.sin(np.sin(x[3] * 2) * 2) * 2) + np.sin(x[0])
+    np.testing.assert_allclose(tp.transform(_element_rebound_in_a_loop_then_updated)(x), want)
+
+
+def _carried_shape_changes_before_a_break(x, ws):
+    s = np.sum(x)
+    h = x * np.linspace(0.6, 0.8, 8).reshape(4, 2)
+    for W in ws:
+        h = h @ W
+        if np.sum(h) < 0.1:
+            break
+    return s * np.sum(h)
+
+
+def test_vmap_of_a_loop_whose_carried_shape_changes_on_the_first_trip():
+    # h is (4, 2) before the first trip and (4, 4) after it; the examples leave the loop
+    # at different trips but all after the first, so no example sees another shape. The
+    # join at the end of each trip refused it (random program, seed 5026)
+    r = _rng(5026)
+    ws = [r.normal(size=(2, 4)), r.normal(size=(4, 4)), r.normal(size=(4, 4))]
+    xs = r.normal(size=(6, 2))
+    got = tp.vmap(_carried_shape_changes_before_a_break, in_axes=(0, None))(xs, ws)
+    np.testing.assert_allclose(got, [_carried_shape_changes_before_a_break(x, ws) for x in xs])

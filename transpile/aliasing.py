@@ -318,12 +318,25 @@ def _flow(stmts, facts):
                     state = new
                 else:
                     raise RuntimeError("internal: aliasing analysis did not settle")
+                if _runs_at_least_once(s):
+                    state = after       # the loop's entry state is not one of its exits
             else:
                 facts.before[id(s)] = state
                 state = facts.transfer(s, state)
         return state
     visit(stmts, facts.entry)
     return facts
+
+
+def _runs_at_least_once(loop):
+    """`for i in range(a, b)` with constant bounds that make at least one trip."""
+    it = loop.iter if isinstance(loop, gast.For) else None
+    if not (isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and
+            it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3 and
+            all(isinstance(a, gast.Constant) and type(a.value) is int for a in it.args)):
+        return False
+    step = it.args[2].value if len(it.args) == 3 else 1
+    return step != 0 and len(range(*(a.value for a in it.args))) > 0
 
 
 # ---------------------------------------------------------------- reads after a write

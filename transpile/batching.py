@@ -19,6 +19,7 @@ condition writes only the examples where the condition holds. Early return, brea
 continue arrive here as flags (controlflow.py), so they follow.
 """
 import copy as _copy
+from collections import Counter
 
 import gast
 
@@ -1378,8 +1379,19 @@ def _path_local(stmts, ret, params):
     for n in names_in(ret):
         read[n] = read.get(n, 0) + 1
 
+    subtree_counts = {}
+
+    def subtree_reads(st):
+        """How many simple statements in `st` (itself included) read each name."""
+        if id(st) not in subtree_counts:
+            counts = Counter()
+            for inner in walk_simple([st]):
+                counts.update(reads(inner))
+            subtree_counts[id(st)] = counts
+        return subtree_counts[id(st)]
+
     def reads_in(block, n):
-        return sum(1 for st in walk_simple(block) if n in reads(st))
+        return sum(subtree_reads(st)[n] for st in block)
 
     loops_binding = {}
     for st in walk_simple(stmts):
@@ -1420,29 +1432,34 @@ def _path_local(stmts, ret, params):
                     local.add(n)
 
     def visit(block):
-        for k, st in enumerate(block):
-            if isinstance(st, gast.If):
-                visit(st.body)
-                visit(st.orelse)
-                continue
-            if isinstance(st, gast.While):
-                visit(st.body)
-                continue
-            if isinstance(st, gast.For):
-                n = st.target.id
-                loops = loops_binding.get(n, [])
-                if bound.get(n) == len(loops) and n not in params and \
-                        sum(reads_in(lp.body, n) for lp in loops) == read.get(n, 0):
-                    local.add(n)        # a loop counter read only in the loops it counts
-                visit(st.body)
-                continue
-            if not isinstance(st, gast.Assign) or is_update(st) or is_pop(st):
-                continue
-            own = reads(st)
-            for n in targets(st):
-                if bound.get(n) == 1 and n not in params and n not in own and \
-                        reads_in(block[k + 1:], n) == read.get(n, 0):
-                    local.add(n)
+        after = Counter()       # reads in the statements after the one visited
+        for st in reversed(block):
+            visit_one(st, after)
+            after.update(subtree_reads(st))
+
+    def visit_one(st, after):
+        if isinstance(st, gast.If):
+            visit(st.body)
+            visit(st.orelse)
+            return
+        if isinstance(st, gast.While):
+            visit(st.body)
+            return
+        if isinstance(st, gast.For):
+            n = st.target.id
+            loops = loops_binding.get(n, [])
+            if bound.get(n) == len(loops) and n not in params and \
+                    sum(reads_in(lp.body, n) for lp in loops) == read.get(n, 0):
+                local.add(n)        # a loop counter read only in the loops it counts
+            visit(st.body)
+            return
+        if not isinstance(st, gast.Assign) or is_update(st) or is_pop(st):
+            return
+        own = reads(st)
+        for n in targets(st):
+            if bound.get(n) == 1 and n not in params and n not in own and \
+                    after[n] == read.get(n, 0):
+                local.add(n)
     visit(stmts)
     return local
 

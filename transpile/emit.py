@@ -106,7 +106,7 @@ def function_source(fdef, src=None):
     if src is not None:
         fdef = copy.copy(fdef)
         fdef.body = _line_comments(fdef.body, src)
-    node = gast.gast_to_ast(copy.deepcopy(fdef))
+    node = gast.gast_to_ast(fdef)        # makes new nodes: fdef is not changed
     node = _Cosmetic().visit(node)
     ast.fix_missing_locations(node)
     text = astor.to_source(node, indent_with="    ")

@@ -290,6 +290,8 @@ class Reverse:
             return out
         callee = anno.get(value, Anno.CALLEE)
         if callee:
+            if id(s) not in self.call_residuals:
+                return out          # no argument is active: nothing flows back
             return self.backward_call(s, value, dt, state)
         found = anno.get(value, Anno.PRIM)
         if found is None:
