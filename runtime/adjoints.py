@@ -64,7 +64,16 @@ def check_scalar_output(out, where, lead=0):
                       "outputs.")
     dtype = getattr(out, "dtype", None)
     kind = dtype.kind if dtype is not None else "b" if isinstance(out, bool) else \
-        "i" if isinstance(out, numbers.Integral) else "f"
+        "i" if isinstance(out, numbers.Integral) else \
+        "c" if isinstance(out, numbers.Complex) and not isinstance(out, numbers.Real) else "f"
+    if kind == "c":
+        # JAX's rule: the gradient of a complex output is defined only for holomorphic
+        # functions, and taking the real part silently would answer another question
+        func = where.rpartition(" (")[2].rstrip(")") or "the function"
+        raise located(where, f"grad of {func} returned a complex number; grad needs a real "
+                      "scalar output.", "return a real scalar (np.real(...), np.abs(...) ** 2), "
+                      "or use tp.vjp with a complex cotangent, or tp.jacfwd/tp.jvp for the "
+                      "complex derivative.")
     if kind not in "fc":
         # A bool or integer output is piecewise constant: its gradient would be zeros that
         # say nothing about the function, so grad refuses instead of returning them.

@@ -503,3 +503,26 @@ def test_vmap_of_a_loop_whose_carried_shape_changes_on_the_first_trip():
     xs = r.normal(size=(6, 2))
     got = tp.vmap(_carried_shape_changes_before_a_break, in_axes=(0, None))(xs, ws)
     np.testing.assert_allclose(got, [_carried_shape_changes_before_a_break(x, ws) for x in xs])
+
+
+def _complex_square(z):
+    return np.sum(z * z)
+
+
+def test_grad_of_a_complex_output_is_refused():
+    # took the real part silently; JAX refuses unless the function is holomorphic
+    z = _rng(13).normal(size=3) + 1j * _rng(14).normal(size=3)
+    with pytest.raises(tp.TransformError, match="returned a complex number"):
+        tp.grad(_complex_square)(z)
+    with pytest.raises(tp.TransformError, match="returned a complex number"):
+        tp.vmap(tp.grad(_complex_square))(z[:, None])
+    # a real output of a complex input is fine: df/dx - i df/dy of |z|^2 is 2 conj(z)
+    np.testing.assert_allclose(tp.grad(lambda v: np.sum(np.abs(v) ** 2))(z), 2 * np.conj(z))
+
+
+def test_two_lambdas_with_the_same_parameters_on_one_line():
+    # compiled apart, the second lambda's bytecode differed from the original's, and the
+    # columns of a lambda cut out of a `for` header were invalid: a ValueError
+    x = _rng(15).normal(size=3)
+    for f, want in [(lambda v: np.sum(v * v), 2 * x), (lambda v: np.sum(np.sin(v)), np.cos(x))]:
+        np.testing.assert_allclose(tp.grad(f)(x), want)

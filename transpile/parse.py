@@ -100,7 +100,7 @@ def _parse_lambda(fn, text, first, col, filename):
     if not candidates:
         raise TransformError(f'File "{filename}", line {first}: cannot find the source of this '
                              f"lambda.\n  hint: define it with def instead.")
-    lam = _match_lambda(fn.__code__, candidates)
+    lam = _match_lambda(fn.__code__, candidates, first, col)
     args = [a.arg for a in lam.args.args]
     fdef = ast.FunctionDef(name=f"lambda_{first}", args=lam.args,
                            body=[ast.Return(lam.body)], decorator_list=[], returns=None,
@@ -131,18 +131,21 @@ def _lambda_expressions(text):
                 if isinstance(tree.body, ast.Lambda):
                     for node in ast.walk(tree):      # back to the positions in `text`
                         if hasattr(node, "lineno"):
-                            on_first = node.lineno == 1
+                            starts_first = node.lineno == 1
+                            ends_first = getattr(node, "end_lineno", 1) == 1
                             node.lineno += row
                             node.end_lineno = getattr(node, "end_lineno", 1) + row
-                            if on_first:
+                            if starts_first:
                                 node.col_offset += start - 1
+                            if ends_first and getattr(node, "end_col_offset", None) is not None:
+                                node.end_col_offset += start - 1
                     found.append(tree.body)
                     break
             start = line.find("lambda", start + 6)
     return found
 
 
-def _match_lambda(code, candidates):
+def _match_lambda(code, candidates, first, col):
     if len(candidates) == 1:
         return candidates[0]
     want_args = code.co_varnames[:code.co_argcount]
@@ -154,6 +157,17 @@ def _match_lambda(code, candidates):
         inner = next((c for c in compiled.co_consts if inspect.iscode(c)), None)
         if inner is not None and inner.co_code == code.co_code and inner.co_consts == code.co_consts:
             return cand
+    # the bytecode of the same source differs with where it was compiled (a module's
+    # globals load differently): the code's own source positions tell where its body starts
+    starts = [(line, c) for line, end_line, c, end in getattr(code, "co_positions", tuple)()
+              if line is not None and c is not None and (line, c) != (end_line, end)]
+    if starts:
+        line, c = min(starts)
+        near = [cand for cand in same_args or candidates
+                if cand.body.lineno + first - 1 == line and
+                abs(cand.body.col_offset + col - c) <= 1]
+        if len(near) == 1:
+            return near[0]
     raise TransformError(f'File "{code.co_filename}", line {code.co_firstlineno}: several '
                          f"lambdas on one line; cannot tell which one to transform.\n"
                          f"  hint: put the lambda on its own line or use def.")
