@@ -316,5 +316,6 @@ def tree_scale(x, s):
 def copy_stack(stack):
     """A shallow copy of a list: of a stack of saved values, so popping it leaves the
     original intact, or of a user's list saved for the backward pass, which the forward
-    pass goes on appending to."""
-    return list(stack)
+    pass goes on appending to. None (a list not made yet, saved before its first trip)
+    stays None."""
+    return None if stack is None else list(stack)

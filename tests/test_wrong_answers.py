@@ -526,3 +526,66 @@ def test_two_lambdas_with_the_same_parameters_on_one_line():
     x = _rng(15).normal(size=3)
     for f, want in [(lambda v: np.sum(v * v), 2 * x), (lambda v: np.sum(np.sin(v)), np.cos(x))]:
         np.testing.assert_allclose(tp.grad(f)(x), want)
+
+
+def _scaled_slice_of_an_undifferentiated_array(x, y):
+    y = np.tanh(y)
+    y[:2] *= x[1]
+    return np.sum(y)
+
+
+def test_a_view_the_backward_pass_reads_survives_a_later_write():
+    # `y[:2] *= v` reads y[:2] (a view), then writes y[:2]; the adjoint of v reads that view,
+    # and the write, done in place because y itself was not needed, changed it: the
+    # gradient in x was off by the factor v (random program, seed 10036)
+    r = _rng(10036)
+    x, y = r.normal(size=(2, 2)), r.normal(size=3)
+    got = tp.grad(_scaled_slice_of_an_undifferentiated_array)(x, y)
+    want = np.zeros((2, 2))
+    want[1] = np.tanh(y[:2])
+    np.testing.assert_allclose(got, want)
+    check_grads(lambda v: _scaled_slice_of_an_undifferentiated_array(v, y), (x,), order=2,
+                modes=("rev", "fwd"))
+
+
+def _constant_returned_in_a_nested_branch(x):
+    u = x * 2.0
+    if np.max(u) > 0.1:
+        if np.dot(x, x) > 0.7:
+            return 0.5
+    return u
+
+
+def test_forward_tangent_of_a_constant_returned_in_a_nested_branch():
+    # jvp returned the tangent of `u` with the value 0.5 (a silent wrong answer), or raised
+    # UnboundLocalError: the zero tangent of `result` was missing on the path that returned
+    # the constant, as `result` was only maybe bound there (random program, seed 10112)
+    t = _rng(10112).normal(size=2)
+    out, tangent = tp.jvp(_constant_returned_in_a_nested_branch, (np.array([0.0, 1.0]),), (t,))
+    assert out == 0.5 and np.all(np.asarray(tangent) == 0.0)
+    x = np.array([0.1, 0.2])
+    out, tangent = tp.jvp(_constant_returned_in_a_nested_branch, (x,), (t,))
+    np.testing.assert_allclose(tangent, 2.0 * t)
+    np.testing.assert_allclose(tp.jacfwd(_constant_returned_in_a_nested_branch)(x), 2 * np.eye(2))
+
+
+def _list_of_stacks_of_lists(x, ws):
+    h = ws[0] * x[0, 0]
+    rows = []
+    for i in range(2):
+        inner = []
+        inner.append(h)
+        rows.append(np.stack(inner))
+    return np.sum(rows)
+
+
+def test_grad_of_a_list_made_anew_in_each_trip():
+    # the list saved before the first trip did not exist yet: copy_stack(None) raised
+    # TypeError (random program, seed 10122)
+    r = _rng(10122)
+    x, ws = r.normal(size=(2, 2)), [r.normal(size=(2, 3))]
+    dx, dws = tp.grad(_list_of_stacks_of_lists, argnums=(0, 1))(x, ws)
+    want_dx = np.zeros((2, 2))
+    want_dx[0, 0] = 2 * np.sum(ws[0])
+    np.testing.assert_allclose(dx, want_dx)
+    np.testing.assert_allclose(dws[0], np.full((2, 3), 2 * x[0, 0]))

@@ -72,8 +72,9 @@ def resolve(fir):
                            f"({'parameter' if kind == 'param' else 'global'} '{name}'"
                            f"{'' if name == x else ', through a view or copy'}).",
                            f"make a local copy first: {x} = {x}.copy()", pass_name="aliasing")
-        sharing = sorted(n for n in state if n != x and memory.shares(state, n, roots) and
-                         _read_after(n, s, all_stmts, order, loops))
+        shares = frozenset(n for n in state if n != x and memory.shares(state, n, roots))
+        anno.set(s, Anno.SHARES_MEMORY, shares)     # reverse mode keeps their values intact
+        sharing = sorted(n for n in shares if _read_after(n, s, all_stmts, order, loops))
         if not sharing:
             continue
         inplace = _mutates(s, x, memory)

@@ -9,6 +9,8 @@ class Anno(enum.Enum):
     ORIGIN = "the user-source node a generated node was made from (for line comments)"
     STACK = "on a push or pop statement: this list is a stack of saved values"
     INPLACE = "on `x = x op v` made from `x op= v`: the operator symbol (in place on arrays)"
+    SHARES_MEMORY = ("on an in-place write `x[i] = v`: the other names that may share x's "
+                     "memory there (views of x, x a view of them)")
 
 
 def set(node, key, value):  # noqa: A001 - mirrors getattr/setattr naming

@@ -18,6 +18,7 @@ from .analysis import (assigned_in, changed_by_call, definitely_defined, is_pop,
                        walk_simple)
 from .anno import Anno
 from .errors import TransformError, error_at
+from .nodes import const as _const
 from .reverse import (_IN_PLACE_CALL_HINT, _as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
                       _name, _split_self_assignments, _substitute)
 
@@ -51,7 +52,9 @@ class Forward:
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
         state = {self.tan(p) for p in self.wrt}
+        self.start_as_none = set()
         new = self.block(stmts, state)
+        new = [_assign(p, _const(None)) for p in sorted(self.start_as_none)] + new
         out = ret.value
         if isinstance(out, gast.Name) and self.tangents.get(out.id) in state:
             out_dot = _name(self.tangents[out.id])
@@ -76,13 +79,17 @@ class Forward:
         body, orelse = self.block(s.body, a), self.block(s.orelse, b)
         before = self.surely.get(id(s), set())
         primal = {t: p for p, t in self.tangents.items()}
-        # a tangent made on one path is zero on the other, where its value exists at all
-        for var in sorted(a - b):
-            if primal[var] in before | assigned_in(s.orelse):
-                orelse.append(self.zeros(var))
-        for var in sorted(b - a):
-            if primal[var] in before | assigned_in(s.body):
-                body.append(self.zeros(var))
+        # a tangent made on one path is zero on the other, where its value exists at all;
+        # where it may exist (bound on some earlier paths: `result` of an early return), its
+        # primal starts as None, whose tangent is None, so the zeros need no test
+        maybe = self.maybe.get(id(s), set())
+        for made, other, path in ((a - b, s.orelse, orelse), (b - a, s.body, body)):
+            for var in sorted(made):
+                if primal[var] in before | assigned_in(other):
+                    path.append(self.zeros(var))
+                elif primal[var] in maybe:
+                    self.start_as_none.add(primal[var])
+                    path.append(self.zeros(var))
         # a tangent that both paths end (x = constant on each) is zero after the join
         state.clear()
         state |= a | b

@@ -146,6 +146,7 @@ class Saves:
                 break
             saved |= new
         self.saved = sorted(saved)
+        self.backward_reads = set(reads_at)
         self.stacks = {n: rev.namer.stack(n) for n in self.saved}
         self.grown = {push_parts(s)[0] for s in walk_simple(fwd)
                       if is_push(s) and not is_stack_push(s)}   # the user's lists
@@ -240,7 +241,10 @@ class Saves:
                     if name not in self.defined.get(id(s), set()):
                         self.need_init.add(name)
                     out.append(self._push(name))
-            if is_update(s) and s.targets[0].value.id in self.saved:
+            if is_update(s) and (s.targets[0].value.id in self.saved or
+                                 anno.get(s, Anno.SHARES_MEMORY, frozenset()) &
+                                 self.backward_reads):
+                # the old value, or a view of it that the backward pass reads, must not change
                 s = self._functional_update(s)
             out.append(s)
             for name in local:
