@@ -157,6 +157,7 @@ class _MemoryFacts(_Facts):
         self.entry = {p: (frozenset({("param", p)}),) * 2 for p in params}
         self.site_kind = {}       # id(statement) -> "array", "list", "tuple" or "number"
         self.lists = lists        # names something is appended to: they hold lists
+        self.site_elements = {}   # id(statement making a tuple) -> facts of its elements
 
     def kind_of(self, root):
         return self.site_kind.get(root[1], "unknown") if root[0] == "site" else "unknown"
@@ -195,6 +196,11 @@ class _MemoryFacts(_Facts):
         target, value = s.targets[0], s.value
         state = dict(state)
         if isinstance(target, (gast.Tuple, gast.List)):      # a, b = t: parts of t
+            elements = self._elements(state, value, len(target.elts))
+            if elements is not None:                        # element k to name k
+                for e, fact in zip(target.elts, elements):
+                    state[e.id] = fact
+                return state
             parts = frozenset()
             for n in names_in(value):
                 obj, held = self.of(state, n)
@@ -222,7 +228,14 @@ class _MemoryFacts(_Facts):
         else:
             found = anno.get(value, Anno.PRIM)
             prim, spelling = found if found else (None, None)
-            if prim is not None and spelling in ("[]", "rt.getitem") and _base(value):
+            index = value.slice if isinstance(value, gast.Subscript) else \
+                value.args[1] if isinstance(value, gast.Call) and len(value.args) == 2 else None
+            elements = self._elements(state, _name_or_none(_base(value)), None) \
+                if prim is not None and spelling in ("[]", "rt.getitem") else None
+            if elements is not None and isinstance(index, gast.Constant) and \
+                    type(index.value) is int and -len(elements) <= index.value < len(elements):
+                state[name] = elements[index.value]          # t[k] of a tuple made here
+            elif prim is not None and spelling in ("[]", "rt.getitem") and _base(value):
                 base = _base(value)
                 obj, held = self.of(state, base)
                 # an element of a container, or a view of an array
@@ -233,6 +246,10 @@ class _MemoryFacts(_Facts):
                 state[name] = self.of(state, base) if base else (site, frozenset())
             elif prim is not None and prim.container:   # holds its elements
                 self.site_kind[id(s)] = "tuple" if spelling == "tuple" else "list"
+                if spelling == "tuple" and isinstance(value, gast.Tuple):
+                    self.site_elements[id(s)] = [
+                        self.of(state, e.id) if isinstance(e, gast.Name) else
+                        (frozenset(), frozenset()) for e in value.elts]
                 held = frozenset()
                 for n in names_in(value):
                     obj, inner = self.of(state, n)
@@ -248,6 +265,24 @@ class _MemoryFacts(_Facts):
                     self.site_kind[id(s)] = "number"
                 state[name] = (site, frozenset())
         return state
+
+    def _elements(self, state, value, length):
+        """The facts of each element of `value` where it is known element by element: a
+        tuple display of names and constants, or a name bound only to a tuple display made
+        here (tuples cannot change). None otherwise, or if its length is not `length`."""
+        if isinstance(value, (gast.Tuple, gast.List)) and all(
+                isinstance(e, (gast.Name, gast.Constant)) for e in value.elts):
+            facts = [self.of(state, e.id) if isinstance(e, gast.Name) else
+                     (frozenset(), frozenset()) for e in value.elts]
+        elif isinstance(value, gast.Name):
+            obj, _ = self.of(state, value.id)
+            if len(obj) != 1 or next(iter(obj))[0] != "site" or \
+                    next(iter(obj))[1] not in self.site_elements:
+                return None
+            facts = self.site_elements[next(iter(obj))[1]]
+        else:
+            return None
+        return facts if length is None or len(facts) == length else None
 
     def kind(self, roots):
         """"array", "list", "tuple", "number" (no object made here: a constant) or None."""
@@ -265,6 +300,11 @@ def _operand(value):
     """The right operand's name of `x op v` (or x's own when v is a constant)."""
     right = value.right if isinstance(value, gast.BinOp) else None
     return right.id if isinstance(right, gast.Name) else None
+
+
+def _name_or_none(name):
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None) \
+        if name else None
 
 
 def _base(value):

@@ -128,6 +128,9 @@ class ControlFlow:
                     out.extend(self._guard(s, self.block(rest)))
                     return out
                 continue
+            if isinstance(s, gast.If) and _jumps([s], (gast.Break, gast.Continue), True):
+                out.append(self._if(s, s.body, s.orelse))   # loops inside it jump
+                continue
             out.append(s)
         return out
 
