@@ -1,4 +1,5 @@
 """Annotations the passes attach to AST nodes, as an Enum that documents itself."""
+import copy as _copying
 import enum
 
 
@@ -13,8 +14,20 @@ class Anno(enum.Enum):
                      "memory there (views of x, x a view of them)")
 
 
+class _Annotations(dict):
+    """A node's annotations. A deep copy of the node copies them, except ORIGIN: it points
+    at a node of the user's source (for line comments), which copying would duplicate
+    along with everything that node holds, at every copy."""
+
+    def __deepcopy__(self, memo):
+        new = _Annotations()
+        for key, value in self.items():
+            new[key] = value if key is Anno.ORIGIN else _copying.deepcopy(value, memo)
+        return new
+
+
 def set(node, key, value):  # noqa: A001 - mirrors getattr/setattr naming
-    annos = node.__dict__.setdefault("_transpile_anno", {})
+    annos = node.__dict__.setdefault("_transpile_anno", _Annotations())
     annos[key] = value
 
 
@@ -25,5 +38,5 @@ def get(node, key, default=None):
 def copy(src, dst):
     annos = src.__dict__.get("_transpile_anno")
     if annos:
-        dst.__dict__["_transpile_anno"] = dict(annos)
+        dst.__dict__["_transpile_anno"] = _Annotations(annos)
     return dst
