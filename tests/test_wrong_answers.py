@@ -634,3 +634,24 @@ def test_loop_jumps_inside_a_branch_are_lowered():
         check_grads(_break_in_a_loop_inside_a_branch, (x,), order=2, modes=("rev", "fwd"))
         np.testing.assert_allclose(tp.transform(_break_in_a_loop_inside_a_branch)(x),
                                    _break_in_a_loop_inside_a_branch(x))
+
+
+def _return_in_a_loop(x):
+    for i in range(1, 3):
+        return x * 2.0
+
+
+def _kept_from_an_earlier_trip(x):
+    for i in range(3):
+        if x[i] > 0.0:
+            y = x * float(i + 1)
+    return np.sum(y * y)
+
+
+def test_forward_tangents_of_values_kept_from_an_earlier_trip():
+    # the zero tangent put on the path that does not bind `result` (or `y`) wiped, on the
+    # next trip, the tangent the earlier trip made: jvp gave 0 (random program, seed 10407)
+    out, tangent = tp.jvp(_return_in_a_loop, (0.6,), (1.5,))
+    assert out == 1.2 and tangent == 3.0
+    for x in (np.array([0.5, -0.4, -0.3]), np.array([0.5, 0.4, -0.3])):
+        check_grads(_kept_from_an_earlier_trip, (x,), order=2, modes=("rev", "fwd"))

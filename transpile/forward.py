@@ -107,7 +107,9 @@ class Forward:
             if not new:
                 break
             primal = {t: p for p, t in self.tangents.items()}
-            # a value first made inside each trip needs no tangent before the loop
+            # a value first made inside each trip needs no tangent before the loop; one
+            # bound to None at the start (see `branch`) is bound before it
+            bound = bound | self.start_as_none
             carried = {v for v in new if primal[v] in bound or
                        _read_before_assigned(s.body, primal[v])}
             pre += [self.zeros(v, lazy=True) for v in sorted(carried) if primal[v] in bound]
