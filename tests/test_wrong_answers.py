@@ -655,3 +655,43 @@ def test_forward_tangents_of_values_kept_from_an_earlier_trip():
     assert out == 1.2 and tangent == 3.0
     for x in (np.array([0.5, -0.4, -0.3]), np.array([0.5, 0.4, -0.3])):
         check_grads(_kept_from_an_earlier_trip, (x,), order=2, modes=("rev", "fwd"))
+
+
+def _returns_its_argument(a):
+    return a
+
+
+def _returns_a_view_and_a_new_array(a, b):
+    return a[1:], b * 2.0
+
+
+def _write_after_a_helper_returned_it(x):
+    h = np.array(x + x)
+    u = _returns_its_argument(h)
+    h *= 0.5                  # u is h: NumPy's u sees the write
+    return np.mean(u * u)
+
+
+def _write_after_a_helper_returned_a_view(x):
+    h = np.array(x + x)
+    u, w = _returns_a_view_and_a_new_array(h, x)
+    h *= 0.5
+    return np.mean(u * u) + np.sum(w)
+
+
+def _write_after_a_helper_returned_something_new(x):
+    h = np.array(x + x)
+    w = _returns_a_view_and_a_new_array(x, h)[1]
+    h *= 0.5
+    return np.mean(w * h)
+
+
+def test_results_of_helpers_may_be_their_arguments():
+    # the aliasing pass took every helper's result as a new array: the write into `h` did
+    # not reach `u`, which the helper returned as is (random program, seed 20308)
+    x = _rng(20308).normal(size=4)
+    for f in (_write_after_a_helper_returned_it, _write_after_a_helper_returned_something_new):
+        np.testing.assert_allclose(tp.transform(f)(x.copy()), f(x.copy()))
+        check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+    with pytest.raises(tp.TransformError, match="also changes 'u'"):
+        tp.grad(_write_after_a_helper_returned_a_view)(x)

@@ -48,15 +48,23 @@ _NEW_ARRAY_CALLS = {"np.zeros", "np.ones", "np.empty", "np.full", "np.zeros_like
                     "np.diag", "np.tile", "np.repeat"}
 
 
-def resolve(fir):
-    """Bind same-object aliases again after each in-place write, or raise TransformError."""
+def resolve(fir, functions=None):
+    """Bind same-object aliases again after each in-place write, or raise TransformError.
+
+    `functions`: IR name -> FunctionIR of the functions already resolved; a call of one of
+    them gives a result that shares memory only with the arguments its summary names (see
+    `_summarize`); a call of any other (recursion in progress) may share with every
+    argument."""
     body = fir.node.body
+    lists = {push_parts(s)[0] for s in walk_simple(body) if is_push(s)}   # xs.append: a list
+    summaries = {name: getattr(f, "result_sharing", None)
+                 for name, f in (functions or {}).items()}
+    memory = _flow(body, _MemoryFacts(fir.params, lists, summaries))
+    same = _flow(body, _SameObject(summaries))
+    fir.result_sharing = _summarize(fir, memory, same)
     writes = [s for s in walk_simple(body) if _written(s) is not None]
     if not writes:
         return
-    lists = {push_parts(s)[0] for s in walk_simple(body) if is_push(s)}   # xs.append: a list
-    memory = _flow(body, _MemoryFacts(fir.params, lists))
-    same = _flow(body, _SameObject())
     order, loops = _positions(body)
     all_stmts = list(walk_simple(body))
     rebinds = {}
@@ -100,6 +108,37 @@ def resolve(fir):
         rebinds[id(s)] = (s, x, sharing)
     if rebinds:
         _insert_rebinds(body, rebinds)
+
+
+def _summarize(fir, memory, same):
+    """(indices of the parameters whose memory the result may share, index of the one it
+    surely is or None): what a caller needs to follow `y = f(x)`."""
+    ret = fir.node.body[-1] if fir.node.body else None
+    if not isinstance(ret, gast.Return) or not isinstance(ret.value, gast.Name):
+        return frozenset(), None
+    state = memory.before.get(id(ret), {})
+    obj, held = memory.of(state, ret.value.id)
+    roots = obj | held
+    if any(kind == "global" for kind, _ in roots):
+        return None                    # a global: treat as sharing with everything
+    may = frozenset(k for k, p in enumerate(fir.params) if ("param", p) in roots)
+    surely = next((k for k, p in enumerate(fir.params)
+                   if p == ret.value.id or frozenset((p, ret.value.id)) in
+                   same.before.get(id(ret), frozenset())), None)
+    return may, surely
+
+
+def _call_shares(summaries, value):
+    """The argument names whose memory the result of the user call `value` may share, and
+    the one it surely is (or None)."""
+    callee = anno.get(value, Anno.CALLEE)
+    names = [a.id if isinstance(a, gast.Name) else None for a in value.args]
+    summary = summaries.get(callee)
+    if summary is None:
+        return {n for n in names if n}, None
+    may, surely = summary
+    return ({names[k] for k in may if k < len(names) and names[k]},
+            names[surely] if surely is not None and surely < len(names) else None)
 
 
 # ---------------------------------------------------------------- what a statement writes
@@ -152,8 +191,9 @@ class _MemoryFacts(_Facts):
     Objects are roots: ("param", p), ("global", g) or ("site", id of the statement that
     made it)."""
 
-    def __init__(self, params, lists):
+    def __init__(self, params, lists, summaries):
         super().__init__()
+        self.summaries = summaries
         self.entry = {p: (frozenset({("param", p)}),) * 2 for p in params}
         self.site_kind = {}       # id(statement) -> "array", "list", "tuple" or "number"
         self.lists = lists        # names something is appended to: they hold lists
@@ -223,6 +263,12 @@ class _MemoryFacts(_Facts):
             return state
         if isinstance(value, gast.Name):
             state[name] = self.of(state, value.id)
+        elif isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE):
+            shared = frozenset()            # a user function may return (a view of) an argument
+            for n in _call_shares(self.summaries, value)[0]:
+                obj, held = self.of(state, n)
+                shared |= obj | held
+            state[name] = (site | shared, shared)
         elif isinstance(value, gast.Constant):
             state[name] = (frozenset(), frozenset())
         else:
@@ -322,6 +368,10 @@ class _SameObject(_Facts):
 
     entry = frozenset()
 
+    def __init__(self, summaries=None):
+        super().__init__()
+        self.summaries = summaries or {}
+
     def join(self, a, b):
         return a & b
 
@@ -332,9 +382,11 @@ class _SameObject(_Facts):
             return state                # in place: still the same object (else refused)
         bound = targets(s)
         kept = frozenset(p for p in state if not (p & bound))
-        if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name) and \
-                s.value.id != s.targets[0].id:
-            a, b = s.targets[0].id, s.value.id
+        same_as = s.value.id if isinstance(s.value, gast.Name) else \
+            _call_shares(self.summaries, s.value)[1] if isinstance(s.value, gast.Call) and \
+            anno.get(s.value, Anno.CALLEE) else None     # `v = f(x)` where f returns x
+        if isinstance(s.targets[0], gast.Name) and same_as and same_as != s.targets[0].id:
+            a, b = s.targets[0].id, same_as
             new = {frozenset((a, b))} | {frozenset((a, c)) for p in kept if b in p
                                          for c in p if c != b}
             kept = kept | new

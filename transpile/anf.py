@@ -178,7 +178,7 @@ class Normalizer:
         writes resolved (`aliasing`)."""
         fir = self.run(fdef)
         controlflow.transform(fir.node, self.namer)
-        aliasing.resolve(fir)
+        aliasing.resolve(fir, self.program.functions)
         return fir
 
     def error(self, node, message, hint=None):
