@@ -695,3 +695,26 @@ def test_results_of_helpers_may_be_their_arguments():
         check_grads(f, (x,), order=2, modes=("rev", "fwd"))
     with pytest.raises(tp.TransformError, match="also changes 'u'"):
         tp.grad(_write_after_a_helper_returned_a_view)(x)
+
+
+def _loop_rebinds_what_it_walks(x):
+    for row in x:
+        x = np.reshape(x.reshape(4), (2, 2)) + row
+    return np.sum(x[1] * x[1])
+
+
+def _enumerate_rebinds_what_it_walks(x):
+    for i, row in enumerate(x):
+        x = x * row[0] + float(i)
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f", [_loop_rebinds_what_it_walks, _enumerate_rebinds_what_it_walks])
+def test_a_loop_walks_the_sequence_its_header_saw(f):
+    # `for row in x` lowered to `row = x[i]` read the rebound x on later trips (random
+    # program, seed 30097)
+    x = _rng(30097).normal(size=(2, 2))
+    np.testing.assert_allclose(tp.transform(f)(x), f(x))
+    check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+    xs = _rng(30098).normal(size=(3, 2, 2))
+    np.testing.assert_allclose(tp.vmap(f)(xs), [f(v) for v in xs])

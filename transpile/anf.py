@@ -414,7 +414,8 @@ class Normalizer:
         elif fn is builtins.enumerate or fn is builtins.zip:
             if it.keywords:
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
-            seqs = [self.atom(a, stmts, hint="seq") for a in it.args]
+            seqs = [self._pinned(self.atom(a, stmts, hint="seq"), node, stmts)
+                    for a in it.args]
             if fn is builtins.enumerate and len(it.args) != 1:
                 raise self.error(it, "enumerate(xs, start) is not supported.",
                                  "add the offset to the index in the loop body.")
@@ -442,7 +443,7 @@ class Normalizer:
                 for elt, item in zip(target.elts, items):
                     self._assign_item(elt, item, prefix, node)
         else:
-            seq = self.atom(it, stmts, hint="seq")
+            seq = self._pinned(self.atom(it, stmts, hint="seq"), node, stmts)
             if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
                     and it.func.attr in ("items", "keys", "values"):
                 raise self.error(it, "loops over dict views are not supported yet.",
@@ -459,6 +460,18 @@ class Normalizer:
         gast.copy_location(loop, node)
         stmts.append(loop)
         return stmts
+
+    def _pinned(self, seq, loop, stmts):
+        """The sequence a `for` walks, under a name of its own where the loop body binds
+        the name it has: Python iterates over the object the header saw, and the lowered
+        loop reads `seq[i]` on every trip."""
+        if not isinstance(seq, gast.Name) or seq.id not in {
+                n.id for st in loop.body for n in gast.walk(st)
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}:
+            return seq
+        pinned = self.namer.fresh("seq")
+        stmts.append(_assign(pinned, seq, loop.iter))
+        return _name(pinned)
 
     def _range_like(self, it, fn):
         """(arguments, spelling) for `range(...)`, `reversed(range(...))` and the
