@@ -718,3 +718,18 @@ def test_a_loop_walks_the_sequence_its_header_saw(f):
     check_grads(f, (x,), order=2, modes=("rev", "fwd"))
     xs = _rng(30098).normal(size=(3, 2, 2))
     np.testing.assert_allclose(tp.vmap(f)(xs), [f(v) for v in xs])
+
+
+def _power_of_a_negative_constant(x):
+    s = (-0.8) ** 2
+    return s * np.sum(x) + x[-1] * (-2) ** 3
+
+
+def test_negative_constants_keep_their_parentheses():
+    # astor wrote the folded constant -0.8 as `-0.8 ** 2`, which is -(0.8 ** 2): every
+    # transformation computed -0.64 for 0.64 (random program, seed 40238)
+    x = _rng(40238).normal(size=2)
+    np.testing.assert_allclose(tp.transform(_power_of_a_negative_constant)(x),
+                               _power_of_a_negative_constant(x))
+    np.testing.assert_allclose(tp.grad(_power_of_a_negative_constant)(x), [0.64, 0.64 - 8.0])
+    assert "(-0.8) ** 2" in tp.transform(_power_of_a_negative_constant).source

@@ -5,6 +5,7 @@ debuggers show the generated code. Cosmetic rewrites happen only here (`if x: pa
 is written `if not x: y`).
 """
 import ast
+import math
 import copy
 import re
 import linecache
@@ -22,6 +23,15 @@ _REDUCTIONS = {"sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std"
 
 
 class _Cosmetic(ast.NodeTransformer):
+    def visit_Constant(self, node):
+        """A negative number as `-(number)`: astor writes the constant -0.8 as `-0.8`
+        without the parentheses that `(-0.8) ** 2` needs (it would read -(0.8 ** 2))."""
+        v = node.value
+        if type(v) in (int, float) and math.isfinite(v) and math.copysign(1, v) < 0:
+            return ast.copy_location(ast.UnaryOp(op=ast.USub(),
+                                                 operand=ast.Constant(value=-v)), node)
+        return node
+
     def visit_Call(self, node):
         """Drop trailing arguments of runtime helpers that equal the helper's defaults, and
         `axis=None`/`keepdims=False` of numpy reductions (numpy's own defaults)."""
