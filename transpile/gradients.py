@@ -147,6 +147,13 @@ class Saves:
             saved |= new
         self.saved = sorted(saved)
         self.backward_reads = set(reads_at)
+        # a callee's saved values hold its arguments by reference, for its backward pass
+        self.held_by_calls = {a.id for st in walk_simple(fwd)
+                              if isinstance(st, gast.Assign) and
+                              isinstance(st.targets[0], gast.Tuple) and
+                              isinstance(st.value, gast.Call) and
+                              anno.get(st.value, Anno.CALLEE)
+                              for a in st.value.args if isinstance(a, gast.Name)}
         self.stacks = {n: rev.namer.stack(n) for n in self.saved}
         self.grown = {push_parts(s)[0] for s in walk_simple(fwd)
                       if is_push(s) and not is_stack_push(s)}   # the user's lists
@@ -241,11 +248,14 @@ class Saves:
                     if name not in self.defined.get(id(s), set()):
                         self.need_init.add(name)
                     out.append(self._push(name))
-            if is_update(s) and (s.targets[0].value.id in self.saved or
-                                 anno.get(s, Anno.SHARES_MEMORY, frozenset()) &
-                                 self.backward_reads):
-                # the old value, or a view of it that the backward pass reads, must not change
-                s = self._functional_update(s)
+            if is_update(s):
+                base = s.targets[0].value.id
+                shares = anno.get(s, Anno.SHARES_MEMORY, frozenset())
+                if base in self.saved or shares & self.backward_reads or \
+                        ({base} | shares) & self.held_by_calls:
+                    # the old value, a view of it that the backward pass reads, or one a
+                    # callee saved for its backward pass, must not change
+                    s = self._functional_update(s)
             out.append(s)
             for name in local:
                 out.append(self._push(name))
