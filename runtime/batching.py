@@ -240,19 +240,6 @@ def _expand(x, rank, outer=0):
     return x.reshape(x.shape[:lead] + (1,) * missing + x.shape[lead:])
 
 
-def _zero_where(cond, x, keep):
-    """`x` where the condition is `keep`, zeros elsewhere (leafwise)."""
-    def leaf(v):
-        if v is None:
-            return None
-        xp = array_module(v)
-        c = xp.asarray(cond)
-        c = c.reshape(c.shape + (1,) * (np.ndim(v) - c.ndim))
-        zero = xp.zeros((), dtype=xp.asarray(v).dtype)
-        return xp.where(c, v, zero) if keep else xp.where(c, zero, v)
-    return tree_map(leaf, x)
-
-
 def _kind(x):
     return list if isinstance(x, list) else tuple if isinstance(x, tuple) else dict
 
@@ -263,9 +250,9 @@ def select(cond, then, otherwise, outer=0, nested=False):
     (an adjoint of one, whose unset slots are None) None is zero: the examples of that
     path get zeros there, not the other path's value."""
     if otherwise is None:
-        return _zero_where(cond, then, True) if nested and then is not None else then
+        return select_adj(cond, then, True) if nested and then is not None else then
     if then is None:
-        return _zero_where(cond, otherwise, False) if nested else otherwise
+        return select_adj(cond, otherwise, False) if nested else otherwise
     if type(then).__name__ == "ZeroList" and isinstance(otherwise, list):
         then = [None] * len(otherwise)            # the zero adjoint of a list
     if type(otherwise).__name__ == "ZeroList" and isinstance(then, list):
