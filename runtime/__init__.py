@@ -2,30 +2,48 @@
 
 Generated modules do `import runtime as rt` and call `rt.<helper>`; they never import
 `transpile`, so a dumped module runs without the transformer installed.
+
+Every public function or class (no leading underscore) that a module below defines is
+exported as `rt.<name>`: adding a helper means writing it in the right module, nothing else. A name a
+module imports from elsewhere is exported only where that module lists it in `REEXPORTED`
+(scipy's logsumexp). Two modules defining the same public name is an error here.
+
+    backend          numpy or cupy for an array (`array_module`)
+    errors           TransformError and where generated code raised it
+    trees            containers of arrays: add, zeros, stacks of saved values
+    adjoints         reverse/forward mode helpers: unbroadcast, expand, seeds, in-place updates
+    linalg_helpers   adjoints of linear algebra, einsum and dot
+    shape_helpers    adjoints of shape functions: concatenate, stack, pad, sort, cumsum
+    batching         vmap: batch axes, lanes, select, per-example checks
+    lanes_shape      vmap of shape functions and reductions
+    lanes_linalg     vmap of linear algebra and indexing
+    lanes_adjoint    vmap of reverse/forward mode helpers
+    collectives      psum, pmean, ... over a named vmap axis
 """
-from .adjoints import (abs_slope, astype, basis_like, basis_of, broadcast_like, cast_like, copy,
-                       dict_keys, dot_adj_a, dot_adj_b, dtype_of, expand, getitem, has_log,
-                       imag_unit, index_add, index_add_into, index_clear, index_update, inside,
-                       inverse_axes, jacobian_shape, no_derivative, pow_minus_one, reduced_size,
-                       reversed_range, seed, size_of, tie_share, to_like, to_list, to_tuple,
-                       tolist, unbroadcast, unbroadcast_to, written_part)
-from .backend import array_module
-from .errors import TransformError
-from .trees import (add, as_grad, check_float_input, copy_stack, filled, part, pop, pop_adjoint,
-                    push, tangent_zeros, tree_leaves, tree_map, tree_scale, tree_vdot,
-                    zero_tangent, zeros_like)
-from .linalg_helpers import (cholesky_phi, einsum_gen, einsum_spec, einsum_swap, einsum_term,
-                             expand_norm, inner_spec, logsumexp, norm_axis, solve, solve_spec,
-                             tensordot_spec, weight)
-from .linalg_helpers import matmul_adj_x1, matmul_adj_x2  # noqa: E402
-from .shape_helpers import (above, arange_weight, below, c_, concatenate_adj, cumsum_adj, diag_adj,
-                            diagonal_adj, diff_adj, extremum_share, hstack_adj, index_concat_adj,
-                            index_concat_tangent, inexact_dtype, linspace_t, logspace_log_base,
-                            pad_value_adj, prod_others, r_, repeat_adj, sort_like, stack_adj, sum_adj,
-                            sum_adj_t, tile_adj, trace_adj, unique_adj, unique_mean, unpad, unsort,
-                            vstack_adj)
-from .batching import *  # noqa: F401,F403  (what vmapped code calls)
-from .lanes_shape import *  # noqa: F401,F403  (batching helpers of shape ops, reductions)
-from .lanes_linalg import *  # noqa: F401,F403  (batching helpers of linalg and indexing)
-from .lanes_adjoint import *  # noqa: F401,F403  (batching helpers of reverse/forward mode)
-from .collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: E402
+import importlib as _importlib
+
+_MODULES = ["backend", "errors", "trees", "adjoints", "linalg_helpers", "shape_helpers",
+            "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives"]
+
+
+def _export(module_names):
+    exported = {}
+    for module_name in module_names:
+        module = _importlib.import_module(f"{__name__}.{module_name}")
+        for name, value in vars(module).items():
+            reexported = name in getattr(module, "REEXPORTED", ())
+            if name.startswith("_") or not callable(value) or not reexported and \
+                    getattr(value, "__module__", module.__name__) != module.__name__:
+                continue      # private, data, or imported from elsewhere
+            if name in exported and globals()[name] is value:
+                continue      # a constant imported from a module exported before
+            if name in exported:
+                raise ImportError(f"runtime.{module_name} and runtime.{exported[name]} both "
+                                  f"define {name}: rename one")
+            exported[name] = module_name
+            globals()[name] = value
+    return sorted(exported)
+
+
+__all__ = _export(_MODULES)
+batching.HELPERS.update((name, globals()[name]) for name in __all__)  # noqa: F821

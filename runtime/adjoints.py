@@ -237,6 +237,12 @@ def has_log(x):
     return x != 0 if np.iscomplexobj(x) else x > 0
 
 
+def sinc_slope(x, s):
+    """d sinc(x) / dx given s = sinc(x): (cos(pi x) - s) / x, and its limit 0 at x = 0."""
+    safe = np.where(x == 0, 1.0, x)
+    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - s) / safe)
+
+
 def abs_slope(x, a):
     """d|x|/dx given a = |x|: sign(x) for real x; for complex z, conj(z) / |z| (the gradient
     df/dx - i df/dy of f = |z|). 0 at 0 either way."""
@@ -294,45 +300,6 @@ def dtype_of(x):
 
 def dict_keys(d):
     return list(d.keys())
-
-
-def dot_adj_a(g, b, a):
-    """Adjoint of `np.dot(a, b)` with respect to a (scalars, vectors and matrices)."""
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(np.sum(g * b) if np.ndim(a) == 0 else g * b, a)
-    if np.ndim(b) > 2 or np.ndim(a) > 2:
-        return _dot_nd_adj_a(g, b, a)
-    from .linalg_helpers import matmul_adj_x1
-    return matmul_adj_x1(g, b, a)
-
-
-def dot_adj_b(a, g, b):
-    """Adjoint of `np.dot(a, b)` with respect to b."""
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(np.sum(g * a) if np.ndim(b) == 0 else g * a, b)
-    if np.ndim(b) > 2 or np.ndim(a) > 2:
-        return _dot_nd_adj_b(a, g, b)
-    from .linalg_helpers import matmul_adj_x2
-    return matmul_adj_x2(a, g, b)
-
-
-def _dot_nd_adj_a(g, b, a):
-    # dot(a, b)[i..., j..., l] = sum_k a[i..., k] b[j..., k, l]
-    nb = np.ndim(b)
-    if nb == 1:                       # dot(a, b)[i...] = sum_k a[i..., k] b[k]
-        return np.multiply.outer(g, b)
-    b_axes = [i for i in range(nb) if i != nb - 2]
-    g_axes = list(range(np.ndim(a) - 1, np.ndim(g)))
-    return np.tensordot(g, b, axes=(g_axes, b_axes))
-
-
-def _dot_nd_adj_b(a, g, b):
-    na, nb = np.ndim(a), np.ndim(b)
-    a_lead = list(range(na - 1))
-    g_lead = list(range(na - 1))
-    t = np.tensordot(a, g, axes=(a_lead, g_lead))  # (k, j..., l)
-    # move k to position nb - 2
-    return np.moveaxis(t, 0, nb - 2)
 
 
 def to_tuple(x):

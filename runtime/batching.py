@@ -733,6 +733,12 @@ def uniform_lanes(value, spec, what, role, outer=0):
     return _unbatched_leaves(value, spec, False, leaf)
 
 
+# Every helper runtime exports, by name (runtime/__init__.py fills it): `each_lane` is given
+# a helper's name, since the code that calls it is transformed again and names functions
+# only in calls.
+HELPERS = {}
+
+
 def each_lane(fn, n, flags, *args, **kwargs):
     """fn(*args) for each of the n examples of an enclosing vmap, stacked on a new leading
     axis: the arguments flagged batched are sliced to one example (their leaves that are
@@ -748,19 +754,8 @@ def each_lane(fn, n, flags, *args, **kwargs):
                 np.ndim(value) == 0:
             return value
         return value[i]
-    if isinstance(fn, str):                 # "rt.index_add"
-        import runtime
-        fn = getattr(runtime, fn.split(".", 1)[1])
+    if isinstance(fn, str):                 # "rt.index_add": generated code spells helpers
+        fn = HELPERS[fn.split(".", 1)[1]]  # only in calls, so it passes the name
     outs = [fn(*[pick(a, i) if f else a for a, f in zip(args, flags)], **kwargs)
             for i in range(n)]
     return tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
-
-
-__all__ = ["lane_key", "each_lane", "uniform_lanes", "unbatch_out", "unbatch_out_adj",
-           "lanes_array", "lanes_unarray", "batch_size_of", "axis_size",
-           "move_batch_axis", "batch_out", "broadcast_batch", "batch_view", "sum_batch",
-           "align", "align_lanes", "select", "select_adj", "any_lane", "max_trips",
-           "min_start", "as_float", "lane_axis", "flat_lanes", "lane_shape", "lane_len",
-           "lane_index", "lane_getitem", "lane_gather", "lane_getitem_adj",
-           "lane_gather_adj", "unsum_batch", "lane_scatter_index", "batched_dot",
-           "batched_dot_adj_a", "batched_dot_adj_b", "dot_subscripts", "frames"]

@@ -41,6 +41,3 @@ def all_gather(x, axis_name):
 def axis_index(axis_name):
     """The position of this example along the mapped axis."""
     _unbound("axis_index", axis_name)
-
-
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]

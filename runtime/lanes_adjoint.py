@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .adjoints import clip_share
+from .adjoints import check_scalar_output, clip_share
 from .backend import array_module
 from .errors import TransformError
 from .trees import is_float_leaf
@@ -33,7 +33,6 @@ def example_shape(x, outer=0):
 
 def lane_seed(out, where, outer=0):
     """rt.seed per example: 1 for each example's output, which must be a scalar."""
-    from .adjoints import check_scalar_output
     dtype = check_scalar_output(out, where, lead=outer + 1)
     return array_module(out).ones(np.shape(out),
                                   dtype=dtype if dtype is not None else np.float64)
@@ -398,10 +397,3 @@ def lane_multivariate_normal(mean, cov, size, mean_batched, cov_batched, n):
     m = mean if mean_batched else mean[None]
     draws = draws + m[:, None, :]
     return draws.reshape((n,) + per + (d,))
-
-
-__all__ = ["cannot_batch", "example_shape", "lane_seed", "lane_unbroadcast",
-           "lane_broadcast_to_shape", "lane_expand_to", "lane_expand_to_adj", "lane_as_grad",
-           "lane_as_grad_adj", "lane_tree_vdot", "lane_tree_scale", "lane_to_like",
-           "lane_inside", "lane_basis_like", "lane_contains", "lane_random", "lane_choice",
-           "lane_permutation", "lane_shuffle", "lane_multivariate_normal"]

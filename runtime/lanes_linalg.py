@@ -455,10 +455,3 @@ def lanes_unstack_like(d, g, outer=0):
         return d
     items = list(d) if is_container(d) else lanes_items(d, outer)
     return type(g)(items)
-
-
-__all__ = ["lanes_view", "lanes_probe", "lanes_spec", "example_einsum_spec",
-           "lanes_einsum_spec", "lanes_tensordot_spec", "lanes_inner_spec", "lanes_matmul",
-           "lanes_matmul_adj_x1", "lanes_matmul_adj_x2", "lanes_solve_shape", "lanes_solve",
-           "lanes_norm_axes", "lanes_norm", "lanes_matrix_rank", "lanes_slot", "lanes_items",
-           "lanes_stack_like", "lanes_unstack_like"]

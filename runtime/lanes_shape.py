@@ -18,6 +18,7 @@ import numpy as np
 from .backend import array_module
 from .errors import TransformError
 from .lanes_adjoint import lane_unbroadcast
+from .shape_helpers import diagonal_adj
 
 
 def _is_seq(x):
@@ -224,7 +225,6 @@ def lane_diag(v, k=0, outer=0):
 def lane_diag_adj(g, v, k=0, outer=0):
     """rt.diag_adj(g, v, k) of each example: the k-th diagonal of g (1-D examples of v),
     or g placed on the k-th diagonal of zeros shaped like an example of v (2-D)."""
-    from .shape_helpers import diagonal_adj
     if np.ndim(v) - 1 - outer == 1:
         return _asarray(g).diagonal(k, -2, -1)
     return diagonal_adj(g, v, k, -2, -1)
@@ -337,11 +337,3 @@ def lane_eye(N, M=None, k=0, dtype=None, lower=False):
     diff = np.arange(M)[None, :] - np.arange(N)[:, None]
     kk = k.reshape(k.shape + (1, 1))
     return ((diff <= kk) if lower else (diff == kk)).astype(float if dtype is None else dtype)
-
-
-__all__ = ["batched_axis", "lane_axes", "lane_perm", "lane_squeeze_axis", "lane_hsplit_axis",
-           "lane_reps", "lane_pad_width", "pad_mask", "lane_shape_of", "lane_size",
-           "lane_example", "lane_int", "lane_bool", "lane_flat", "reshape_like",
-           "lane_promote", "lane_atleast", "lane_diag", "lane_diag_adj", "lane_total",
-           "lane_sum_adj", "lane_sum_adj_t", "lane_pad", "lane_searchsorted",
-           "lane_array_equal", "lane_eye"]

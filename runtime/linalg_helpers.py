@@ -11,7 +11,7 @@ import string
 
 import numpy as np
 
-from .adjoints import unbroadcast
+from .adjoints import expand, unbroadcast
 from .backend import array_module
 from .errors import TransformError
 
@@ -19,6 +19,7 @@ try:  # re-exported so generated code can spell it `rt.logsumexp` (scipy is opti
     from scipy.special import logsumexp  # noqa: F401
 except ImportError:  # pragma: no cover
     logsumexp = None
+REEXPORTED = ["logsumexp"]
 
 _LETTERS = string.ascii_letters
 
@@ -286,7 +287,6 @@ def expand_norm(g, x, ord=None, axis=None, keepdims=False):
 
     Other orders have no rule yet: they raise here, when the derivative is first needed.
     """
-    from .adjoints import expand
     return expand(g, x, norm_axis(x, ord, axis), keepdims)
 
 
@@ -312,3 +312,42 @@ def weight(w, b=None, return_sign=False):
         raise TransformError("scipy.special.logsumexp(..., return_sign=True) has no "
                              "derivative rule.\n  hint: use return_sign=False.")
     return w if b is None else w * b
+
+
+# ---------------------------------------------------------------- np.dot
+
+def dot_adj_a(g, b, a):
+    """Adjoint of `np.dot(a, b)` with respect to a (scalars, vectors and matrices)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(np.sum(g * b) if np.ndim(a) == 0 else g * b, a)
+    if np.ndim(b) > 2 or np.ndim(a) > 2:
+        return _dot_nd_adj_a(g, b, a)
+    return matmul_adj_x1(g, b, a)
+
+
+def dot_adj_b(a, g, b):
+    """Adjoint of `np.dot(a, b)` with respect to b."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(np.sum(g * a) if np.ndim(b) == 0 else g * a, b)
+    if np.ndim(b) > 2 or np.ndim(a) > 2:
+        return _dot_nd_adj_b(a, g, b)
+    return matmul_adj_x2(a, g, b)
+
+
+def _dot_nd_adj_a(g, b, a):
+    # dot(a, b)[i..., j..., l] = sum_k a[i..., k] b[j..., k, l]
+    nb = np.ndim(b)
+    if nb == 1:                       # dot(a, b)[i...] = sum_k a[i..., k] b[k]
+        return np.multiply.outer(g, b)
+    b_axes = [i for i in range(nb) if i != nb - 2]
+    g_axes = list(range(np.ndim(a) - 1, np.ndim(g)))
+    return np.tensordot(g, b, axes=(g_axes, b_axes))
+
+
+def _dot_nd_adj_b(a, g, b):
+    na, nb = np.ndim(a), np.ndim(b)
+    a_lead = list(range(na - 1))
+    g_lead = list(range(na - 1))
+    t = np.tensordot(a, g, axes=(a_lead, g_lead))  # (k, j..., l)
+    # move k to position nb - 2
+    return np.moveaxis(t, 0, nb - 2)

@@ -118,7 +118,7 @@ UNARY = [
     (np.arctanh, lambda r, *s: U(r, -0.8, 0.8, *s)), (np.abs, S), (np.absolute, S),
     (np.fabs, S), (np.negative, N), (np.positive, N), (np.cbrt, S), (np.deg2rad, N),
     (np.rad2deg, N), (np.conj, N), (np.conjugate, N), (np.real, N), (np.asarray, N),
-    (np.array, N),
+    (np.array, N), (np.sinc, N),
 ]
 
 
@@ -708,7 +708,7 @@ def test_templates_call_only_primitives_with_rules():
     """Generated code is transformed again, in either mode: whatever a template (reverse or
     forward) calls or applies needs both rules too, or a nondiff mark."""
     import gast
-    from transpile.anf import dotted, prim_annotation
+    from transpile.ir.templates import dotted, prim_annotation
     bad = []
     for prim in rules.all_primitives():
         for kind, template in (("rev", prim.rev), ("fwd", prim.fwd)):

@@ -7,10 +7,13 @@ first call (or on `.source`), once per (function, transformation, options), and 
 import functools
 import inspect
 
+from runtime.trees import tangent_zeros, tree_leaves
 from . import pipeline
+from .custom import CustomRule, wrapper_for
 from .errors import TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
-from .parse import parse_function
+from .frontend.callees import Callees, TransformedCall
+from .frontend.parse import parse_function
 
 _CACHE = {}
 _IN_PROGRESS = set()
@@ -43,9 +46,8 @@ class Root:
             self.signature = target.signature
             self.key = target.key
             return
-        from . import custom
-        if isinstance(target, custom._Custom):   # transform a call of it, so its rules apply
-            target = custom.wrapper_for(target)
+        if isinstance(target, CustomRule):   # transform a call of it, so its rules apply
+            target = wrapper_for(target)
         if isinstance(target, functools.partial):
             inner = Root(target.func)
             self.__dict__.update(inner.__dict__)
@@ -137,7 +139,7 @@ class Transformed:
                         "a custom_vjp, or call the untransformed function there.")
                 _IN_PROGRESS.add(self.key)
                 try:
-                    gen = pipeline.generate(self)
+                    gen = pipeline.generate(self, CALLEES)
                 finally:
                     _IN_PROGRESS.discard(self.key)
                 _CACHE[self.key] = gen
@@ -296,7 +298,6 @@ def jvp(f, primals, tangents, has_aux=False):
     if "active" in options:
         return gen.entry(*args, *(d for d, a in zip(tangents, active) if a))
     # tangents of the prefix (bound partial args / self) and of closure values are zero
-    from runtime.trees import tangent_zeros
     zeros_before = tuple(tangent_zeros(v) for v in root.prefix)
     zeros_after = tuple(tangent_zeros(v) for v in extra)
     return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
@@ -305,7 +306,6 @@ def jvp(f, primals, tangents, has_aux=False):
 def _is_zero(tangent):
     """A tangent that is zero everywhere (numbers and float arrays; containers leaf by leaf;
     None and integer leaves carry no tangent)."""
-    from runtime.trees import tree_leaves
     for leaf in tree_leaves(tangent):
         if leaf is None or isinstance(leaf, (str, bool)):
             continue
@@ -397,6 +397,31 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     return t
 
 
-def is_transformation(value):
-    return value in (grad, value_and_grad, transform, jvp, vmap)
+class _ApiCallees(Callees):
+    """The API layer's answers to the front end (see frontend/callees.py)."""
 
+    def transformation(self, value):
+        for name, fn in _TRANSFORMATIONS.items():
+            if value is fn:
+                return name
+        return None
+
+    def transformed_call(self, value):
+        if not isinstance(value, Transformed):
+            return None
+        return TransformedCall(value.entry_function(), value.root.prefix,
+                               value.root.extra_values(), value.defaults())
+
+    def jvp_of(self, fn, options):
+        return Transformed(fn, "jvp", options)
+
+    def compile(self, program, ir_name):
+        return pipeline.compile_ir_function(program, ir_name)
+
+    def grad(self, fn, argnums):
+        return grad(fn, argnums=argnums)
+
+
+_TRANSFORMATIONS = {"grad": grad, "value_and_grad": value_and_grad, "transform": transform,
+                    "jvp": jvp, "vmap": vmap}
+CALLEES = _ApiCallees()

@@ -18,19 +18,25 @@ assigns keep their old value in examples that are done; an in-place update under
 condition writes only the examples where the condition holds. Early return, break and
 continue arrive here as flags (controlflow.py), so they follow.
 """
+import ast
 import copy as _copy
+import inspect
+import linecache
 from collections import Counter
 
 import gast
 
-from . import anno, rules
-from .analysis import (assigned_in, definitely_defined, is_pop, is_push, is_stack_push,
-                       is_update, maybe_defined, names_in,
-                       pop_stack, push_parts, targets, walk_simple)
-from .anno import Anno
+import runtime
+from . import optimize, rules
+from .emit import origin_of
 from .errors import TransformError, error_at
-from .nodes import assign, call, const, name
-from .reverse import _as_index_value, _bind_call, _substitute
+from .ir import anno
+from .ir.analysis import (assigned_in, definitely_defined, is_pop, is_push, is_stack_push,
+                          is_update, maybe_defined, names_in, pop_stack, push_parts, reads,
+                          targets, walk_simple)
+from .ir.anno import Anno
+from .ir.nodes import assign, call, const, funcdef, name, with_source
+from .ir.templates import annotate_prims, as_index_value, bind_call, dotted, substitute
 
 COLLECTIVES = {"rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axis_index"}
 
@@ -76,12 +82,10 @@ class Batching:
         filename = str(getattr(self.src, "filename", ""))
         if not filename.startswith("<transpile") or not getattr(node, "lineno", None):
             return err
-        from .emit import origin_of
         found = origin_of(filename, self.src.line_of(node))
         if found is None:
             return err
         user, line = found
-        import linecache
         text = linecache.getline(user.filename, line).strip()
         head = [f'File "{user.filename}", line {line}, in {user.name}'] + \
             ([f"    {text}"] if text else [])
@@ -109,7 +113,7 @@ class Batching:
                              if isinstance(st, gast.Assign) and
                              isinstance(st.targets[0], gast.Name) and
                              isinstance(st.value, gast.Call) and
-                             _dotted(st.value.func) in ("rt.lane_index", "rt.lane_key",
+                             dotted(st.value.func) in ("rt.lane_index", "rt.lane_key",
                                                         "rt.lane_scatter_index")}
         if str(getattr(self.src, "filename", "")).startswith("<transpile"):
             # generated code passes lists on in tuples of saved values and returns them from
@@ -152,7 +156,7 @@ class Batching:
             elif is_update(s):
                 t = s.targets[0]
                 b = batched(self.expr_spec(s.value)) or batched(
-                    self.expr_spec(_as_index_value(t.slice)))
+                    self.expr_spec(as_index_value(t.slice)))
                 self.contribute(t.value.id, under or b)
             elif isinstance(s, gast.Assign):
                 value = self.expr_spec(s.value)
@@ -178,7 +182,7 @@ class Batching:
             return any(batched(self.expr_spec(e)) for e in v.values)
         if isinstance(v, gast.Subscript):
             base = self.expr_spec(v.value)
-            index = self.expr_spec(_as_index_value(v.slice))
+            index = self.expr_spec(as_index_value(v.slice))
             if batched(index):
                 return True
             if isinstance(base, tuple):
@@ -409,7 +413,7 @@ class Batching:
         # under a batched condition each example finds its own values at the same depth
         self.stacks = {push_parts(st)[0] for st in walk_simple(stmts) if is_stack_push(st)} | \
             {pop_stack(st) for st in walk_simple(stmts) if is_pop(st) and
-             _dotted(st.value.func) == "rt.pop"}
+             dotted(st.value.func) == "rt.pop"}
         self.ints = {st.target.id for st in walk_simple(stmts) if isinstance(st, gast.For)
                      and not self.of(st.target.id)}
         self.all_stmts = stmts
@@ -774,7 +778,7 @@ class Batching:
 
     def template(self, s, v, prim, spelling, rule):
         tpl = rule.template
-        actual = _bind_call(tpl, spelling, v, skip=0)
+        actual = bind_call(tpl, spelling, v, skip=0)
         if isinstance(actual, str):
             raise self.error(s, f"{spelling}: {actual}")
         mapping = {"batch_size": name(self.size)}
@@ -782,16 +786,24 @@ class Batching:
             mapping[p] = actual[p]
             mapping[p + "_batched"] = const(batched(self.expr_spec(actual[p])))
             mapping[p + "_spec"] = _literal(self.expr_spec(actual[p]))
-        body = _fold_static_ifs([_substitute(st, mapping, {}, {}) for st in tpl.body])
+        try:
+            body = _fold_static_ifs([substitute(st, mapping, {}, {}) for st in tpl.body])
+        except _UndecidedTest as undecided:
+            raise self.error(s, f"the batching rule of {spelling} branches on `{undecided}`, "
+                             "which is not known when the code is generated.",
+                             "a batching template may branch only on `<param>_batched`, on "
+                             "`<param> is None` (or ==, != a literal) where the argument is a "
+                             "literal at the call, and on not/and/or of those; pass that "
+                             "argument as a literal, or move the case analysis into a "
+                             "runtime helper.") from None
         if len(body) != 1 or not isinstance(body[-1], gast.Assign) or \
                 body[-1].targets[0].id != "out":
-            raise TransformError(f"internal: the batching template of {spelling} must end "
-                                 "in one statement `out = ...`")
+            raise TransformError(f"the batching rule of {spelling} must come down to one "
+                                 "statement `out = ...` once its `if`s are decided.\n  hint: "
+                                 "see docs/adding_a_primitive.md, section 9.")
         return _fold_static(body[-1].value)
 
     def _bound(self, v, spelling):
-        import inspect
-        import runtime
         fn = getattr(runtime, spelling.split(".", 1)[1])
         sig = inspect.signature(fn)
         return sig, sig.bind_partial(*v.args, **{k.arg: k.value for k in v.keywords})
@@ -830,15 +842,12 @@ class Batching:
             raise self.error(s, f"internal: {spelling} with a computed `outer`")
         new = call(spelling, args)
         if each:
-            import ast as _ast
-            old = _ast.literal_eval(gast.unparse(outer)) if isinstance(outer, gast.Tuple) \
+            old = ast.literal_eval(gast.unparse(outer)) if isinstance(outer, gast.Tuple) \
                 else outer.value
-            import runtime
             before = runtime.batching.frames(old, len(flags))
             value = _literal(tuple((f,) + tuple(b) for f, b in zip(flags, before)))
         elif isinstance(outer, gast.Tuple):      # per-argument frames, all now batched
-            import ast as _ast
-            old = _ast.literal_eval(gast.unparse(outer))
+            old = ast.literal_eval(gast.unparse(outer))
             value = _literal(tuple((1,) + tuple(f) for f in old))
         else:
             value = const(outer.value + 1)
@@ -886,8 +895,7 @@ class Batching:
         spec = self.expr_spec(args)
         before = self.literal(bound.arguments.get("outer"))
         if isinstance(before, gast.Tuple):
-            import ast as _ast
-            before = const(_ast.literal_eval(gast.unparse(before)))
+            before = const(ast.literal_eval(gast.unparse(before)))
         n = len(spec) if isinstance(spec, tuple) else None
         if n is None:
             raise self.error(s, "internal: rt.axis_size of a value that is not a tuple")
@@ -924,7 +932,7 @@ class Batching:
     def getitem(self, s, v):
         x = v.value
         sx = self.expr_spec(x)
-        index = _as_index_value(v.slice)
+        index = as_index_value(v.slice)
         si = self.expr_spec(index)
         if not batched(sx) and not batched(si):
             return v
@@ -940,7 +948,7 @@ class Batching:
         t = s.targets[0]
         x = t.value
         sx = self.of(x.id)
-        index = _as_index_value(t.slice)
+        index = as_index_value(t.slice)
         si = self.expr_spec(index)
         sv = self.expr_spec(s.value)
         if not batched(sx):
@@ -1138,11 +1146,11 @@ class Batching:
                            type_comment=None)
             return [anno.copy(s, gast.copy_location(new, s))]
         it, backwards = s.iter, False
-        if isinstance(it, gast.Call) and _dotted(it.func) == "reversed":
+        if isinstance(it, gast.Call) and dotted(it.func) == "reversed":
             it, backwards = it.args[0], True
-        if isinstance(it, gast.Call) and _dotted(it.func) == "rt.reversed_range":
+        if isinstance(it, gast.Call) and dotted(it.func) == "rt.reversed_range":
             backwards = True
-        elif not (isinstance(it, gast.Call) and _dotted(it.func) == "range"):
+        elif not (isinstance(it, gast.Call) and dotted(it.func) == "range"):
             it = None
         if it is None or not 1 <= len(it.args) <= 2:
             raise self.error(s, "a loop whose trip count differs between examples must "
@@ -1181,27 +1189,18 @@ def _operands(v):
     if isinstance(v, gast.Call):
         return list(v.args) + [k.value for k in v.keywords]
     if isinstance(v, gast.Subscript):
-        return [v.value, _as_index_value(v.slice)]
+        return [v.value, as_index_value(v.slice)]
     return []
 
 
 def _is_random(v):
     """np.random draws (not seed): each example draws its own numbers, as in a loop."""
-    name_ = _dotted(v.func) if isinstance(v, gast.Call) else None
+    name_ = dotted(v.func) if isinstance(v, gast.Call) else None
     return bool(name_) and name_.startswith("np.random.") and name_ != "np.random.seed"
 
 
 def _same_name(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
-
-
-def _dotted(f):
-    if isinstance(f, gast.Name):
-        return f.id
-    if isinstance(f, gast.Attribute):
-        base = _dotted(f.value)
-        return base and base + "." + f.attr
-    return None
 
 
 def _axis_name_of(v, spelling):
@@ -1316,7 +1315,7 @@ def _maybe_sequences(stmts):
             new = set()
             if is_push(st):
                 stack, item = push_parts(st)
-                if _dotted(st.value.func) != "rt.push":
+                if dotted(st.value.func) != "rt.push":
                     new.add(stack)                   # xs.append(v): xs is a list
                 elif isinstance(item, (gast.List, gast.Tuple)) or (
                         isinstance(item, gast.Name) and item.id in seqs):
@@ -1368,7 +1367,6 @@ def _path_local(stmts, ret, params):
     same block (for a loop variable: in the loop's body). Such a name needs no merging where
     paths join: under a condition that differs between examples, an unbatched value bound
     to it is the same in every example that reads it (`shape = (4, 3)` in a branch)."""
-    from .analysis import reads, targets
     bound, read = {}, {}
     for st in walk_simple(stmts):
         if not isinstance(st, (gast.If, gast.While)):
@@ -1421,7 +1419,7 @@ def _path_local(stmts, ret, params):
                     isinstance(o, (gast.Is, gast.IsNot, gast.Eq, gast.NotEq))
                     for o in node.ops):
                 asked |= names_in(node)
-            if isinstance(node, gast.Call) and _dotted(node.func) in ("isinstance", "type"):
+            if isinstance(node, gast.Call) and dotted(node.func) in ("isinstance", "type"):
                 asked |= names_in(node)
     for st in outside_loops(stmts):
         if isinstance(st, gast.Assign) and not is_update(st) and not is_pop(st) and not (
@@ -1473,7 +1471,6 @@ def _read_before_assigned(body, n):
 def _first_use(stmts, n):
     """'read' if a path reads n before binding it, 'bound' if every path binds it first,
     None otherwise."""
-    from .analysis import reads, targets
     for st in stmts:
         if n in reads(st):
             return "read"
@@ -1508,10 +1505,10 @@ def _fold_static(expr):
 
         def visit_Call(self, n):
             self.generic_visit(n)
-            if _dotted(n.func) == "rt.broadcast_batch" and len(n.args) == 3 and \
+            if dotted(n.func) == "rt.broadcast_batch" and len(n.args) == 3 and \
                     _all_true(n.args[2]):
                 return n.args[0]           # already batched everywhere
-            if _dotted(n.func) == "rt.lane_axis" and len(n.args) == 2 and not n.keywords:
+            if dotted(n.func) == "rt.lane_axis" and len(n.args) == 2 and not n.keywords:
                 a = n.args[0]
                 if isinstance(a, gast.Constant) and isinstance(a.value, int) and \
                         not isinstance(a.value, bool):
@@ -1533,15 +1530,49 @@ def _all_true(node):
     return False
 
 
+_NOT_KNOWN = object()
+
+
+def _static_truth(test):
+    """The value of a batching template's `if` test when the code is generated, or
+    _NOT_KNOWN: constants (`x_batched` is one by then), `not`, `and`/`or`, and `is None`,
+    `is not None`, `==`, `!=` between constants (an argument given as a literal)."""
+    if isinstance(test, gast.Constant):
+        return bool(test.value)
+    if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
+        inner = _static_truth(test.operand)
+        return inner if inner is _NOT_KNOWN else not inner
+    if isinstance(test, gast.BoolOp):
+        values = [_static_truth(v) for v in test.values]
+        is_and = isinstance(test.op, gast.And)
+        for v in values:            # short-circuit: a decided operand may settle it
+            if v is not _NOT_KNOWN and v != is_and:
+                return v
+        return _NOT_KNOWN if _NOT_KNOWN in values else is_and
+    if isinstance(test, gast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.left, gast.Constant) and \
+            isinstance(test.comparators[0], gast.Constant):
+        a, b, op = test.left.value, test.comparators[0].value, test.ops[0]
+        compare = {gast.Is: lambda: a is b, gast.IsNot: lambda: a is not b,
+                   gast.Eq: lambda: a == b, gast.NotEq: lambda: a != b}.get(type(op))
+        if compare is not None:
+            return bool(compare())
+    return _NOT_KNOWN
+
+
+class _UndecidedTest(Exception):
+    """A batching template's `if` test that generation time cannot decide."""
+
+
 def _fold_static_ifs(stmts):
+    """A batching template's body with its `if`s decided (only the branch that applies)."""
     out = []
     for st in stmts:
-        if isinstance(st, gast.If) and isinstance(st.test, gast.Constant):
-            out.extend(_fold_static_ifs(st.body if st.test.value else st.orelse))
-        elif isinstance(st, gast.If) and isinstance(st.test, gast.UnaryOp) and \
-                isinstance(st.test.op, gast.Not) and \
-                isinstance(st.test.operand, gast.Constant):
-            out.extend(_fold_static_ifs(st.orelse if st.test.operand.value else st.body))
+        if isinstance(st, gast.If):
+            truth = _static_truth(st.test)
+            if truth is _NOT_KNOWN:
+                raise _UndecidedTest(gast.unparse(st.test).strip())
+            out.extend(_fold_static_ifs(st.body if truth else st.orelse))
         else:
             out.append(st)
     return out
@@ -1551,23 +1582,20 @@ def batched_function(program, fir, name_, in_specs, callee_batched, axis_name,
                      force_out=None):
     """`f_vmap(batch_size, params...)`: the batched variant of a user function for
     arguments of the given specs; returns (FunctionDef, result spec)."""
-    from .gradients import _funcdef, _with_source
-    from . import optimize
     bt = Batching(program, fir, in_specs, callee_batched, axis_name)
     stmts, out, spec = bt.run()
     if force_out is not None and spec != force_out:   # a recursive variant: fully batched
         stmts.append(assign(bt.namer.fresh("result"), bt.convert(out, spec, force_out)))
         out, spec = name(stmts[-1].targets[0].id), force_out
     body = _quiet(optimize.dce(stmts + [gast.Return(value=_copy.deepcopy(out))], set()))
-    fdef = _funcdef(name_, [bt.size] + list(fir.params), body, fir.node)
-    return _with_source(fdef, fir), spec
+    fdef = funcdef(name_, [bt.size] + list(fir.params), body, fir.node)
+    return with_source(fdef, fir), spec
 
 
 def _literal(value):
     """A Python literal (ints, None, strings, tuples, dicts of them) as an annotated AST."""
-    from .reverse import _annotate_prims
     node = gast.parse(repr(value)).body[0].value
-    _annotate_prims(node)
+    annotate_prims(node)
     return node
 
 
@@ -1586,8 +1614,6 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     """The entry function of `vmap`: takes the user's arguments as they are, moves each
     mapped axis to the front, runs the batched body and puts the batch axis of each output
     where out_axes says."""
-    from .gradients import _funcdef, _with_source
-    from . import optimize
     params = list(fir.params)
     in_axes = opts["in_axes"]
     axes = [None] * len(params)
@@ -1640,8 +1666,8 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     if out_axes not in (0, None):
         result = call("rt.batch_out", [result, _literal(out_axes)])
     body = _quiet(optimize.dce(prologue + stmts + [gast.Return(value=result)], set()))
-    fdef = _funcdef(name_, params, body, fir.node)
-    return _with_source(fdef, fir)
+    fdef = funcdef(name_, params, body, fir.node)
+    return with_source(fdef, fir)
 
 
 def _is_dict_mixed(a):
@@ -1709,7 +1735,7 @@ def _quiet(body):
 
 def _has_batched_control(body):
     for n in gast.walk(gast.Module(body=body, type_ignores=[])):
-        if isinstance(n, gast.Call) and _dotted(n.func) == "rt.select":
+        if isinstance(n, gast.Call) and dotted(n.func) == "rt.select":
             return True
     return False
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import api
 from .errors import TransformError
-from .program import is_literal
+from .ir.program import is_literal
 
 MAX_ARRAY_ELEMENTS = 1_000_000
 

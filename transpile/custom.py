@@ -18,12 +18,15 @@ import inspect
 import itertools
 import linecache
 
+import runtime as rt
 from .errors import TransformError
 
 _counter = itertools.count()
 
 
-class _Custom:
+class CustomRule:
+    """A function with user-given derivative rules (the base of custom_vjp and custom_jvp)."""
+
     def __init__(self, fn, nondiff_argnums=()):
         if nondiff_argnums:
             raise TransformError("nondiff_argnums is not supported; pass such values as "
@@ -36,7 +39,7 @@ class _Custom:
         return self.fn(*args, **kwargs)
 
 
-class custom_vjp(_Custom):  # noqa: N801 - named as JAX names it
+class custom_vjp(CustomRule):  # noqa: N801 - named as JAX names it
     """A function whose reverse-mode derivative is given by `defvjp(fwd, bwd)`.
 
     fwd(*args) -> (out, saved); bwd(saved, out_cotangent) -> tuple of one cotangent per
@@ -52,7 +55,7 @@ class custom_vjp(_Custom):  # noqa: N801 - named as JAX names it
         return self
 
 
-class custom_jvp(_Custom):  # noqa: N801
+class custom_jvp(CustomRule):  # noqa: N801
     """A function whose forward-mode derivative is given by `defjvp(rule)`.
 
     rule(primals, tangents) -> (out, out_tangent), primals and tangents being tuples.
@@ -88,14 +91,15 @@ def wrapper_for(custom):
     return custom._wrapper
 
 
-def vjp_pair(custom):
-    """(fwd, bwd) Python functions implementing reverse mode for a custom function."""
+def vjp_pair(custom, grad):
+    """(fwd, bwd) Python functions implementing reverse mode for a custom function; `grad`
+    (tp.grad, handed down by the API layer) transposes a custom_jvp rule."""
     if getattr(custom, "_pair", None) is None:
-        custom._pair = _make_vjp_pair(custom)
+        custom._pair = _make_vjp_pair(custom, grad)
     return custom._pair
 
 
-def _make_vjp_pair(custom):
+def _make_vjp_pair(custom, grad):
     if isinstance(custom, custom_vjp):
         if custom.fwd is None:
             raise TransformError(f"custom_vjp function {custom.__name__} is differentiated "
@@ -106,7 +110,6 @@ def _make_vjp_pair(custom):
         raise TransformError(f"custom_jvp function {custom.__name__} is differentiated but "
                              f"has no rule.\n  hint: decorate the rule with "
                              f"@{custom.__name__}.defjvp.")
-    from . import api
     params = list(custom.signature.parameters)
     n = len(params)
     args = ", ".join(params)
@@ -115,9 +118,8 @@ def _make_vjp_pair(custom):
     text = (f"def tangent_product({args}, {tans}, u):\n"
             f"    out, out_dot = rule(({args}{one}), ({tans}{one}))\n"
             f"    return rt.tree_vdot(out_dot, u)\n")
-    import runtime as rt
     product = file_backed(text, {"rule": custom.rule, "rt": rt}, "tangent_product")
-    transpose = api.grad(product, argnums=tuple(range(n, 2 * n)))
+    transpose = grad(product, argnums=tuple(range(n, 2 * n)))
     env = {"custom": custom, "transpose": transpose, "rt": rt}
     fwd = file_backed(f"def {custom.__name__}_fwd({args}):\n"
                       f"    return custom({args}), ({args}{one})\n", env,
@@ -147,7 +149,6 @@ def _make_jvp_function(custom, mask):
     if custom.rule is None:
         raise TransformError(f"custom_jvp function {custom.__name__} has no rule.\n  hint: "
                              f"decorate the rule with @{custom.__name__}.defjvp.")
-    import runtime as rt
     params = list(custom.signature.parameters)
     one = "," if len(params) == 1 else ""
     tan_params = [f"t_{p}" for p, m in zip(params, mask) if m]

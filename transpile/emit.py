@@ -5,16 +5,20 @@ debuggers show the generated code. Cosmetic rewrites happen only here (`if x: pa
 is written `if not x: y`).
 """
 import ast
-import math
 import copy
-import re
+import hashlib
 import linecache
+import math
+import re
 
 import astor
 import gast
 import numpy as np
 
 import runtime
+from .errors import TransformError
+from .ir import anno
+from .ir.anno import Anno
 
 HEADER = '"""{doc}"""\nimport math\n\nimport numpy as np\n\nimport runtime as rt\n'
 
@@ -88,8 +92,6 @@ def _line_comments(stmts, src, last=None):
     """Insert markers (emitted as comments) where the user line a statement comes from
     changes: `# 12: x = np.tanh(x @ W + b)` before the forward statements of line 12 and
     `# adjoint of 12: ...` before its backward statements."""
-    from . import anno
-    from .anno import Anno
     out = []
     for s in stmts:
         origin = anno.get(s, Anno.ORIGIN)
@@ -97,7 +99,7 @@ def _line_comments(stmts, src, last=None):
             line = src.line_of(origin)
             text = src.lines[origin.lineno - 1].strip() if origin.lineno <= len(src.lines) \
                 else ""
-            key = (line, getattr(s, "_adjoint_of", False))
+            key = (line, anno.get(s, Anno.ADJOINT_OF, False))
             if key != last and text:
                 label = f"adjoint of {line}" if key[1] else str(line)
                 out.append(gast.Expr(value=gast.Constant(value=f"{_COMMENT}{label}: {text}",
@@ -139,10 +141,10 @@ _MADE_FROM = {}
 def module_source(functions, doc):
     parts = [HEADER.format(doc=doc)]
     for fdef in functions:
-        parts.append("\n" + function_source(fdef, getattr(fdef, "_source", None)))
+        parts.append("\n" + function_source(fdef, anno.get(fdef, Anno.SOURCE)))
     text = "\n".join(parts)
-    _MADE_FROM[text] = {f.name: f._source for f in functions
-                        if getattr(f, "_source", None) is not None}
+    _MADE_FROM[text] = {f.name: anno.get(f, Anno.SOURCE) for f in functions
+                        if anno.get(f, Anno.SOURCE) is not None}
     return text
 
 
@@ -183,7 +185,6 @@ _MARK = re.compile(r"^# (adjoint of )?(\d+): ")
 
 def compile_module(text, namespace, label):
     """Execute generated `text`; returns its globals. `namespace` adds referenced objects."""
-    import hashlib
     digest = hashlib.sha1(text.encode()).hexdigest()[:8]
     filename = f"<transpile:{label}:{digest}>"   # same text, same name: stable output
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
@@ -194,3 +195,27 @@ def compile_module(text, namespace, label):
     env.update(namespace)
     exec(code, env)  # noqa: S102 - running the code we generated is the point
     return env, filename
+
+
+def located(exc):
+    """A TransformError raised while generated code ran (vmap finding, say, that a shape
+    differs between examples), with the user's line it comes from in front; `exc` itself
+    if that cannot be found or the message already names a line."""
+    if str(exc).startswith('File "'):
+        return exc
+    tb, frames = exc.__traceback__, []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    for filename, line in reversed(frames):
+        if not filename.startswith("<transpile"):
+            continue
+        found = origin_of(filename, line)
+        if found is None:
+            continue
+        src, user_line = found
+        text = linecache.getline(src.filename, user_line).strip()
+        head = f'File "{src.filename}", line {user_line}, in {src.name}\n' + \
+            (f"    {text}\n" if text else "")
+        return TransformError(head + str(exc))
+    return exc

@@ -7,32 +7,11 @@ import linecache
 
 from runtime.errors import TransformError
 
-__all__ = ["TransformError", "error_at", "where", "located"]
+__all__ = ["TransformError", "error_at", "where", "IN_PLACE_CALL_HINT"]
 
-
-def located(exc):
-    """A TransformError raised while generated code ran (vmap finding, say, that a shape
-    differs between examples), with the user's line it comes from in front; `exc` itself
-    if that cannot be found or the message already names a line."""
-    if str(exc).startswith('File "'):
-        return exc
-    from .emit import origin_of
-    tb, frames = exc.__traceback__, []
-    while tb is not None:
-        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
-        tb = tb.tb_next
-    for filename, line in reversed(frames):
-        if not filename.startswith("<transpile"):
-            continue
-        found = origin_of(filename, line)
-        if found is None:
-            continue
-        src, user_line = found
-        text = linecache.getline(src.filename, user_line).strip()
-        head = f'File "{src.filename}", line {user_line}, in {src.name}\n' + \
-            (f"    {text}\n" if text else "")
-        return TransformError(head + str(exc))
-    return exc
+# Said wherever a derivative pass refuses a call that writes its argument in place.
+IN_PLACE_CALL_HINT = ("assign a new value instead (y = np.random.permutation(y) for a "
+                      "shuffle), or call it on data that is not differentiated.")
 
 
 def where(node, src):

@@ -13,14 +13,17 @@ import copy as _copy
 
 import gast
 
-from . import anno, rules
-from .analysis import (assigned_in, changed_by_call, definitely_defined, is_pop, is_push, is_update, maybe_defined, pop_stack, push_parts, varied,
-                       walk_simple)
-from .anno import Anno
-from .errors import TransformError, error_at
-from .nodes import const as _const
-from .reverse import (_IN_PLACE_CALL_HINT, _as_index_value, _assign, _bind_call, _call, _freeze_branch_tests,
-                      _name, _split_self_assignments, _substitute)
+from . import optimize, rules
+from .errors import IN_PLACE_CALL_HINT, TransformError, error_at
+from .ir import anno
+from .ir.analysis import (assigned_in, changed_by_call, definitely_defined, is_pop, is_push,
+                          is_update, maybe_defined, pop_stack, push_parts, reads, targets, varied,
+                          walk_simple)
+from .ir.anno import Anno
+from .ir.nodes import assign as _assign, call as _call, const as _const, funcdef, name as _name
+from .ir.nodes import with_source
+from .ir.rewrites import freeze_branch_tests, split_aux, split_self_assignments
+from .ir.templates import as_index_value, bind_call, substitute
 
 TANGENT_SUFFIX = "_dot"
 
@@ -47,7 +50,7 @@ class Forward:
         """Statements computing the primal and tangent outputs; returns (stmts, out, out_dot)."""
         body = self.fir.node.body
         ret = body[-1]
-        stmts = _split_self_assignments(body[:-1], self.namer)
+        stmts = split_self_assignments(body[:-1], self.namer)
         self.active = varied(stmts, self.wrt)
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
@@ -181,7 +184,7 @@ class Forward:
             changed = changed_by_call(s, self.active)
             if changed:
                 raise self.error(s, f"{changed} changes its argument in place, which the "
-                                 "derivative cannot follow.", _IN_PLACE_CALL_HINT)
+                                 "derivative cannot follow.", IN_PLACE_CALL_HINT)
             return [s]
         if isinstance(s.targets[0], gast.Tuple):
             return self.unpack(s, state)
@@ -236,7 +239,7 @@ class Forward:
 
     def apply_template(self, s, prim, spelling, value, target, dt, state):
         template = prim.fwd
-        actual = _bind_call(template, spelling, value, skip=1)
+        actual = bind_call(template, spelling, value, skip=1)
         if isinstance(actual, str):
             raise self.error(s, f"{spelling}: {actual}")
         mapping = {"out": _name(target)}
@@ -268,9 +271,9 @@ class Forward:
             if is_term and needs and not (needs & set(live)):
                 continue                      # a term whose tangent is zero
             if not is_term:
-                out.append(_substitute(st, mapping, local, {}))
+                out.append(substitute(st, mapping, local, {}))
                 continue
-            expr = _substitute(st.value, mapping, local, {})
+            expr = substitute(st.value, mapping, local, {})
             if have:
                 total = gast.BinOp(left=_name(dt), op=gast.Add(), right=expr)
                 anno.set(total, Anno.PRIM, (rules.lookup("+"), "+"))
@@ -319,7 +322,7 @@ class Forward:
             return [s]
         out = [s] if dx is not None and dx in state else \
             [_assign(self.tan(x), _call("rt.tangent_zeros", [_name(x)])), s]
-        idx = _as_index_value(s.targets[0].slice)
+        idx = as_index_value(s.targets[0].slice)
         upd = _call("rt.index_update", [_name(self.tan(x)), idx,
                                         _name(dv) if dv else _call("rt.tangent_zeros", [v])])
         state.add(self.tan(x))
@@ -351,7 +354,6 @@ def _read_before_assigned(body, name):
     for st in walk_simple(body):
         if isinstance(st, (gast.If, gast.For, gast.While)):
             continue
-        from .analysis import reads, targets
         if name in reads(st):
             return True
         if name in targets(st):
@@ -361,18 +363,16 @@ def _read_before_assigned(body, name):
 
 def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False):
     """`f_jvp(params..., tangents of wrt...) -> (out, out_dot)` (`(out, out_dot, aux)`)."""
-    from .gradients import _funcdef, _split_aux, _with_source
-    from . import optimize
     fw = Forward(program, fir, wrt, callee_jvp)
     if has_aux:
-        _split_aux(fir, fw)
+        fw.aux = split_aux(fir, fw.namer)
     stmts, out, out_dot = fw.run()
     tangent_params = [fw.tan(p) for p in wrt]
     results = [_copy.deepcopy(out), out_dot] + ([_name(fw.aux)] if has_aux else [])
     ret = gast.Return(value=gast.Tuple(elts=results, ctx=gast.Load()))
     body = optimize.dce(optimize.simplify(stmts) + [ret], set())
     body = optimize.propagate_copies(body, list(fir.params) + tangent_params)
-    return _with_source(_funcdef(name, list(fir.params) + tangent_params, body, fir.node), fir)
+    return with_source(funcdef(name, list(fir.params) + tangent_params, body, fir.node), fir)
 
 
-__all__ = ["jvp_function", "Forward", "walk_simple", "_freeze_branch_tests"]
+__all__ = ["jvp_function", "Forward", "walk_simple", "freeze_branch_tests"]

@@ -7,11 +7,14 @@ Statements are removed when nothing they define is read later and they have no e
 (prints stay; a push stays while its stack is read later; a pop stays while its stack or its
 result is). Loops are analysed to a fixed point.
 """
+import copy
+
 import gast
 
-from . import anno
-from .analysis import is_pop, is_push, is_update, names_in, pop_stack, reads, targets
-from .anno import Anno
+from .ir import anno
+from .ir.analysis import (is_pop, is_push, is_update, names_in, pop_stack, reads, targets,
+                          walk_simple)
+from .ir.anno import Anno
 
 
 def _side_effect(s):
@@ -40,7 +43,6 @@ def _is_check(call):
 
 
 def _popped(stmts):
-    from .analysis import walk_simple
     return {pop_stack(t) for t in walk_simple(stmts) if is_pop(t)}
 
 
@@ -141,7 +143,6 @@ def _skip_on_last_trip(loop, body, live_after):
 
 
 def _flat(stmts):
-    from .analysis import walk_simple
     return list(walk_simple(stmts))
 
 
@@ -150,14 +151,12 @@ def _has_code(stmts):
 
 
 def _shallow(node):
-    import copy
     return copy.copy(node)   # keeps annotations and attributes; the caller replaces bodies
 
 
 def propagate_copies(stmts, params=()):
     """`a = b; ... f(a)` -> `... f(b)` when neither name ever changes value afterwards:
     `a` is assigned only there and `b` only once outside any loop (or is a parameter)."""
-    from .analysis import walk_simple
     sites, in_loop = {}, set()
 
     def count(block, looped):
@@ -178,7 +177,7 @@ def propagate_copies(stmts, params=()):
     count(stmts, False)
     for p in params:
         sites[p] = sites.get(p, 0) + 1
-    renames = {}
+    renames, propagated = {}, set()
     for st in walk_simple(stmts):
         if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name) and \
                 isinstance(st.value, gast.Name):
@@ -187,7 +186,7 @@ def propagate_copies(stmts, params=()):
             if sites.get(a) == 1 and sites.get(b, 0) <= 1 and b not in in_loop and a != b \
                     and a not in params:
                 renames[a] = b
-                st._propagated = True
+                propagated.add(id(st))
     if not renames:
         return stmts
 
@@ -197,7 +196,6 @@ def propagate_copies(stmts, params=()):
                 n.id = renames[n.id]
             return n
 
-    import copy
 
     def fresh(node):   # statements may share expression nodes (a loop's range and its mirror)
         return Rename().visit(copy.deepcopy(node))
@@ -205,7 +203,7 @@ def propagate_copies(stmts, params=()):
     def rewrite(block):
         out = []
         for st in block:
-            if getattr(st, "_propagated", False):
+            if id(st) in propagated:
                 continue
             if isinstance(st, gast.If):
                 st = _shallow(st)
@@ -292,7 +290,6 @@ def accumulate_in_place(stmts):
     """`d = rt.index_add(d, x, i, g)` -> `rt.index_add_into(...)` when `d` has no other
     reader than these accumulations and the final `rt.as_grad(d, x)`: then nobody else can
     see its buffer, and the runtime may add in place."""
-    from .analysis import walk_simple
     candidates = set()
     for st in walk_simple(stmts):
         if _is_index_add(st) and st.value.args and isinstance(st.value.args[0], gast.Name) \

@@ -1,26 +1,31 @@
-"""The pipeline, as one flat list of passes. Each transformation is a few lines here.
+"""The pipeline: what runs, in which order, for each transformation.
 
-    parse        Python function -> gast FunctionDef              (parse.py)
-    normalize    desugar + A-normal form, user calls on demand    (anf.py, frontend.py)
-    controlflow  return/break/continue -> flags, one exit         (controlflow.py)
-    reverse      forward + backward statements per function       (reverse.py, gradients.py)
-    optimize     dead code elimination                            (optimize.py)
-    emit         astor -> text -> compile under linecache         (emit.py)
+    front end (frontend/)      parse -> normalize (resolve, desugar, A-normal form; user
+                               functions on first call) -> controlflow -> aliasing
+    transformation             reverse/ (grad, vjp), forward.py (jvp), batching.py (vmap);
+                               each meets calls of user functions and asks this module
+                               for the callee's variant (`Build.reverse_pair`, ...)
+    optimize.py                dead code, copies, constants (each pass calls it at its end)
+    emit.py                    astor -> text -> compile under linecache
 
-Order matters: controlflow needs normalized statements (conditions are names); reverse
-needs one exit and no jumps; dead code elimination runs last, when it is known which
-adjoints and saved values are really used. A transformed function, once emitted, is an
-ordinary Python function with source, so composing transformations is running this list
-again on generated code.
+`generate` is the whole of it: normalize the entry function, run the transformation's
+function below (`grad`, `vjp`, `jvp`, `vmap`, `transform`: a few pass calls each), emit
+what the entry reaches. Order matters: controlflow needs normalized statements
+(conditions are names); the derivative passes need one exit and no jumps; dead code
+elimination runs when it is known which adjoints and saved values are really used. A
+transformed function, once emitted, is an ordinary Python function with source, so
+composing transformations is running the pipeline again on generated code.
 """
-import functools
+import copy
 
 import gast
 
-from . import batching, custom, emit, forward, gradients
-from .errors import TransformError, located
+from . import batching, custom, emit, forward
+from .emit import located
+from .errors import TransformError
 from .frontend import normalize_function
-from .program import Program
+from .ir.program import FunctionIR, Program, is_literal
+from .reverse import gradients
 
 
 def _located_call(entry):
@@ -99,77 +104,182 @@ def _reachable(program, roots, generated):
     return order
 
 
-def generate(t):
+def generate(t, callees=None):
     """Run the pipeline for Transformed `t`; returns a Generated."""
-    program = Program()
-    root = t.root
-    inner = root.inner
-    while inner is not None and inner.kind == "transform" and inner.root.inner is not None:
-        inner = inner.root.inner
-    if inner is not None and inner.kind == "transform":
-        # @tp.transform only parses: transform the user's own function, so comments and
-        # errors point at the user's file
-        fn, lift = inner.root.fn, True
+    build = Build(t, callees)
+    fir = build.program.functions[build.normalize_entry()]
+    entry = TRANSFORMATIONS[t.kind](build, fir)
+    return build.finish(entry)
+
+
+# ---------------------------------------------------------------- one function per kind
+# Each takes the Build and the entry function's IR, adds the generated definitions and
+# returns the Entry: the name generated code is called by and the definitions it starts at.
+
+def transform(build, fir):
+    """tp.transform: the normalized function itself (emitted as readable code)."""
+    return Entry(fir.name, [fir.node])
+
+
+def grad(build, fir):
+    """grad / value_and_grad: forward pass, seed, backward pass in one function."""
+    opts = build.options
+    argnums = [build.nprefix + build.argnum(a) for a in opts["argnums"]]
+    name = build.fresh(("value_and_grad_" if opts["value"] else "grad_") + fir.name)
+    node = gradients.grad_function(build.program, _fresh(fir), name, argnums, opts["has_aux"],
+                                   opts["value"], build.reverse_pair, single=opts["single"])
+    return Entry(name, [build.add(node, first=True)])
+
+
+def vjp(build, fir):
+    """vjp: `f_fwd` returns the value and what the backward pass needs; `f_bwd` takes that
+    and the cotangent."""
+    fwd, bwd = build.fresh(fir.name + "_fwd"), build.fresh(fir.name + "_bwd")
+    build.reverse_pairs[(fir.name, None)] = (fwd, bwd)     # recursion calls this pair
+    pair = gradients.vjp_functions(build.program, _fresh(fir), fwd, bwd, build.reverse_pair,
+                                   has_aux=build.options["has_aux"], finish=True)
+    for node in reversed(pair):
+        build.add(node, first=True)
+    return Entry(fwd, list(pair), bwd_name=bwd)
+
+
+def jvp(build, fir):
+    """jvp: the function and its tangents, forward mode, in one function."""
+    opts = build.options
+    name = build.fresh(fir.name + "_jvp")
+    wrt = fir.params
+    if "active" in opts:         # tangents only for the user's arguments marked active
+        wrt = [p for i, p in enumerate(fir.params)
+               if build.nprefix <= i < build.nprefix + build.nuser
+               and opts["active"][i - build.nprefix]]
     else:
-        fn, lift = (inner.entry_function(), False) if inner is not None else (root.fn, True)
-    entry_ir, params, _ = normalize_function(fn, program, lift_closure=lift)
-    fir = program.functions[entry_ir]
-    nprefix = len(root.prefix)
-    nuser = len(t.signature.parameters)
-    callee_pairs = {}
-    generated = []
+        build.jvp_variants[(fir.name, None)] = name         # recursion calls this one
+    node = forward.jvp_function(build.program, _fresh(fir), name, wrt, build.jvp_variant,
+                                has_aux=opts.get("has_aux", False))
+    return Entry(name, [build.add(node, first=True)])
 
-    def split_callee(ir_name, mask=None):
+
+def vmap(build, fir):
+    """vmap: the function on a batch of examples, the batch axis carried through."""
+    opts = build.options
+    name = build.fresh("vmap_" + fir.name)
+    node = batching.vmap_function(build.program, _fresh(fir), name, build.nprefix, build.nuser,
+                                  dict(opts, in_axes=opts["in_axes"].value,
+                                       out_axes=opts["out_axes"].value),
+                                  build.batched_variant)
+    return Entry(name, [build.add(node, first=True)])
+
+
+TRANSFORMATIONS = {"transform": transform, "grad": grad, "vjp": vjp, "jvp": jvp, "vmap": vmap}
+
+
+# ---------------------------------------------------------------- the state of one run
+
+class Entry:
+    """What a transformation made: the entry function's name, the definitions reachable
+    code starts from, and the name of a backward function (vjp)."""
+
+    def __init__(self, name, roots, bwd_name=None):
+        self.name = name
+        self.roots = roots
+        self.bwd_name = bwd_name
+
+
+class Build:
+    """One run of the pipeline: the Program, the definitions generated so far, and the
+    variants of called user functions made on demand (a derivative pass meets
+    `y = g(x)` and asks for g's forward/backward pair, jvp or batched variant here; each
+    is made once per argument pattern, so recursion finds the one being made)."""
+
+    def __init__(self, t, callees):
+        self.t = t
+        self.options = t.options
+        self.program = Program(callees)
+        self.generated = []
+        self.nprefix = len(t.root.prefix)
+        self.nuser = len(t.signature.parameters)
+        self.reverse_pairs = {}       # (ir name, mask) -> (fwd name, bwd name)
+        self.jvp_variants = {}        # (ir name, mask) -> jvp function name
+        self.batch_variants = {}      # (ir name, specs) -> [name, result spec, recursive]
+
+    def fresh(self, hint):
+        return self.program.namer.fresh(hint)
+
+    def add(self, node, first=False):
+        """A generated definition, kept for emission (the entry function goes first)."""
+        if first:
+            self.generated.insert(0, node)
+        else:
+            self.generated.append(node)
+        return node
+
+    def argnum(self, a):
+        if not -self.nuser <= a < self.nuser:
+            raise TypeError(f"argnums={a} is out of range: {self.t.__name__} takes "
+                            f"{self.nuser} arguments")
+        return a % self.nuser
+
+    def normalize_entry(self):
+        """Normalize the function `t` was applied to; its IR name."""
+        root = self.t.root
+        inner = root.inner
+        while inner is not None and inner.kind == "transform" and inner.root.inner is not None:
+            inner = inner.root.inner
+        if inner is not None and inner.kind == "transform":
+            # @tp.transform only parses: transform the user's own function, so comments
+            # and errors point at the user's file
+            fn, lift = inner.root.fn, True
+        else:
+            fn, lift = (inner.entry_function(), False) if inner is not None else (root.fn, True)
+        return normalize_function(fn, self.program, lift_closure=lift)[0]
+
+    # -------------------------------------------------------------- variants of callees
+    def reverse_pair(self, ir_name, mask=None):
         """(fwd, bwd) names for calls of `ir_name` whose arguments `mask` carry derivatives."""
+        program = self.program
         if ir_name in program.custom:
-            if ir_name not in callee_pairs:   # the user's rules replace the function's body
-                pair = custom.vjp_pair(program.custom[ir_name])
-                callee_pairs[ir_name] = tuple(normalize_function(fn, program)[0]
-                                              for fn in pair)
-            return callee_pairs[ir_name]
+            if ir_name not in self.reverse_pairs:   # the user's rules replace the body
+                pair = custom.vjp_pair(program.custom[ir_name], program.callees.grad)
+                self.reverse_pairs[ir_name] = tuple(normalize_function(fn, program)[0]
+                                                    for fn in pair)
+            return self.reverse_pairs[ir_name]
         key = (ir_name, mask)
-        if key not in callee_pairs:
+        if key not in self.reverse_pairs:
             fir = program.functions[ir_name]
-            fwd = program.namer.fresh(ir_name + "_fwd")
-            bwd = program.namer.fresh(ir_name + "_bwd")
-            callee_pairs[key] = (fwd, bwd)
+            fwd, bwd = self.fresh(ir_name + "_fwd"), self.fresh(ir_name + "_bwd")
+            self.reverse_pairs[key] = (fwd, bwd)
             wrt = fir.params if mask is None else [p for p, m in zip(fir.params, mask) if m]
-            pair = gradients.vjp_functions(program, _fresh(fir), fwd, bwd, split_callee,
-                                           finish=False, wrt=wrt)
-            generated.extend(pair)
-        return callee_pairs[key]
+            for node in gradients.vjp_functions(program, _fresh(fir), fwd, bwd,
+                                                self.reverse_pair, finish=False, wrt=wrt):
+                self.add(node)
+        return self.reverse_pairs[key]
 
-    jvp_variants = {}
-
-    def callee_jvp(ir_name, mask):
+    def jvp_variant(self, ir_name, mask):
         """The forward-mode function of `ir_name` for arguments carrying tangents (`mask`)."""
         key = (ir_name, mask)
-        if key not in jvp_variants and ir_name in program.custom:
+        program = self.program
+        if key not in self.jvp_variants and ir_name in program.custom:
             fn = custom.jvp_function(program.custom[ir_name], mask)
-            jvp_variants[key] = normalize_function(fn, program)[0]
-        if key not in jvp_variants:
-            name = program.namer.fresh(ir_name + "_jvp")
-            jvp_variants[key] = name
+            self.jvp_variants[key] = normalize_function(fn, program)[0]
+        if key not in self.jvp_variants:
+            name = self.jvp_variants[key] = self.fresh(ir_name + "_jvp")
             callee = program.functions[ir_name]
             wrt = [p for p, m in zip(callee.params, mask) if m]
-            generated.append(forward.jvp_function(program, _fresh(callee), name, wrt,
-                                                  callee_jvp))
-        return jvp_variants[key]
+            self.add(forward.jvp_function(program, _fresh(callee), name, wrt, self.jvp_variant))
+        return self.jvp_variants[key]
 
-    batch_variants = {}
-    axis_name = t.options.get("axis_name")
-
-    def callee_batched(ir_name, specs):
+    def batched_variant(self, ir_name, specs):
         """(name, result spec) of the batched variant of `ir_name` for argument `specs`."""
         key = (ir_name, specs)
-        found = batch_variants.get(key)
+        found = self.batch_variants.get(key)
         if found is not None:
             if found[1] is None:          # recursion: the variant returns a batched value
                 found[2] = True
                 return found[0], True
             return found[0], found[1]
-        name = program.namer.fresh(ir_name + "_vmap")
-        entry = batch_variants[key] = [name, None, False]
+        name = self.fresh(ir_name + "_vmap")
+        entry = self.batch_variants[key] = [name, None, False]
+        program = self.program
         if ir_name in program.custom:
             # batching computes the function's value: its own body (a custom derivative
             # rule matters to the derivative passes, which see it when they run first)
@@ -177,87 +287,41 @@ def generate(t):
             callee = program.functions[plain]
         else:
             callee = program.functions[ir_name]
+        axis_name = self.options.get("axis_name")
         node, spec = batching.batched_function(program, _fresh(callee), name, specs,
-                                               callee_batched, axis_name)
+                                               self.batched_variant, axis_name)
         if entry[2] and spec is not True:
             node, spec = batching.batched_function(program, _fresh(callee), name, specs,
-                                                   callee_batched, axis_name, force_out=True)
+                                                   self.batched_variant, axis_name,
+                                                   force_out=True)
         entry[1] = spec
-        generated.append(node)
+        self.add(node)
         return name, spec
 
-    opts = t.options
-    extra = {}
-    if t.kind == "transform":
-        entry_name = entry_ir
-        roots = [fir.node]
-    elif t.kind == "grad":
-        argnums = [nprefix + a for a in opts["argnums"]]
-        for a in opts["argnums"]:
-            if not -nuser <= a < nuser:
-                raise TypeError(f"argnums={a} is out of range: {t.__name__} takes {nuser} "
-                                "arguments")
-        argnums = [nprefix + (a % nuser) for a in opts["argnums"]]
-        entry_name = program.namer.fresh(("value_and_grad_" if opts["value"] else "grad_")
-                                         + fir.name)
-        node = gradients.grad_function(program, _fresh(fir), entry_name, argnums,
-                                       opts["has_aux"], opts["value"], split_callee,
-                                       single=opts["single"])
-        roots = [node]
-        generated.insert(0, node)
-    elif t.kind == "vjp":
-        fwd = program.namer.fresh(fir.name + "_fwd")
-        bwd = program.namer.fresh(fir.name + "_bwd")
-        callee_pairs[(entry_ir, None)] = (fwd, bwd)
-        pair = gradients.vjp_functions(program, _fresh(fir), fwd, bwd, split_callee,
-                                       has_aux=opts["has_aux"], finish=True)
-        generated[:0] = list(pair)
-        roots = list(pair)
-        entry_name = fwd
-        extra["bwd_name"] = bwd
-    elif t.kind == "jvp":
-        entry_name = program.namer.fresh(fir.name + "_jvp")
-        wrt = fir.params
-        if "active" in opts:         # tangents only for the user's arguments marked active
-            wrt = [p for i, p in enumerate(fir.params)
-                   if nprefix <= i < nprefix + nuser and opts["active"][i - nprefix]]
-        else:
-            jvp_variants[(entry_ir, None)] = entry_name
-        node = forward.jvp_function(program, _fresh(fir), entry_name, wrt, callee_jvp,
-                                    has_aux=opts.get("has_aux", False))
-        generated.insert(0, node)
-        roots = [node]
-    elif t.kind == "vmap":
-        entry_name = program.namer.fresh("vmap_" + fir.name)
-        node = batching.vmap_function(program, _fresh(fir), entry_name, nprefix, nuser,
-                                      dict(opts, in_axes=opts["in_axes"].value,
-                                           out_axes=opts["out_axes"].value),
-                                      callee_batched)
-        generated.insert(0, node)
-        roots = [node]
-    else:
-        raise ValueError(t.kind)
-    if t.kind in ("transform", "grad") and not root.prefix and not root.extra_values():
-        _set_defaults(roots[0], t.defaults())
-    functions = _reachable(program, roots, generated)
-    for d in generated:
-        if d not in functions:
-            functions.append(d)
-    qual = getattr(t.target, "__qualname__", getattr(t.target, "__name__", "function"))
-    doc = f"{t.kind} of {qual}, generated by transpile. Edit the source function, not this."
-    text = emit.module_source(functions, doc)
-    env, _ = emit.compile_module(text, program.namespace, entry_name)
-    if "bwd_name" in extra:
-        extra["bwd"] = env[extra["bwd_name"]]
-    gen = Generated(text, env, env[entry_name], t.kind, opts, nprefix, nuser, extra)
-    gen.namespace = dict(program.namespace)
-    gen.entry_name = entry_name
-    return gen
+    # -------------------------------------------------------------- emission
+    def finish(self, entry):
+        """Emit the entry function and everything it reaches as one module; compile it."""
+        t, program = self.t, self.program
+        if t.kind in ("transform", "grad") and not t.root.prefix and not t.root.extra_values():
+            _set_defaults(entry.roots[0], t.defaults())
+        functions = _reachable(program, entry.roots, self.generated)
+        functions += [d for d in self.generated if d not in functions]
+        qual = getattr(t.target, "__qualname__", getattr(t.target, "__name__", "function"))
+        doc = f"{t.kind} of {qual}, generated by transpile. Edit the source function, not this."
+        text = emit.module_source(functions, doc)
+        env, _ = emit.compile_module(text, program.namespace, entry.name)
+        extra = {}
+        if entry.bwd_name is not None:
+            extra = {"bwd_name": entry.bwd_name, "bwd": env[entry.bwd_name]}
+        gen = Generated(text, env, env[entry.name], t.kind, t.options, self.nprefix,
+                        self.nuser, extra)
+        gen.namespace = dict(program.namespace)
+        gen.entry_name = entry.name
+        return gen
 
 
 def _set_defaults(fdef, defaults):
     """Give the entry function the user's literal default values (callable as written)."""
-    from .program import is_literal
     params = [a.id for a in fdef.args.args]
     values = []
     for p in reversed(params):
@@ -269,8 +333,6 @@ def _set_defaults(fdef, defaults):
 
 def _fresh(fir):
     """A deep copy of an IR function, so a pass can rewrite it without touching the original."""
-    import copy
-    from .program import FunctionIR
     return FunctionIR(fir.name, copy.deepcopy(fir.node), fir.source, list(fir.params),
                       list(fir.freevars))
 
@@ -285,4 +347,4 @@ def compile_ir_function(program, ir_name):
     return env[ir_name]
 
 
-__all__ = ["generate", "Generated", "functools"]
+__all__ = ["generate", "Generated", "compile_ir_function"]

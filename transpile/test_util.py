@@ -14,7 +14,9 @@ import linecache
 
 import numpy as np
 
-from runtime.trees import tree_leaves, tree_map
+import runtime as rt
+from runtime.trees import tangent_zeros, tree_leaves, tree_map
+from . import api
 
 _counter = itertools.count()
 
@@ -56,7 +58,6 @@ def numerical_jvp(f, args, tangents, eps=1e-6):
 
 
 def check_vjp(f, args, rng, atol=1e-6, rtol=1e-5, eps=1e-6):
-    from . import api
     out, vjp_fn = api.vjp(f, *args)
     u = _random_like(out, rng)
     v = [_random_like(a, rng) for a in args]
@@ -83,7 +84,6 @@ def _check_structure(cotangents, args):
 
 
 def check_jvp(f, args, rng, atol=1e-6, rtol=1e-5, eps=1e-6):
-    from . import api
     v = tuple(_random_like(a, rng) for a in args)
     tangents = tuple(t if t is not None else _zero_tangent(a) for t, a in zip(v, args))
     out, out_dot = api.jvp(f, args, tangents)
@@ -98,7 +98,6 @@ def check_jvp(f, args, rng, atol=1e-6, rtol=1e-5, eps=1e-6):
 
 
 def _zero_tangent(a):
-    from runtime.trees import tangent_zeros
     return tangent_zeros(a)
 
 
@@ -133,7 +132,6 @@ def _scalarized(f, u, nargs):
 
 def _tree_vdot_fn(u):
     """A transformable inner product <out, u> for outputs of any pytree structure."""
-    import runtime as rt
     text = "import runtime as rt\n\ndef vdot(out, u):\n    return rt.tree_vdot(out, u)\n"
     filename = f"<transpile-check-grads-{next(_counter)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
@@ -170,7 +168,6 @@ def check_grads(f, args, order=2, modes=("rev",), seed=None, atol=1e-6, rtol=1e-
         return
     out, u = check_vjp(f, args, rng, atol, rtol, eps)
     if order > 1:
-        from . import api
         floats = tuple(i for i, a in enumerate(args)
                        if all(_random_like(leaf, rng) is not None for leaf in tree_leaves(a)))
         g = api.grad(_scalarized(f, u, len(args)), argnums=floats)

@@ -5,7 +5,7 @@ vmap(vmap(f)). Helpers whose meaning depends on where the batch axis is take `ou
 enclosing vmap batches them with `batch_lanes` (core.py): its unbatched array arguments
 are viewed along the batch and `outer` goes up by one (see runtime/batching.py).
 """
-from .core import (BatchRule, batch_elementwise, batch_lanes, batch_same, fwd, nondiff, rev,
+from .core import (batch_elementwise, batch_lanes, batch_same, BatchRule, fwd, nondiff, rev,
                    set_batch_rule)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
@@ -125,6 +125,9 @@ def as_float(dout, out, x):
 @fwd("rt.as_float")
 def as_float_fwd(out, x):
     dout = rt.as_float(dx)
+
+
+batch_elementwise("rt.as_float")
 
 
 @rev("rt.flat_lanes")
@@ -266,11 +269,10 @@ nondiff("rt.batch_size_of")
 batch_lanes("rt.batch_size_of", ("value",), out_batched=False)
 nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
         "rt.lane_index", "rt.lane_scatter_index", "rt.lane_shape")
-
-# ---------------------------------------------------------------- batching (vmap of vmap)
-batch_elementwise("rt.as_float")
 batch_same("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_shape", out_batched=False)
 batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per outer example)
+
+# ---------------------------------------------------------------- batching (vmap of vmap)
 nondiff("rt.each_lane")
 set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),

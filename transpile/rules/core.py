@@ -25,7 +25,7 @@ import gast
 import numpy as np
 
 import runtime as rt
-from .. import anno
+from ..ir import anno
 from ..errors import TransformError
 
 try:  # scipy is optional; its functions get rules only when it is installed

@@ -1,10 +1,14 @@
-"""Elementwise functions and arithmetic operators: reverse and forward rules.
+"""Elementwise functions and arithmetic operators: reverse, forward and batching rules,
+one block per primitive.
 
 Binary reverse rules unbroadcast each adjoint back to its argument's shape; forward rules
 (one term per argument) broadcast a tangent to the result's shape where a term would not
-already have it (`rt.broadcast_like`).
+already have it (`rt.broadcast_like`). Elementwise functions batch by broadcasting
+(`batch_elementwise`): once a batched operand's per-example axes are aligned with the
+other operands' (rt.align), the same call computes every example at once.
 """
-from .core import batch, batch_elementwise, batch_same, fold, fwd, nondiff, number, power_node, rev
+from .core import (batch, batch_elementwise, batch_lanes, batch_same, fold, fwd, nondiff, number,
+                   power_node, rev)
 import numpy as np  # noqa: F401  (templates refer to np and rt)
 import runtime as rt  # noqa: F401
 
@@ -22,6 +26,9 @@ def add_fwd(out, x1, x2):
     dout = rt.broadcast_like(dx2, out)
 
 
+batch_elementwise("+", "np.add")
+
+
 @rev("-", "np.subtract")
 def subtract(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout, x1)
@@ -32,6 +39,9 @@ def subtract(dout, out, x1, x2):
 def subtract_fwd(out, x1, x2):
     dout = rt.broadcast_like(dx1, out)
     dout = rt.broadcast_like(-dx2, out)
+
+
+batch_elementwise("-", "np.subtract")
 
 
 @rev("*", "np.multiply")
@@ -46,6 +56,9 @@ def multiply_fwd(out, x1, x2):
     dout = x1 * dx2
 
 
+batch_elementwise("*", "np.multiply")
+
+
 @rev("/", "np.divide", "np.true_divide")
 def divide(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout / x2, x1)
@@ -56,6 +69,9 @@ def divide(dout, out, x1, x2):
 def divide_fwd(out, x1, x2):
     dout = dx1 / x2
     dout = -dx2 * out / x2
+
+
+batch_elementwise("/", "np.divide", "np.true_divide")
 
 
 @rev("**", "np.power")
@@ -70,6 +86,9 @@ def power(dout, out, x1, x2):
 def power_fwd(out, x1, x2):
     dout = dx1 * x2 * rt.pow_minus_one(x1, x2)
     dout = dx2 * out * np.log(np.where(rt.has_log(x1), x1, 1.0))
+
+
+batch_elementwise("**", "np.power")
 
 
 @rev("rt.pow_minus_one")
@@ -94,7 +113,11 @@ def pow_minus_one_fold(x1, x2):
     return power_node(x1, c - 1) if c is not None and c >= 1 else None
 
 
+batch_elementwise("rt.pow_minus_one")
+
+
 nondiff("rt.has_log")
+batch_elementwise("rt.has_log")
 
 
 # numpy's mod follows floor division (x1 % x2 == x1 - floor(x1 / x2) * x2); np.fmod follows
@@ -112,6 +135,9 @@ def mod_fwd(out, x1, x2):
     dout = -dx2 * np.floor_divide(x1, x2)
 
 
+batch_elementwise("%", "np.mod", "np.remainder")
+
+
 @rev("np.fmod")
 def fmod(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout, x1)
@@ -122,6 +148,9 @@ def fmod(dout, out, x1, x2):
 def fmod_fwd(out, x1, x2):
     dout = rt.broadcast_like(dx1, out)
     dout = -dx2 * np.round((x1 - out) / x2)
+
+
+batch_elementwise("np.fmod")
 
 
 @rev("np.heaviside")
@@ -135,6 +164,9 @@ def heaviside_fwd(out, x1, x2):
     dout = rt.broadcast_like(np.where(x1 == 0, dx2, 0.0), out)
 
 
+batch_elementwise("np.heaviside")
+
+
 @rev("u-", "np.negative")
 def negative(dout, out, x):
     dx = -dout
@@ -145,6 +177,9 @@ def negative_fwd(out, x):
     dout = -dx
 
 
+batch_elementwise("u-", "np.negative")
+
+
 @rev("u+", "np.positive")
 def positive(dout, out, x):
     dx = dout
@@ -153,6 +188,9 @@ def positive(dout, out, x):
 @fwd("u+", "np.positive")
 def positive_fwd(out, x):
     dout = dx
+
+
+batch_elementwise("u+", "np.positive")
 
 
 # Piecewise constant (zero derivative wherever one exists), boolean or integer results.
@@ -168,196 +206,38 @@ nondiff("//", "np.floor_divide", "np.floor", "np.ceil",
         "np.left_shift", "np.right_shift", "np.gcd", "np.lcm", "math.trunc", "math.isnan",
         "math.isinf", "math.isfinite", "round")
 
+
+# `k in d`: a key test on a dict (or string) of batched values is the same for every
+# example; membership among batched values is refused (rt.lane_contains).
+@batch("in", out_batched=False)
+def contains_batch(x, y):
+    out = rt.lane_contains(x, y)
+
+
+@batch("not in", out_batched=False)
+def not_contains_batch(x, y):
+    out = rt.lane_contains(x, y, True)
+
+
+batch_elementwise("//", "~", "<", "<=", ">", ">=", "==", "!=", "np.floor_divide", "np.floor",
+                  "np.ceil", "np.round", "np.around", "np.rint", "np.trunc", "np.fix", "np.sign",
+                  "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
+                  "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not",
+                  "np.logical_xor", "np.isnan", "np.isinf", "np.isfinite", "np.signbit",
+                  "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf", "np.bitwise_and",
+                  "np.bitwise_or", "np.bitwise_xor", "np.invert", "np.left_shift",
+                  "np.right_shift", "np.gcd", "np.lcm")
+batch_same("np.zeros_like", "np.ones_like", "np.empty_like")
+batch_elementwise("round", vectorized="np.round")
+batch_elementwise("not", vectorized="np.logical_not")
+batch_same("is", "is not", out_batched=False)
+
 # Random numbers. Each call advances the global random state, so calls are kept even when
 # their result is unused (side_effect). Draws with no continuous parameter, and discrete
 # ones (a count changes by jumps), carry no derivative.
 nondiff("np.random.randn", "np.random.rand", "np.random.standard_normal", "np.random.random",
         "np.random.random_sample", "np.random.randint", "np.random.binomial",
         "np.random.poisson", "np.random.seed", side_effect=True)
-
-# The others are differentiated along the draw (the pathwise, or reparameterization,
-# derivative): with the same random state, normal(loc, scale) is loc + scale * z, and the
-# standard draw z is read back from the result. Parameters whose draw is no such transform
-# (a gamma's shape, a beta's parameters, a t's df, a covariance, the population that choice
-# and permutation draw from) refuse.
-
-@rev("np.random.normal", side_effect=True)
-def normal(dout, out, loc=0.0, scale=1.0, size=None):
-    dloc = rt.unbroadcast(dout, loc)
-    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
-
-
-@fwd("np.random.normal")
-def normal_fwd(out, loc=0.0, scale=1.0, size=None):
-    dout = rt.broadcast_like(dloc, out)
-    dout = dscale * (out - loc) / scale
-
-
-@rev("np.random.laplace", side_effect=True)
-def laplace(dout, out, loc=0.0, scale=1.0, size=None):
-    dloc = rt.unbroadcast(dout, loc)
-    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
-
-
-@fwd("np.random.laplace")
-def laplace_fwd(out, loc=0.0, scale=1.0, size=None):
-    dout = rt.broadcast_like(dloc, out)
-    dout = dscale * (out - loc) / scale
-
-
-@rev("np.random.logistic", side_effect=True)
-def logistic(dout, out, loc=0.0, scale=1.0, size=None):
-    dloc = rt.unbroadcast(dout, loc)
-    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
-
-
-@fwd("np.random.logistic")
-def logistic_fwd(out, loc=0.0, scale=1.0, size=None):
-    dout = rt.broadcast_like(dloc, out)
-    dout = dscale * (out - loc) / scale
-
-
-@rev("np.random.uniform", side_effect=True)
-def uniform(dout, out, low=0.0, high=1.0, size=None):
-    """out = low + (high - low) * u."""
-    dlow = rt.unbroadcast(dout * (high - out) / (high - low), low)
-    dhigh = rt.unbroadcast(dout * (out - low) / (high - low), high)
-
-
-@fwd("np.random.uniform")
-def uniform_fwd(out, low=0.0, high=1.0, size=None):
-    dout = dlow * (high - out) / (high - low)
-    dout = dhigh * (out - low) / (high - low)
-
-
-@rev("np.random.lognormal", side_effect=True)
-def lognormal(dout, out, mean=0.0, sigma=1.0, size=None):
-    """out = exp(mean + sigma * z)."""
-    dmean = rt.unbroadcast(dout * out, mean)
-    dsigma = rt.unbroadcast(dout * out * (np.log(out) - mean) / sigma, sigma)
-
-
-@fwd("np.random.lognormal")
-def lognormal_fwd(out, mean=0.0, sigma=1.0, size=None):
-    dout = dmean * out
-    dout = dsigma * out * (np.log(out) - mean) / sigma
-
-
-@rev("np.random.exponential", side_effect=True)
-def exponential(dout, out, scale=1.0, size=None):
-    dscale = rt.unbroadcast(dout * out / scale, scale)
-
-
-@fwd("np.random.exponential")
-def exponential_fwd(out, scale=1.0, size=None):
-    dout = dscale * out / scale
-
-
-@rev("np.random.gamma", side_effect=True)
-def gamma(dout, out, shape, scale=1.0, size=None):
-    dshape = rt.no_derivative("np.random.gamma with respect to its shape",
-                              "its draws are no smooth transform of the shape; stop the "
-                              "gradient, or write the sampler yourself.")
-    dscale = rt.unbroadcast(dout * out / scale, scale)
-
-
-@fwd("np.random.gamma")
-def gamma_fwd(out, shape, scale=1.0, size=None):
-    dout = rt.no_derivative("np.random.gamma with respect to its shape",
-                            "its draws are no smooth transform of the shape; stop the "
-                            "gradient, or write the sampler yourself.", dshape)
-    dout = dscale * out / scale
-
-
-@rev("np.random.beta", side_effect=True)
-def beta(dout, out, a, b, size=None):
-    da = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.")
-    db = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.")
-
-
-@fwd("np.random.beta")
-def beta_fwd(out, a, b, size=None):
-    dout = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.",
-                            da)
-    dout = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.",
-                            db)
-
-
-@rev("np.random.standard_t", side_effect=True)
-def standard_t(dout, out, df, size=None):
-    ddf = rt.no_derivative("np.random.standard_t", "its draws are no smooth transform of df.")
-
-
-@fwd("np.random.standard_t")
-def standard_t_fwd(out, df, size=None):
-    dout = rt.no_derivative("np.random.standard_t", "its draws are no smooth transform of df.",
-                            ddf)
-
-
-@rev("np.random.multivariate_normal", side_effect=True)
-def multivariate_normal(dout, out, mean, cov, size=None, check_valid="warn", tol=1e-8):
-    """out = mean + A z, where numpy picks A from cov by a decomposition of its own."""
-    dmean = rt.unbroadcast(dout, mean)
-    dcov = rt.no_derivative("np.random.multivariate_normal with respect to its covariance",
-                            "draw z = np.random.standard_normal(...) and return "
-                            "mean + z @ np.linalg.cholesky(cov).T instead.")
-
-
-@fwd("np.random.multivariate_normal")
-def multivariate_normal_fwd(out, mean, cov, size=None, check_valid="warn", tol=1e-8):
-    dout = rt.broadcast_like(dmean, out)
-    dout = rt.no_derivative("np.random.multivariate_normal with respect to its covariance",
-                            "draw z = np.random.standard_normal(...) and return "
-                            "mean + z @ np.linalg.cholesky(cov).T instead.", dcov)
-
-
-@rev("np.random.choice", side_effect=True)
-def choice(dout, out, a, size=None, replace=True, p=None):
-    """The probabilities `p` pick among values (a discrete choice): no derivative."""
-    da = rt.no_derivative("np.random.choice of differentiated values",
-                          "draw indices, i = np.random.choice(len(a), size), and index: "
-                          "a[i].")
-
-
-@fwd("np.random.choice")
-def choice_fwd(out, a, size=None, replace=True, p=None):
-    dout = rt.no_derivative("np.random.choice of differentiated values",
-                            "draw indices, i = np.random.choice(len(a), size), and index: "
-                            "a[i].", da)
-
-
-@rev("np.random.permutation", "np.random.shuffle", side_effect=True)
-def permutation(dout, out, x):
-    dx = rt.no_derivative("np.random.permutation/shuffle of differentiated values",
-                          "draw indices, i = np.random.permutation(len(x)), and index: x[i].")
-
-
-@fwd("np.random.permutation", "np.random.shuffle")
-def permutation_fwd(out, x):
-    dout = rt.no_derivative("np.random.permutation/shuffle of differentiated values",
-                            "draw indices, i = np.random.permutation(len(x)), and index: "
-                            "x[i].", dx)
-
-
-# Random numbers under vmap: parameters that differ between examples become leading axes of
-# the draw (one call draws every example's numbers, in the order a loop over examples
-# would). A size or shape that differs between examples cannot be batched.
-@batch("np.random.normal")
-def normal_batch(loc=0.0, scale=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.normal", "its size differs between examples")
-    else:
-        out = rt.lane_random("normal", batch_size, size, loc, scale, loc_batched,
-                             scale_batched)
-
-
-@batch("np.random.uniform")
-def uniform_batch(low=0.0, high=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.uniform", "its size differs between examples")
-    else:
-        out = rt.lane_random("uniform", batch_size, size, low, high, low_batched,
-                             high_batched)
 
 
 @batch("np.random.randint")
@@ -385,94 +265,6 @@ def poisson_batch(lam=1.0, size=None):
         out = rt.lane_random("poisson", batch_size, size, lam, None, lam_batched)
 
 
-@batch("np.random.exponential")
-def exponential_batch(scale=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.exponential", "its size differs between examples")
-    else:
-        out = rt.lane_random("exponential", batch_size, size, scale, None, scale_batched)
-
-
-@batch("np.random.gamma")
-def gamma_batch(shape, scale=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.gamma", "its size differs between examples")
-    else:
-        out = rt.lane_random("gamma", batch_size, size, shape, scale, shape_batched,
-                             scale_batched)
-
-
-@batch("np.random.beta")
-def beta_batch(a, b, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.beta", "its size differs between examples")
-    else:
-        out = rt.lane_random("beta", batch_size, size, a, b, a_batched, b_batched)
-
-
-@batch("np.random.laplace")
-def laplace_batch(loc=0.0, scale=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.laplace", "its size differs between examples")
-    else:
-        out = rt.lane_random("laplace", batch_size, size, loc, scale, loc_batched,
-                             scale_batched)
-
-
-@batch("np.random.logistic")
-def logistic_batch(loc=0.0, scale=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.logistic", "its size differs between examples")
-    else:
-        out = rt.lane_random("logistic", batch_size, size, loc, scale, loc_batched,
-                             scale_batched)
-
-
-@batch("np.random.lognormal")
-def lognormal_batch(mean=0.0, sigma=1.0, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.lognormal", "its size differs between examples")
-    else:
-        out = rt.lane_random("lognormal", batch_size, size, mean, sigma, mean_batched,
-                             sigma_batched)
-
-
-@batch("np.random.standard_t")
-def standard_t_batch(df, size=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.standard_t", "its size differs between examples")
-    else:
-        out = rt.lane_random("standard_t", batch_size, size, df, None, df_batched)
-
-
-@batch("np.random.choice")
-def choice_batch(a, size=None, replace=True, p=None):
-    if size_batched:
-        out = rt.cannot_batch("np.random.choice", "its size differs between examples")
-    else:
-        out = rt.lane_choice(a, size, replace, p, a_batched, p_batched, batch_size)
-
-
-@batch("np.random.permutation")
-def permutation_batch(x):
-    out = rt.lane_permutation(x)
-
-
-@batch("np.random.shuffle")
-def shuffle_batch(x):
-    out = rt.lane_shuffle(x)
-
-
-@batch("np.random.multivariate_normal")
-def multivariate_normal_batch(mean, cov, size=None, check_valid="warn", tol=1e-8):
-    if size_batched:
-        out = rt.cannot_batch("np.random.multivariate_normal", "its size differs between "
-                              "examples")
-    else:
-        out = rt.lane_multivariate_normal(mean, cov, size, mean_batched, cov_batched,
-                                          batch_size)
-
-
 @batch("np.random.randn", "np.random.rand")
 def randn_batch(d0=None, d1=None, d2=None, d3=None, d4=None, d5=None):
     out = rt.cannot_batch("np.random.randn/rand", "its shape differs between examples")
@@ -489,13 +281,283 @@ def seed_batch(seed=None):
     out = rt.cannot_batch("np.random.seed", "the random state is shared by all examples, "
                           "so it cannot be seeded per example")
 
+# The others are differentiated along the draw (the pathwise, or reparameterization,
+# derivative): with the same random state, normal(loc, scale) is loc + scale * z, and the
+# standard draw z is read back from the result. Parameters whose draw is no such transform
+# (a gamma's shape, a beta's parameters, a t's df, a covariance, the population that choice
+# and permutation draw from) refuse.
+
+@rev("np.random.normal", side_effect=True)
+def normal(dout, out, loc=0.0, scale=1.0, size=None):
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("np.random.normal")
+def normal_fwd(out, loc=0.0, scale=1.0, size=None):
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+# Random numbers under vmap: parameters that differ between examples become leading axes of
+# the draw (one call draws every example's numbers, in the order a loop over examples
+# would). A size or shape that differs between examples cannot be batched.
+@batch("np.random.normal")
+def normal_batch(loc=0.0, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.normal", "its size differs between examples")
+    else:
+        out = rt.lane_random("normal", batch_size, size, loc, scale, loc_batched,
+                             scale_batched)
+
+
+@rev("np.random.laplace", side_effect=True)
+def laplace(dout, out, loc=0.0, scale=1.0, size=None):
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("np.random.laplace")
+def laplace_fwd(out, loc=0.0, scale=1.0, size=None):
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+@batch("np.random.laplace")
+def laplace_batch(loc=0.0, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.laplace", "its size differs between examples")
+    else:
+        out = rt.lane_random("laplace", batch_size, size, loc, scale, loc_batched,
+                             scale_batched)
+
+
+@rev("np.random.logistic", side_effect=True)
+def logistic(dout, out, loc=0.0, scale=1.0, size=None):
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("np.random.logistic")
+def logistic_fwd(out, loc=0.0, scale=1.0, size=None):
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+@batch("np.random.logistic")
+def logistic_batch(loc=0.0, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.logistic", "its size differs between examples")
+    else:
+        out = rt.lane_random("logistic", batch_size, size, loc, scale, loc_batched,
+                             scale_batched)
+
+
+@rev("np.random.uniform", side_effect=True)
+def uniform(dout, out, low=0.0, high=1.0, size=None):
+    """out = low + (high - low) * u."""
+    dlow = rt.unbroadcast(dout * (high - out) / (high - low), low)
+    dhigh = rt.unbroadcast(dout * (out - low) / (high - low), high)
+
+
+@fwd("np.random.uniform")
+def uniform_fwd(out, low=0.0, high=1.0, size=None):
+    dout = dlow * (high - out) / (high - low)
+    dout = dhigh * (out - low) / (high - low)
+
+
+@batch("np.random.uniform")
+def uniform_batch(low=0.0, high=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.uniform", "its size differs between examples")
+    else:
+        out = rt.lane_random("uniform", batch_size, size, low, high, low_batched,
+                             high_batched)
+
+
+@rev("np.random.lognormal", side_effect=True)
+def lognormal(dout, out, mean=0.0, sigma=1.0, size=None):
+    """out = exp(mean + sigma * z)."""
+    dmean = rt.unbroadcast(dout * out, mean)
+    dsigma = rt.unbroadcast(dout * out * (np.log(out) - mean) / sigma, sigma)
+
+
+@fwd("np.random.lognormal")
+def lognormal_fwd(out, mean=0.0, sigma=1.0, size=None):
+    dout = dmean * out
+    dout = dsigma * out * (np.log(out) - mean) / sigma
+
+
+@batch("np.random.lognormal")
+def lognormal_batch(mean=0.0, sigma=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.lognormal", "its size differs between examples")
+    else:
+        out = rt.lane_random("lognormal", batch_size, size, mean, sigma, mean_batched,
+                             sigma_batched)
+
+
+@rev("np.random.exponential", side_effect=True)
+def exponential(dout, out, scale=1.0, size=None):
+    dscale = rt.unbroadcast(dout * out / scale, scale)
+
+
+@fwd("np.random.exponential")
+def exponential_fwd(out, scale=1.0, size=None):
+    dout = dscale * out / scale
+
+
+@batch("np.random.exponential")
+def exponential_batch(scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.exponential", "its size differs between examples")
+    else:
+        out = rt.lane_random("exponential", batch_size, size, scale, None, scale_batched)
+
+
+@rev("np.random.gamma", side_effect=True)
+def gamma(dout, out, shape, scale=1.0, size=None):
+    dshape = rt.no_derivative("np.random.gamma with respect to its shape",
+                              "its draws are no smooth transform of the shape; stop the "
+                              "gradient, or write the sampler yourself.")
+    dscale = rt.unbroadcast(dout * out / scale, scale)
+
+
+@fwd("np.random.gamma")
+def gamma_fwd(out, shape, scale=1.0, size=None):
+    dout = rt.no_derivative("np.random.gamma with respect to its shape",
+                            "its draws are no smooth transform of the shape; stop the "
+                            "gradient, or write the sampler yourself.", dshape)
+    dout = dscale * out / scale
+
+
+@batch("np.random.gamma")
+def gamma_batch(shape, scale=1.0, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.gamma", "its size differs between examples")
+    else:
+        out = rt.lane_random("gamma", batch_size, size, shape, scale, shape_batched,
+                             scale_batched)
+
+
+@rev("np.random.beta", side_effect=True)
+def beta(dout, out, a, b, size=None):
+    da = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.")
+    db = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.")
+
+
+@fwd("np.random.beta")
+def beta_fwd(out, a, b, size=None):
+    dout = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.",
+                            da)
+    dout = rt.no_derivative("np.random.beta", "its draws are no smooth transform of a and b.",
+                            db)
+
+
+@batch("np.random.beta")
+def beta_batch(a, b, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.beta", "its size differs between examples")
+    else:
+        out = rt.lane_random("beta", batch_size, size, a, b, a_batched, b_batched)
+
+
+@rev("np.random.standard_t", side_effect=True)
+def standard_t(dout, out, df, size=None):
+    ddf = rt.no_derivative("np.random.standard_t", "its draws are no smooth transform of df.")
+
+
+@fwd("np.random.standard_t")
+def standard_t_fwd(out, df, size=None):
+    dout = rt.no_derivative("np.random.standard_t", "its draws are no smooth transform of df.",
+                            ddf)
+
+
+@batch("np.random.standard_t")
+def standard_t_batch(df, size=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.standard_t", "its size differs between examples")
+    else:
+        out = rt.lane_random("standard_t", batch_size, size, df, None, df_batched)
+
+
+@rev("np.random.multivariate_normal", side_effect=True)
+def multivariate_normal(dout, out, mean, cov, size=None, check_valid="warn", tol=1e-8):
+    """out = mean + A z, where numpy picks A from cov by a decomposition of its own."""
+    dmean = rt.unbroadcast(dout, mean)
+    dcov = rt.no_derivative("np.random.multivariate_normal with respect to its covariance",
+                            "draw z = np.random.standard_normal(...) and return "
+                            "mean + z @ np.linalg.cholesky(cov).T instead.")
+
+
+@fwd("np.random.multivariate_normal")
+def multivariate_normal_fwd(out, mean, cov, size=None, check_valid="warn", tol=1e-8):
+    dout = rt.broadcast_like(dmean, out)
+    dout = rt.no_derivative("np.random.multivariate_normal with respect to its covariance",
+                            "draw z = np.random.standard_normal(...) and return "
+                            "mean + z @ np.linalg.cholesky(cov).T instead.", dcov)
+
+
+@batch("np.random.multivariate_normal")
+def multivariate_normal_batch(mean, cov, size=None, check_valid="warn", tol=1e-8):
+    if size_batched:
+        out = rt.cannot_batch("np.random.multivariate_normal", "its size differs between "
+                              "examples")
+    else:
+        out = rt.lane_multivariate_normal(mean, cov, size, mean_batched, cov_batched,
+                                          batch_size)
+
+
+@rev("np.random.choice", side_effect=True)
+def choice(dout, out, a, size=None, replace=True, p=None):
+    """The probabilities `p` pick among values (a discrete choice): no derivative."""
+    da = rt.no_derivative("np.random.choice of differentiated values",
+                          "draw indices, i = np.random.choice(len(a), size), and index: "
+                          "a[i].")
+
+
+@fwd("np.random.choice")
+def choice_fwd(out, a, size=None, replace=True, p=None):
+    dout = rt.no_derivative("np.random.choice of differentiated values",
+                            "draw indices, i = np.random.choice(len(a), size), and index: "
+                            "a[i].", da)
+
+
+@batch("np.random.choice")
+def choice_batch(a, size=None, replace=True, p=None):
+    if size_batched:
+        out = rt.cannot_batch("np.random.choice", "its size differs between examples")
+    else:
+        out = rt.lane_choice(a, size, replace, p, a_batched, p_batched, batch_size)
+
+
+@rev("np.random.permutation", "np.random.shuffle", side_effect=True)
+def permutation(dout, out, x):
+    dx = rt.no_derivative("np.random.permutation/shuffle of differentiated values",
+                          "draw indices, i = np.random.permutation(len(x)), and index: x[i].")
+
+
+@fwd("np.random.permutation", "np.random.shuffle")
+def permutation_fwd(out, x):
+    dout = rt.no_derivative("np.random.permutation/shuffle of differentiated values",
+                            "draw indices, i = np.random.permutation(len(x)), and index: "
+                            "x[i].", dx)
+
+
+@batch("np.random.permutation")
+def permutation_batch(x):
+    out = rt.lane_permutation(x)
+
+
+@batch("np.random.shuffle")
+def shuffle_batch(x):
+    out = rt.lane_shuffle(x)
+
 
 # The batching helpers above draw random numbers too (vmap of vmap).
-from .core import batch_lanes  # noqa: E402
 
 nondiff("rt.lane_random", "rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
         "rt.lane_multivariate_normal", side_effect=True)
-batch_lanes("rt.lane_random", ("a", "b"))
 
 
 @batch("rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
@@ -503,18 +565,7 @@ batch_lanes("rt.lane_random", ("a", "b"))
 def lane_random_nested_batch(a=None, b=None, c=None, d=None, e=None, f=None, g=None):
     out = rt.cannot_batch("np.random.choice/permutation/shuffle/multivariate_normal",
                           "vmap of vmap of these is not supported")
-
-
-# `k in d`: a key test on a dict (or string) of batched values is the same for every
-# example; membership among batched values is refused (rt.lane_contains).
-@batch("in", out_batched=False)
-def contains_batch(x, y):
-    out = rt.lane_contains(x, y)
-
-
-@batch("not in", out_batched=False)
-def not_contains_batch(x, y):
-    out = rt.lane_contains(x, y, True)
+batch_lanes("rt.lane_random", ("a", "b"))
 
 
 nondiff("rt.lane_contains")
@@ -532,6 +583,9 @@ def exp_fwd(out, x):
     dout = dx * out
 
 
+batch_elementwise("np.exp")
+
+
 @rev("np.exp2")
 def exp2(dout, out, x):
     dx = dout * out * 0.6931471805599453
@@ -540,6 +594,9 @@ def exp2(dout, out, x):
 @fwd("np.exp2")
 def exp2_fwd(out, x):
     dout = dx * out * 0.6931471805599453
+
+
+batch_elementwise("np.exp2")
 
 
 @rev("np.expm1", "math.expm1")
@@ -552,6 +609,9 @@ def expm1_fwd(out, x):
     dout = dx * (out + 1.0)
 
 
+batch_elementwise("np.expm1")
+
+
 @rev("np.log", "math.log")
 def log(dout, out, x):
     dx = dout / x
@@ -560,6 +620,9 @@ def log(dout, out, x):
 @fwd("np.log", "math.log")
 def log_fwd(out, x):
     dout = dx / x
+
+
+batch_elementwise("np.log")
 
 
 @rev("np.log2", "math.log2")
@@ -572,6 +635,9 @@ def log2_fwd(out, x):
     dout = dx / (x * 0.6931471805599453)
 
 
+batch_elementwise("np.log2")
+
+
 @rev("np.log10", "math.log10")
 def log10(dout, out, x):
     dx = dout / (x * 2.302585092994046)
@@ -582,6 +648,9 @@ def log10_fwd(out, x):
     dout = dx / (x * 2.302585092994046)
 
 
+batch_elementwise("np.log10")
+
+
 @rev("np.log1p", "math.log1p")
 def log1p(dout, out, x):
     dx = dout / (1.0 + x)
@@ -590,6 +659,9 @@ def log1p(dout, out, x):
 @fwd("np.log1p", "math.log1p")
 def log1p_fwd(out, x):
     dout = dx / (1.0 + x)
+
+
+batch_elementwise("np.log1p")
 
 
 @rev("np.logaddexp")
@@ -604,6 +676,9 @@ def logaddexp_fwd(out, x1, x2):
     dout = dx2 * np.exp(x2 - out)
 
 
+batch_elementwise("np.logaddexp")
+
+
 @rev("np.logaddexp2")
 def logaddexp2(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout * np.exp2(x1 - out), x1)
@@ -616,6 +691,9 @@ def logaddexp2_fwd(out, x1, x2):
     dout = dx2 * np.exp2(x2 - out)
 
 
+batch_elementwise("np.logaddexp2")
+
+
 @rev("np.sqrt", "math.sqrt")
 def sqrt(dout, out, x):
     dx = dout * 0.5 / out
@@ -624,6 +702,9 @@ def sqrt(dout, out, x):
 @fwd("np.sqrt", "math.sqrt")
 def sqrt_fwd(out, x):
     dout = dx * 0.5 / out
+
+
+batch_elementwise("np.sqrt")
 
 
 @rev("np.cbrt")
@@ -636,6 +717,9 @@ def cbrt_fwd(out, x):
     dout = dx / (3.0 * out * out)
 
 
+batch_elementwise("np.cbrt")
+
+
 @rev("np.square")
 def square(dout, out, x):
     dx = dout * 2.0 * x
@@ -644,6 +728,9 @@ def square(dout, out, x):
 @fwd("np.square")
 def square_fwd(out, x):
     dout = dx * 2.0 * x
+
+
+batch_elementwise("np.square")
 
 
 @rev("np.reciprocal")
@@ -655,7 +742,45 @@ def reciprocal(dout, out, x):
 def reciprocal_fwd(out, x):
     dout = -dx * out * out
 
+
+batch_elementwise("np.reciprocal")
+
 # ---------------------------------------------------------------- trigonometric, hyperbolic
+
+# sinc(x) = sin(pi x) / (pi x), 1 at 0. Its slope (cos(pi x) - sinc(x)) / x divides by x, so
+# it is a helper, rt.sinc_slope, that takes the limit at 0; its own rules give the second
+# derivative there (-pi^2 / 3) and the third (0, sinc being even) exactly too.
+@rev("np.sinc")
+def sinc(dout, out, x):
+    dx = dout * rt.sinc_slope(x, out)
+
+
+@fwd("np.sinc")
+def sinc_fwd(out, x):
+    dout = dx * rt.sinc_slope(x, out)
+
+
+batch_elementwise("np.sinc")
+
+
+# sinc_slope(x, s) is used with s = sinc(x) only: at x = 0 the total derivative of the slope
+# (-pi^2 / 3) is given to x, and s gets 0.
+@rev("rt.sinc_slope")
+def sinc_slope(dout, out, x, s):
+    safe = np.where(x == 0.0, 1.0, x)
+    dx = dout * np.where(x == 0.0, -np.pi ** 2 / 3.0, -(np.pi * np.sin(np.pi * x) + out) / safe)
+    ds = dout * np.where(x == 0.0, 0.0, -1.0 / safe)
+
+
+@fwd("rt.sinc_slope")
+def sinc_slope_fwd(out, x, s):
+    safe = np.where(x == 0.0, 1.0, x)
+    dout = dx * np.where(x == 0.0, -np.pi ** 2 / 3.0, -(np.pi * np.sin(np.pi * x) + out) / safe)
+    dout = ds * np.where(x == 0.0, 0.0, -1.0 / safe)
+
+
+batch_elementwise("rt.sinc_slope")
+
 
 @rev("np.sin", "math.sin")
 def sin(dout, out, x):
@@ -665,6 +790,9 @@ def sin(dout, out, x):
 @fwd("np.sin", "math.sin")
 def sin_fwd(out, x):
     dout = dx * np.cos(x)
+
+
+batch_elementwise("np.sin")
 
 
 @rev("np.cos", "math.cos")
@@ -677,6 +805,9 @@ def cos_fwd(out, x):
     dout = -dx * np.sin(x)
 
 
+batch_elementwise("np.cos")
+
+
 @rev("np.tan", "math.tan")
 def tan(dout, out, x):
     dx = dout * (1.0 + out * out)
@@ -685,6 +816,9 @@ def tan(dout, out, x):
 @fwd("np.tan", "math.tan")
 def tan_fwd(out, x):
     dout = dx * (1.0 + out * out)
+
+
+batch_elementwise("np.tan")
 
 
 @rev("np.arcsin", "math.asin")
@@ -697,6 +831,9 @@ def arcsin_fwd(out, x):
     dout = dx / np.sqrt(1.0 - x * x)
 
 
+batch_elementwise("np.arcsin")
+
+
 @rev("np.arccos", "math.acos")
 def arccos(dout, out, x):
     dx = -dout / np.sqrt(1.0 - x * x)
@@ -707,6 +844,9 @@ def arccos_fwd(out, x):
     dout = -dx / np.sqrt(1.0 - x * x)
 
 
+batch_elementwise("np.arccos")
+
+
 @rev("np.arctan", "math.atan")
 def arctan(dout, out, x):
     dx = dout / (1.0 + x * x)
@@ -715,6 +855,9 @@ def arctan(dout, out, x):
 @fwd("np.arctan", "math.atan")
 def arctan_fwd(out, x):
     dout = dx / (1.0 + x * x)
+
+
+batch_elementwise("np.arctan")
 
 
 @rev("np.arctan2", "math.atan2")
@@ -729,6 +872,9 @@ def arctan2_fwd(out, x1, x2):
     dout = -dx2 * x1 / (x1 * x1 + x2 * x2)
 
 
+batch_elementwise("np.arctan2")
+
+
 @rev("np.sinh", "math.sinh")
 def sinh(dout, out, x):
     dx = dout * np.cosh(x)
@@ -737,6 +883,9 @@ def sinh(dout, out, x):
 @fwd("np.sinh", "math.sinh")
 def sinh_fwd(out, x):
     dout = dx * np.cosh(x)
+
+
+batch_elementwise("np.sinh")
 
 
 @rev("np.cosh", "math.cosh")
@@ -749,6 +898,9 @@ def cosh_fwd(out, x):
     dout = dx * np.sinh(x)
 
 
+batch_elementwise("np.cosh")
+
+
 @rev("np.tanh", "math.tanh")
 def tanh(dout, out, x):
     dx = dout * (1.0 - out * out)
@@ -759,6 +911,9 @@ def tanh_fwd(out, x):
     dout = dx * (1.0 - out * out)
 
 
+batch_elementwise("np.tanh")
+
+
 @rev("np.arcsinh", "math.asinh")
 def arcsinh(dout, out, x):
     dx = dout / np.sqrt(x * x + 1.0)
@@ -767,6 +922,9 @@ def arcsinh(dout, out, x):
 @fwd("np.arcsinh", "math.asinh")
 def arcsinh_fwd(out, x):
     dout = dx / np.sqrt(x * x + 1.0)
+
+
+batch_elementwise("np.arcsinh")
 
 
 @rev("np.arccosh", "math.acosh")
@@ -781,6 +939,9 @@ def arccosh_fwd(out, x):
     dout = dx / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
 
 
+batch_elementwise("np.arccosh")
+
+
 @rev("np.arctanh", "math.atanh")
 def arctanh(dout, out, x):
     dx = dout / (1.0 - x * x)
@@ -789,6 +950,9 @@ def arctanh(dout, out, x):
 @fwd("np.arctanh", "math.atanh")
 def arctanh_fwd(out, x):
     dout = dx / (1.0 - x * x)
+
+
+batch_elementwise("np.arctanh")
 
 
 @rev("np.deg2rad", "np.radians", "math.radians")
@@ -801,6 +965,9 @@ def deg2rad_fwd(out, x):
     dout = dx * 0.017453292519943295
 
 
+batch_elementwise("np.deg2rad", "np.radians")
+
+
 @rev("np.rad2deg", "np.degrees", "math.degrees")
 def rad2deg(dout, out, x):
     dx = dout * 57.29577951308232
@@ -809,6 +976,9 @@ def rad2deg(dout, out, x):
 @fwd("np.rad2deg", "np.degrees", "math.degrees")
 def rad2deg_fwd(out, x):
     dout = dx * 57.29577951308232
+
+
+batch_elementwise("np.rad2deg", "np.degrees")
 
 # ---------------------------------------------------------------- piecewise
 
@@ -828,6 +998,10 @@ def absolute_fwd(out, x):
     dout = np.real(dx * rt.abs_slope(x, out))
 
 
+batch_elementwise("np.abs", "np.absolute", "np.fabs")
+batch_elementwise("abs", vectorized="np.abs")
+
+
 @rev("rt.abs_slope")
 def abs_slope(dout, out, x, a):
     """out = conj(x) / a with a = |x| (sign(x) for real x), 0 where a == 0. Through both
@@ -842,6 +1016,9 @@ def abs_slope_fwd(out, x, a):
     dout = np.where(a == 0, 0.0, -out * da / np.where(a == 0, 1.0, a))
 
 
+batch_elementwise("rt.abs_slope")
+
+
 @rev("np.maximum", "np.fmax", "max")
 def maximum(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout * rt.tie_share(x1 > x2, x1 == x2), x1)
@@ -852,6 +1029,10 @@ def maximum(dout, out, x1, x2):
 def maximum_fwd(out, x1, x2):
     dout = dx1 * rt.tie_share(x1 > x2, x1 == x2)
     dout = dx2 * rt.tie_share(x2 > x1, x1 == x2)
+
+
+batch_elementwise("np.maximum", "np.fmax")
+batch_elementwise("max", vectorized="np.maximum")
 
 
 @rev("np.minimum", "np.fmin", "min")
@@ -866,6 +1047,10 @@ def minimum_fwd(out, x1, x2):
     dout = dx2 * rt.tie_share(x2 < x1, x1 == x2)
 
 
+batch_elementwise("np.minimum", "np.fmin")
+batch_elementwise("min", vectorized="np.minimum")
+
+
 @rev("np.where")
 def where(dout, out, condition, x, y):
     dx = rt.unbroadcast(np.where(condition, dout, 0.0), x)
@@ -876,6 +1061,9 @@ def where(dout, out, condition, x, y):
 def where_fwd(out, condition, x, y):
     dout = rt.broadcast_like(np.where(condition, dx, 0.0), out)
     dout = rt.broadcast_like(np.where(condition, 0.0, dy), out)
+
+
+batch_elementwise("np.where")
 
 
 @rev("np.clip")
@@ -892,6 +1080,9 @@ def clip_fwd(out, a, a_min=None, a_max=None):
     dout = rt.broadcast_like(da_max * rt.above(a, a_max), out)
 
 
+batch_elementwise("np.clip")
+
+
 @rev("np.hypot", "math.hypot")
 def hypot(dout, out, x1, x2):
     """x / hypot, and 0 at the origin (a norm: as np.linalg.norm of a zero vector)."""
@@ -905,6 +1096,9 @@ def hypot_fwd(out, x1, x2):
     dout = dx2 * x2 / np.where(out == 0, 1.0, out)
 
 
+batch_elementwise("np.hypot")
+
+
 @rev("float", "np.float64", "np.asarray", "np.array")
 def identity(dout, out, x):
     dx = dout
@@ -914,6 +1108,15 @@ def identity(dout, out, x):
 def identity_fwd(out, x):
     """`np.array([a, b])` has a list tangent: made an array like the result."""
     dout = np.asarray(dx)
+
+
+batch_elementwise("np.float64")
+batch_elementwise("float", vectorized="rt.as_float")
+
+
+@batch("np.array", "np.asarray")
+def array_batch(x):
+    out = rt.lanes_array(x, x_spec, batch_size)
 
 
 @rev("np.conj", "np.conjugate")
@@ -926,6 +1129,9 @@ def conj_fwd(out, x):
     dout = np.conj(dx)
 
 
+batch_elementwise("np.conj", "np.conjugate")
+
+
 @rev("np.real")
 def real(dout, out, val):
     dval = np.real(dout)
@@ -934,6 +1140,9 @@ def real(dout, out, val):
 @fwd("np.real")
 def real_fwd(out, val):
     dout = np.real(dval)
+
+
+batch_elementwise("np.real")
 
 
 @rev("np.imag")
@@ -947,36 +1156,20 @@ def imag_fwd(out, val):
     dout = np.imag(dval)
 
 
+batch_elementwise("np.imag")
+
+
 nondiff("rt.imag_unit")
 batch_same("rt.imag_unit", out_batched=False)
 
 
 nondiff("rt.below", "rt.above")
+batch_elementwise("rt.below", "rt.above")
 
 
-# ---------------------------------------------------------------- batching (vmap)
-# Elementwise functions broadcast: once a batched operand's per-example axes are aligned
-# with the other operands' (rt.align), the same call computes every example at once.
-batch_elementwise(
-    "+", "-", "*", "/", "**", "u-", "u+", "//", "%", "~", "&", "|", "^", "<<", ">>",
-    "<", "<=", ">", ">=", "==", "!=",
-    "np.add", "np.subtract", "np.multiply", "np.divide", "np.true_divide", "np.power",
-    "np.negative", "np.positive", "np.floor_divide", "np.mod", "np.remainder", "np.floor",
-    "np.ceil", "np.round", "np.around", "np.rint", "np.trunc", "np.fix", "np.sign",
-    "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
-    "np.not_equal", "np.logical_and", "np.logical_or", "np.logical_not", "np.logical_xor",
-    "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "np.heaviside", "np.isreal",
-    "np.iscomplex", "np.isneginf", "np.isposinf", "np.bitwise_and", "np.bitwise_or",
-    "np.bitwise_xor", "np.invert", "np.left_shift", "np.right_shift", "np.gcd", "np.lcm",
-    "np.exp", "np.exp2", "np.expm1", "np.log", "np.log2", "np.log10", "np.log1p",
-    "np.logaddexp", "np.logaddexp2", "np.sqrt", "np.cbrt", "np.square", "np.reciprocal",
-    "np.sin", "np.cos", "np.tan", "np.arcsin", "np.arccos", "np.arctan", "np.arctan2",
-    "np.sinh", "np.cosh", "np.tanh", "np.arcsinh", "np.arccosh", "np.arctanh",
-    "np.deg2rad", "np.rad2deg", "np.radians", "np.degrees", "np.abs", "np.absolute",
-    "np.fabs", "np.maximum", "np.minimum", "np.fmax", "np.fmin", "np.where", "np.clip",
-    "np.hypot", "np.conj", "np.conjugate", "np.real", "np.float64", "rt.below", "rt.above",
-    "np.fmod", "rt.pow_minus_one", "rt.has_log", "rt.abs_slope", "np.imag")
-batch_same("np.zeros_like", "np.ones_like", "np.empty_like")
+# ---------------------------------------------------------------- batching of the rest
+# bitwise operators (marked nondiff where integer operators are, in rules/core.py)
+batch_elementwise("&", "|", "^", "<<", ">>")
 # math.* and builtins work on one number; their batched spelling is numpy's
 for _math, _np in {"exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
                    "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "sin": "sin",
@@ -987,15 +1180,4 @@ for _math, _np in {"exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
                    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "isnan": "isnan",
                    "isinf": "isinf", "isfinite": "isfinite"}.items():
     batch_elementwise("math." + _math, vectorized="np." + _np)
-batch_elementwise("abs", vectorized="np.abs")
-batch_elementwise("max", vectorized="np.maximum")
-batch_elementwise("min", vectorized="np.minimum")
-batch_elementwise("round", vectorized="np.round")
-batch_elementwise("float", vectorized="rt.as_float")
 
-
-@batch("np.array", "np.asarray")
-def array_batch(x):
-    out = rt.lanes_array(x, x_spec, batch_size)
-batch_elementwise("not", vectorized="np.logical_not")
-batch_same("is", "is not", out_batched=False)

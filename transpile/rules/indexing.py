@@ -3,8 +3,8 @@
 `x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
 pass applies its rule (see reverse.py), since it updates a variable rather than making one.
 """
-from .core import batch_lanes
-from .core import batch, batch_same, fwd, nondiff, register_container as _register_container, rev
+from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev
+from .core import register_container as _register_container
 import runtime as rt  # noqa: F401
 
 
@@ -18,6 +18,14 @@ def getitem_fwd(out, x, idx):
     dout = rt.getitem(dx, idx)
 
 
+@batch("[]", "rt.getitem")
+def getitem_batch(x, idx):
+    if idx_batched:
+        out = rt.lane_gather(x, idx, x_batched)
+    else:
+        out = rt.lane_getitem(x, idx)
+
+
 @rev("rt.index_add", "rt.index_add_into")
 def index_add(dout, out, dx, x, idx, dy):
     ddx = dout
@@ -27,95 +35,6 @@ def index_add(dout, out, dx, x, idx, dy):
 @fwd("rt.index_add")
 def index_add_fwd(out, dx, x, idx, dy):
     dout = rt.index_add(ddx, x, idx, ddy)
-
-
-@rev("rt.part")
-def part(dout, out, g, key, like):
-    dg = rt.index_add(None, g, key, dout)
-
-
-@fwd("rt.part")
-def part_fwd(out, g, key, like):
-    dout = rt.part(dg, key, like)
-
-
-@rev("rt.filled")
-def filled(dout, out, g, like):
-    dg = dout
-
-
-@fwd("rt.filled")
-def filled_fwd(out, g, like):
-    dout = rt.filled(dg, like)
-
-
-@rev("rt.index_update")
-def index_update(dout, out, x, idx, v):
-    dx = rt.index_clear(dout, idx)
-    dv = rt.unbroadcast(rt.written_part(dout, idx), v)
-
-
-@fwd("rt.index_update")
-def index_update_fwd(out, x, idx, v):
-    dout = rt.index_update(dx, idx, dv)
-
-
-@rev("rt.index_clear")
-def index_clear(dout, out, g, idx):
-    dg = rt.index_clear(dout, idx)
-
-
-@fwd("rt.index_clear")
-def index_clear_fwd(out, g, idx):
-    dout = rt.index_clear(dg, idx)
-
-
-# Container literals `(a, b)`, `[a, b]`, `{"k": v}`: the reverse pass gives element i the
-# adjoint `dout[i]` (any number of elements, so these have no template).
-for _kind in ("tuple", "list", "dict"):
-    _register_container(_kind)
-
-
-@rev("rt.to_tuple", "rt.to_list")
-def to_sequence(dout, out, x):
-    dx = rt.to_like(dout, x)
-
-
-@fwd("rt.to_tuple", "rt.to_list")
-def to_sequence_fwd(out, x):
-    """One row for both spellings: the tangent takes the container type of `out`."""
-    dout = rt.to_like(dx, out)
-
-
-# (the reverse rule of rt.to_like is in runtime_helpers.py)
-@fwd("rt.to_like")
-def to_like_fwd(out, g, x):
-    dout = rt.to_like(dg, x)
-
-
-@rev("rt.written_part")
-def written_part(dout, out, g, idx):
-    dg = rt.index_update(rt.zeros_like(g), idx, dout)
-
-
-@fwd("rt.written_part")
-def written_part_fwd(out, g, idx):
-    dout = rt.written_part(dg, idx)
-
-
-# ---------------------------------------------------------------- batching (vmap)
-# `x[idx]` and `x[idx] = v` written in the source are batched by the vmap pass itself; the
-# rules below are for the helpers generated code calls. A per-example index becomes an index
-# into the batched array: rt.lane_index (one more leading `:`; a container's index stays)
-# or, for an index that differs between examples, rt.lane_scatter_index (each example's row).
-# An argument that only lends its shape is viewed along the batch (rt.lanes_view).
-
-@batch("[]", "rt.getitem")
-def getitem_batch(x, idx):
-    if idx_batched:
-        out = rt.lane_gather(x, idx, x_batched)
-    else:
-        out = rt.lane_getitem(x, idx)
 
 
 @batch("rt.index_add", "rt.index_add_into")
@@ -156,6 +75,63 @@ def index_add_batch(dx, x, idx, dy):
                                           dy))
 
 
+@rev("rt.part")
+def part(dout, out, g, key, like):
+    dg = rt.index_add(None, g, key, dout)
+
+
+@fwd("rt.part")
+def part_fwd(out, g, key, like):
+    dout = rt.part(dg, key, like)
+
+
+@batch("rt.part")
+def part_batch(g, key, like):
+    """`g[key]` (an element of a container adjoint, or a part of an array adjoint)."""
+    if g_batched:
+        if key_batched:
+            out = rt.part(g, rt.lane_key(g, key, batch_size), rt.lanes_view(like, batch_size))
+        else:
+            if like_batched:
+                out = rt.part(g, rt.lane_index(g, key), like)
+            else:
+                out = rt.part(g, rt.lane_index(g, key), rt.lanes_view(like, batch_size))
+    else:
+        if key_batched:
+            out = rt.part(rt.broadcast_batch(g, batch_size),
+                          rt.lane_scatter_index(key, batch_size), rt.lanes_view(like, batch_size))
+        else:
+            out = rt.part(rt.broadcast_batch(g, batch_size),
+                          rt.lane_index(rt.lanes_view(g, batch_size), key), like)
+
+
+@rev("rt.filled")
+def filled(dout, out, g, like):
+    dg = dout
+
+
+@fwd("rt.filled")
+def filled_fwd(out, g, like):
+    dout = rt.filled(dg, like)
+
+
+@batch("rt.filled")
+def filled_batch(g, like):
+    out = rt.filled(rt.broadcast_batch(g, batch_size, g_batched),
+                    like if like_batched or not g_batched else rt.lanes_view(like, batch_size))
+
+
+@rev("rt.index_update")
+def index_update(dout, out, x, idx, v):
+    dx = rt.index_clear(dout, idx)
+    dv = rt.unbroadcast(rt.written_part(dout, idx), v)
+
+
+@fwd("rt.index_update")
+def index_update_fwd(out, x, idx, v):
+    dout = rt.index_update(dx, idx, dv)
+
+
 @batch("rt.index_update")
 def index_update_batch(x, idx, v):
     """A batched value is lined up with the slot of an array it fills (rt.lanes_slot)."""
@@ -191,12 +167,14 @@ def index_update_batch(x, idx, v):
                                                               idx))))
 
 
-@batch("rt.lanes_slot", out_batched=False)
-def lanes_slot_batch(x, index):
-    out = rt.lanes_slot(rt.lanes_probe(x), index)
+@rev("rt.index_clear")
+def index_clear(dout, out, g, idx):
+    dg = rt.index_clear(dout, idx)
 
 
-nondiff("rt.lanes_slot")
+@fwd("rt.index_clear")
+def index_clear_fwd(out, g, idx):
+    dout = rt.index_clear(dg, idx)
 
 
 @batch("rt.index_clear")
@@ -211,6 +189,49 @@ def index_clear_batch(g, idx):
                              rt.lane_scatter_index(idx, batch_size))
 
 
+# Container literals `(a, b)`, `[a, b]`, `{"k": v}`: the reverse pass gives element i the
+# adjoint `dout[i]` (any number of elements, so these have no template).
+for _kind in ("tuple", "list", "dict"):
+    _register_container(_kind)
+
+
+@rev("rt.to_tuple", "rt.to_list")
+def to_sequence(dout, out, x):
+    dx = rt.to_like(dout, x)
+
+
+@fwd("rt.to_tuple", "rt.to_list")
+def to_sequence_fwd(out, x):
+    """One row for both spellings: the tangent takes the container type of `out`."""
+    dout = rt.to_like(dx, out)
+
+
+@batch("rt.to_tuple")
+def to_tuple_batch(x):
+    out = rt.to_tuple(rt.lanes_items(x))
+
+
+@batch("rt.to_list")
+def to_list_batch(x):
+    out = rt.to_list(rt.lanes_items(x))
+
+
+# (the reverse rule of rt.to_like is in runtime_helpers.py)
+@fwd("rt.to_like")
+def to_like_fwd(out, g, x):
+    dout = rt.to_like(dg, x)
+
+
+@rev("rt.written_part")
+def written_part(dout, out, g, idx):
+    dg = rt.index_update(rt.zeros_like(g), idx, dout)
+
+
+@fwd("rt.written_part")
+def written_part_fwd(out, g, idx):
+    dout = rt.written_part(dg, idx)
+
+
 @batch("rt.written_part")
 def written_part_batch(g, idx):
     if g_batched:
@@ -223,44 +244,24 @@ def written_part_batch(g, idx):
                               rt.lane_scatter_index(idx, batch_size))
 
 
-@batch("rt.part")
-def part_batch(g, key, like):
-    """`g[key]` (an element of a container adjoint, or a part of an array adjoint)."""
-    if g_batched:
-        if key_batched:
-            out = rt.part(g, rt.lane_key(g, key, batch_size), rt.lanes_view(like, batch_size))
-        else:
-            if like_batched:
-                out = rt.part(g, rt.lane_index(g, key), like)
-            else:
-                out = rt.part(g, rt.lane_index(g, key), rt.lanes_view(like, batch_size))
-    else:
-        if key_batched:
-            out = rt.part(rt.broadcast_batch(g, batch_size),
-                          rt.lane_scatter_index(key, batch_size), rt.lanes_view(like, batch_size))
-        else:
-            out = rt.part(rt.broadcast_batch(g, batch_size),
-                          rt.lane_index(rt.lanes_view(g, batch_size), key), like)
+# ---------------------------------------------------------------- helpers of vmapped code
+# `x[idx]` and `x[idx] = v` written in the source are batched by the vmap pass itself; the
+# rules below are for the helpers generated code calls. A per-example index becomes an index
+# into the batched array: rt.lane_index (one more leading `:`; a container's index stays)
+# or, for an index that differs between examples, rt.lane_scatter_index (each example's row).
+# An argument that only lends its shape is viewed along the batch (rt.lanes_view).
 
 
-@batch("rt.filled")
-def filled_batch(g, like):
-    out = rt.filled(rt.broadcast_batch(g, batch_size, g_batched),
-                    like if like_batched or not g_batched else rt.lanes_view(like, batch_size))
+nondiff("rt.lanes_slot")
+
+
+@batch("rt.lanes_slot", out_batched=False)
+def lanes_slot_batch(x, index):
+    out = rt.lanes_slot(rt.lanes_probe(x), index)
 
 
 # Container literals are built by the vmap pass itself (each element keeps its own spec).
 batch_same("tuple", "list", "dict")
-
-
-@batch("rt.to_tuple")
-def to_tuple_batch(x):
-    out = rt.to_tuple(rt.lanes_items(x))
-
-
-@batch("rt.to_list")
-def to_list_batch(x):
-    out = rt.to_list(rt.lanes_items(x))
 
 
 @rev("rt.lanes_items", container_out=True)

@@ -6,11 +6,13 @@ in a template (`out` is the primal output), so it appears as the placeholder `ou
 later positional arguments (keepdims, ddof) in their numpy positions. A keyword `out=` is
 rejected, as writing into an array is not differentiable.
 
+Batching: the batch is axis 0; per-example axes shift by one (rt.lane_axis); axis=None
+means every axis but it.
+
 Known limits: prod and cumprod divide by the input (zeros give nan, as in autograd); the
 derivative of max/min is split evenly between ties.
 """
-from .core import batch_lanes
-from .core import batch, batch_elementwise, fwd, nondiff, rev
+from .core import batch, batch_elementwise, batch_lanes, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -23,6 +25,11 @@ def sum(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):  # noqa
 @fwd("np.sum")
 def sum_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
     dout = np.sum(da, axis, keepdims=keepdims)
+
+
+@batch("np.sum")
+def sum_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
+    out = np.sum(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
 
 
 @rev("sum")
@@ -38,6 +45,19 @@ def total_fwd(out, iterable, start=0):
     dout = rt.broadcast_like(dstart, out)
 
 
+@batch("sum")
+def total_batch(iterable, start=0):
+    """Builtin sum per example: the items of a list added (ranks aligned), or the rows of
+    each example of an array."""
+    if not iterable_batched:
+        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size), start)
+    elif start_batched:
+        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size, iterable_spec), start)
+    else:
+        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size, iterable_spec),
+                            rt.broadcast_batch(start, batch_size))
+
+
 @rev("rt.sum_adj", container_out=True)
 def sum_adj(dout, out, g, xs):
     dg = rt.sum_adj_t(dout, g)
@@ -46,6 +66,17 @@ def sum_adj(dout, out, g, xs):
 @fwd("rt.sum_adj")
 def sum_adj_fwd(out, g, xs):
     dout = rt.sum_adj(dg, xs)
+
+
+@batch("rt.sum_adj")
+def sum_adj_batch(g, xs):
+    if not g_batched:
+        out = rt.lane_sum_adj(rt.broadcast_batch(g, batch_size),
+                              rt.broadcast_batch(xs, batch_size, xs_spec))
+    elif xs_batched:
+        out = rt.lane_sum_adj(g, rt.broadcast_batch(xs, batch_size, xs_spec))
+    else:
+        out = rt.lane_sum_adj(g, rt.broadcast_batch(xs, batch_size))
 
 
 @rev("rt.sum_adj_t")
@@ -58,6 +89,17 @@ def sum_adj_t_fwd(out, d, g):
     dout = rt.sum_adj_t(dd, g)
 
 
+@batch("rt.sum_adj_t")
+def sum_adj_t_batch(d, g):
+    if not d_batched:
+        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size), g)
+    elif g_batched:
+        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size, d_spec), g)
+    else:
+        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size, d_spec),
+                                rt.broadcast_batch(g, batch_size))
+
+
 @rev("np.mean")
 def mean(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) / rt.reduced_size(a, axis)
@@ -68,6 +110,11 @@ def mean_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
     dout = np.mean(da, axis, keepdims=keepdims)
 
 
+@batch("np.mean")
+def mean_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
+    out = np.mean(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
+
+
 @rev("np.prod")
 def prod(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) * rt.prod_others(a, axis)
@@ -76,6 +123,11 @@ def prod(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
 @fwd("np.prod")
 def prod_fwd(out, a, axis=None, dtype=None, out_=None, keepdims=False):
     dout = np.sum(da * rt.prod_others(a, axis), axis, keepdims=keepdims)
+
+
+@batch("np.prod")
+def prod_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
+    out = np.prod(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
 
 
 @rev("rt.prod_others")
@@ -90,6 +142,11 @@ def prod_others_fwd(out, a, axis=None):
     dout = out * (np.sum(da / a, axis, keepdims=True) - da / a)
 
 
+@batch("rt.prod_others")
+def prod_others_batch(a, axis=None):
+    out = rt.prod_others(a, rt.lane_axis(axis, a))
+
+
 @rev("np.max", "np.amax")
 def amax(dout, out, a, axis=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) * rt.extremum_share(a, out, axis, keepdims)
@@ -100,6 +157,11 @@ def amax_fwd(out, a, axis=None, out_=None, keepdims=False):
     dout = np.sum(da * rt.extremum_share(a, out, axis, keepdims), axis, keepdims=keepdims)
 
 
+@batch("np.max", "np.amax")
+def amax_batch(a, axis=None, out_=None, keepdims=False):
+    out = np.max(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
+
+
 @rev("np.min", "np.amin")
 def amin(dout, out, a, axis=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) * rt.extremum_share(a, out, axis, keepdims)
@@ -108,6 +170,11 @@ def amin(dout, out, a, axis=None, out_=None, keepdims=False):
 @fwd("np.min", "np.amin")
 def amin_fwd(out, a, axis=None, out_=None, keepdims=False):
     dout = np.sum(da * rt.extremum_share(a, out, axis, keepdims), axis, keepdims=keepdims)
+
+
+@batch("np.min", "np.amin")
+def amin_batch(a, axis=None, out_=None, keepdims=False):
+    out = np.min(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
 
 
 # var and std are real for complex `a` too (means of |a - mean|^2): their rules read the real
@@ -124,6 +191,11 @@ def var_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis, keepdims=True)
     scale = 2.0 / (rt.reduced_size(a, axis) - ddof)
     dout = np.sum(np.real(da * np.conj(centered)), axis, keepdims=keepdims) * scale
+
+
+@batch("np.var")
+def var_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    out = np.var(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)
 
 
 @rev("np.std")
@@ -144,6 +216,11 @@ def std_fwd(out, a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
     dout = np.sum(np.real(da * np.conj(centered)), axis, keepdims=keepdims) / (safe * n)
 
 
+@batch("np.std")
+def std_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
+    out = np.std(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
 @rev("np.cumsum")
 def cumsum(dout, out, a, axis=None, dtype=None, out_=None):
     da = rt.cumsum_adj(dout, a, axis)
@@ -152,6 +229,11 @@ def cumsum(dout, out, a, axis=None, dtype=None, out_=None):
 @fwd("np.cumsum")
 def cumsum_fwd(out, a, axis=None, dtype=None, out_=None):
     dout = np.cumsum(da, axis)
+
+
+@batch("np.cumsum")
+def cumsum_batch(a, axis=None, dtype=None, out_=None):
+    out = np.cumsum(rt.lane_flat(a, axis), rt.batched_axis(axis), dtype)
 
 
 @rev("rt.cumsum_adj")
@@ -164,6 +246,20 @@ def cumsum_adj_fwd(out, g, a, axis=None):
     dout = rt.cumsum_adj(dg, a, axis)
 
 
+@batch("rt.cumsum_adj")
+def cumsum_adj_batch(g, a, axis=None):
+    """axis=None: each example of g is flat (the adjoint of a flattened cumsum), and the
+    result is reshaped to an example of `a`."""
+    if not g_batched:
+        out = rt.reshape_like(rt.cumsum_adj(rt.broadcast_batch(g, batch_size), a,
+                                            rt.batched_axis(axis)), a)
+    elif a_batched:
+        out = rt.reshape_like(rt.cumsum_adj(g, a, rt.batched_axis(axis)), a)
+    else:   # `a` seen along the batch, as g is: a vmap around this one batches both alike
+        out = rt.reshape_like(rt.cumsum_adj(g, rt.lanes_view(a, batch_size),
+                                            rt.batched_axis(axis)), a, 1)
+
+
 @rev("np.cumprod")
 def cumprod(dout, out, a, axis=None, dtype=None, out_=None):
     da = rt.cumsum_adj(dout * out, a, axis) / a
@@ -172,6 +268,11 @@ def cumprod(dout, out, a, axis=None, dtype=None, out_=None):
 @fwd("np.cumprod")
 def cumprod_fwd(out, a, axis=None, dtype=None, out_=None):
     dout = out * np.cumsum(da / a, axis)
+
+
+@batch("np.cumprod")
+def cumprod_batch(a, axis=None, dtype=None, out_=None):
+    out = np.cumprod(rt.lane_flat(a, axis), rt.batched_axis(axis), dtype)
 
 
 @rev("np.unique")
@@ -187,6 +288,12 @@ def unique(dout, out, ar, return_index=False, return_inverse=False, return_count
 def unique_fwd(out, ar, return_index=False, return_inverse=False, return_counts=False,
                axis=None, equal_nan=True):
     dout = rt.unique_mean(dar, ar, return_index, return_inverse, return_counts, axis)
+
+
+@batch("np.unique")
+def unique_batch(ar, return_index=False, return_inverse=False, return_counts=False,
+                 axis=None, equal_nan=True):
+    out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
 
 
 @rev("rt.unique_adj")
@@ -213,153 +320,16 @@ def unique_mean_fwd(out, t, ar, return_index=False, return_inverse=False,
     dout = rt.unique_mean(dt, ar, return_index, return_inverse, return_counts, axis)
 
 
+@batch("rt.unique_adj", "rt.unique_mean")
+def unique_adj_batch(g, ar, return_index=False, return_inverse=False, return_counts=False,
+                     axis=None):
+    out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
+
+
 nondiff("np.argmax", "np.argmin", "np.argsort", "np.any", "np.all", "np.count_nonzero",
         "np.nonzero", "np.searchsorted", "np.argwhere", "np.flatnonzero",
         "np.isclose", "np.allclose", "np.array_equal", "rt.extremum_share")
 
-
-# ---------------------------------------------------------------- batching (vmap)
-# The batch is axis 0: per-example axes shift by one; axis=None means every axis but it.
-
-@batch("np.sum")
-def sum_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
-    out = np.sum(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
-
-
-@batch("np.mean")
-def mean_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
-    out = np.mean(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
-
-
-@batch("rt.prod_others")
-def prod_others_batch(a, axis=None):
-    out = rt.prod_others(a, rt.lane_axis(axis, a))
-
-
-@batch("np.prod")
-def prod_batch(a, axis=None, dtype=None, out_=None, keepdims=False):
-    out = np.prod(a, axis=rt.lane_axis(axis, a), dtype=dtype, keepdims=keepdims)
-
-
-@batch("np.max", "np.amax")
-def amax_batch(a, axis=None, out_=None, keepdims=False):
-    out = np.max(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
-
-
-@batch("np.min", "np.amin")
-def amin_batch(a, axis=None, out_=None, keepdims=False):
-    out = np.min(a, axis=rt.lane_axis(axis, a), keepdims=keepdims)
-
-
-@batch("np.var")
-def var_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
-    out = np.var(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)
-
-
-@batch("np.std")
-def std_batch(a, axis=None, dtype=None, out_=None, ddof=0, keepdims=False):
-    out = np.std(a, axis=rt.lane_axis(axis, a), dtype=dtype, ddof=ddof, keepdims=keepdims)
-
-
-@batch("np.cumsum")
-def cumsum_batch(a, axis=None, dtype=None, out_=None):
-    out = np.cumsum(rt.lane_flat(a, axis), rt.batched_axis(axis), dtype)
-
-
-@batch("np.cumprod")
-def cumprod_batch(a, axis=None, dtype=None, out_=None):
-    out = np.cumprod(rt.lane_flat(a, axis), rt.batched_axis(axis), dtype)
-
-
-@batch("rt.cumsum_adj")
-def cumsum_adj_batch(g, a, axis=None):
-    """axis=None: each example of g is flat (the adjoint of a flattened cumsum), and the
-    result is reshaped to an example of `a`."""
-    if not g_batched:
-        out = rt.reshape_like(rt.cumsum_adj(rt.broadcast_batch(g, batch_size), a,
-                                            rt.batched_axis(axis)), a)
-    elif a_batched:
-        out = rt.reshape_like(rt.cumsum_adj(g, a, rt.batched_axis(axis)), a)
-    else:   # `a` seen along the batch, as g is: a vmap around this one batches both alike
-        out = rt.reshape_like(rt.cumsum_adj(g, rt.lanes_view(a, batch_size),
-                                            rt.batched_axis(axis)), a, 1)
-
-
-@batch("sum")
-def total_batch(iterable, start=0):
-    """Builtin sum per example: the items of a list added (ranks aligned), or the rows of
-    each example of an array."""
-    if not iterable_batched:
-        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size), start)
-    elif start_batched:
-        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size, iterable_spec), start)
-    else:
-        out = rt.lane_total(rt.broadcast_batch(iterable, batch_size, iterable_spec),
-                            rt.broadcast_batch(start, batch_size))
-
-
-@batch("rt.sum_adj")
-def sum_adj_batch(g, xs):
-    if not g_batched:
-        out = rt.lane_sum_adj(rt.broadcast_batch(g, batch_size),
-                              rt.broadcast_batch(xs, batch_size, xs_spec))
-    elif xs_batched:
-        out = rt.lane_sum_adj(g, rt.broadcast_batch(xs, batch_size, xs_spec))
-    else:
-        out = rt.lane_sum_adj(g, rt.broadcast_batch(xs, batch_size))
-
-
-@batch("rt.sum_adj_t")
-def sum_adj_t_batch(d, g):
-    if not d_batched:
-        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size), g)
-    elif g_batched:
-        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size, d_spec), g)
-    else:
-        out = rt.lane_sum_adj_t(rt.broadcast_batch(d, batch_size, d_spec),
-                                rt.broadcast_batch(g, batch_size))
-
-
-# the helpers behind builtin sum under vmap (every array argument carries 1 + outer leading
-# batch axes; their own batching rule broadcasts unbatched ones and adds one)
-
-@rev("rt.lane_total")
-def lane_total(dout, out, iterable, start=0, outer=0):
-    diterable = rt.lane_sum_adj(dout, iterable, outer)
-    dstart = rt.lane_unbroadcast(dout, rt.example_shape(start, outer), outer)
-
-
-@fwd("rt.lane_total")
-def lane_total_fwd(out, iterable, start=0, outer=0):
-    dout = rt.lane_total(diterable, dstart, outer)
-
-
-@rev("rt.lane_sum_adj", container_out=True)
-def lane_sum_adj(dout, out, g, xs, outer=0):
-    dg = rt.lane_sum_adj_t(dout, g, outer)
-
-
-@fwd("rt.lane_sum_adj")
-def lane_sum_adj_fwd(out, g, xs, outer=0):
-    dout = rt.lane_sum_adj(dg, xs, outer)
-
-
-@rev("rt.lane_sum_adj_t")
-def lane_sum_adj_t(dout, out, d, g, outer=0):
-    dd = rt.lane_sum_adj(dout, d, outer)
-
-
-@fwd("rt.lane_sum_adj_t")
-def lane_sum_adj_t_fwd(out, d, g, outer=0):
-    dout = rt.lane_sum_adj_t(dd, g, outer)
-
-
-batch_lanes("rt.lane_total", ("iterable", "start"))
-batch_lanes("rt.lane_sum_adj", ("g", "xs"))
-batch_lanes("rt.lane_sum_adj_t", ("d", "g"))
-
-
-# nondifferentiable reductions and queries
 
 @batch("np.argmax")
 def argmax_batch(a, axis=None, out_=None, keepdims=False):
@@ -416,18 +386,6 @@ def flatnonzero_batch(a):
     out = rt.cannot_batch("np.flatnonzero", "its result's length would differ between examples")
 
 
-@batch("np.unique")
-def unique_batch(ar, return_index=False, return_inverse=False, return_counts=False,
-                 axis=None, equal_nan=True):
-    out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
-
-
-@batch("rt.unique_adj", "rt.unique_mean")
-def unique_adj_batch(g, ar, return_index=False, return_inverse=False, return_counts=False,
-                     axis=None):
-    out = rt.cannot_batch("np.unique", "its result's length would differ between examples")
-
-
 @batch("np.searchsorted")
 def searchsorted_batch(a, v, side="left", sorter=None):
     if a_batched:
@@ -445,9 +403,6 @@ def searchsorted_batch(a, v, side="left", sorter=None):
         out = np.searchsorted(a, v, side, sorter)
 
 
-nondiff("rt.lane_searchsorted", "rt.lane_array_equal")
-batch_lanes("rt.lane_searchsorted", ("a", "v", "sorter"))
-batch_lanes("rt.lane_array_equal", ("a1", "a2"))
 batch_elementwise("np.isclose")
 
 
@@ -488,3 +443,52 @@ def extremum_share_batch(a, out_, axis=None, keepdims=False):
     else:
         out = rt.extremum_share(a, rt.broadcast_batch(out_, batch_size), rt.lane_axis(axis, a),
                                 keepdims)
+
+
+# ---------------------------------------------------------------- helpers of vmapped code
+# the helpers behind builtin sum under vmap (every array argument carries 1 + outer leading
+# batch axes; their own batching rule broadcasts unbatched ones and adds one)
+
+@rev("rt.lane_total")
+def lane_total(dout, out, iterable, start=0, outer=0):
+    diterable = rt.lane_sum_adj(dout, iterable, outer)
+    dstart = rt.lane_unbroadcast(dout, rt.example_shape(start, outer), outer)
+
+
+@fwd("rt.lane_total")
+def lane_total_fwd(out, iterable, start=0, outer=0):
+    dout = rt.lane_total(diterable, dstart, outer)
+
+
+@rev("rt.lane_sum_adj", container_out=True)
+def lane_sum_adj(dout, out, g, xs, outer=0):
+    dg = rt.lane_sum_adj_t(dout, g, outer)
+
+
+@fwd("rt.lane_sum_adj")
+def lane_sum_adj_fwd(out, g, xs, outer=0):
+    dout = rt.lane_sum_adj(dg, xs, outer)
+
+
+@rev("rt.lane_sum_adj_t")
+def lane_sum_adj_t(dout, out, d, g, outer=0):
+    dd = rt.lane_sum_adj(dout, d, outer)
+
+
+@fwd("rt.lane_sum_adj_t")
+def lane_sum_adj_t_fwd(out, d, g, outer=0):
+    dout = rt.lane_sum_adj_t(dd, g, outer)
+
+
+batch_lanes("rt.lane_total", ("iterable", "start"))
+batch_lanes("rt.lane_sum_adj", ("g", "xs"))
+batch_lanes("rt.lane_sum_adj_t", ("d", "g"))
+
+
+# nondifferentiable reductions and queries
+
+
+nondiff("rt.lane_searchsorted", "rt.lane_array_equal")
+batch_lanes("rt.lane_searchsorted", ("a", "v", "sorter"))
+batch_lanes("rt.lane_array_equal", ("a1", "a2"))
+

@@ -1,5 +1,5 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
-from .core import batch, batch_elementwise, batch_same, fwd, nondiff, rev, stateful
+from .core import batch, batch_elementwise, batch_lanes, batch_same, fwd, nondiff, rev, stateful
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -47,7 +47,29 @@ def astype(dout, out, x, dtype):
 
 nondiff("rt.seed", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
         "rt.zeros_like", "rt.dtype_of")
+
+
+@batch("rt.seed")
+def seed_batch(out_, where):
+    """Every example's output must be a scalar: its adjoint seed is 1."""
+    out = rt.lane_seed(out_, where)
+
+
+@batch("rt.reduced_size", out_batched=False)
+def reduced_size_batch(x, axis=None):
+    out = rt.reduced_size(x, rt.lane_axis(axis, x))
+
+
+@batch("rt.inverse_axes")
+def inverse_axes_batch(axes):
+    out = rt.cannot_batch("np.transpose", "its axes differ between examples")
+
+
+batch_same("rt.zeros_like")
+batch_elementwise("rt.tie_share")
+batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", side_effect=True)
+batch_same("rt.check_float_input")
 # the rule of a variant with no derivative rule: it raises where generated code reaches it
 nondiff("rt.no_derivative", side_effect=True)
 batch_same("rt.no_derivative")
@@ -60,241 +82,9 @@ nondiff("slice", "reversed", "rt.reversed_range", "len", "range", "isinstance", 
         "zip", "enumerate")
 
 
-@rev("rt.to_like")
-def to_like(dout, out, g, x):
-    dg = rt.to_like(dout, g)
-nondiff("rt.tangent_zeros")
-
-
-# ---------------------------------------------------------------- forward rules
-
-@fwd("rt.unbroadcast")
-def unbroadcast_fwd(out, g, x):
-    dout = rt.unbroadcast(dg, x)
-
-
-@fwd("np.broadcast_to")
-def broadcast_to_fwd(out, array, shape):
-    dout = np.broadcast_to(darray, shape)
-
-
-@fwd("rt.expand")
-def expand_fwd(out, g, x, axis=None, keepdims=False):
-    dout = rt.expand(dg, x, axis, keepdims)
-
-
-@fwd("rt.add")
-def add_fwd(out, a, b):
-    dout = rt.add(da, db)
-
-
-@fwd("rt.as_grad")
-def as_grad_fwd(out, g, x):
-    dout = rt.as_grad(dg, x)
-
-
-@fwd("rt.cast_like")
-def cast_like_fwd(out, g, x):
-    dout = rt.cast_like(dg, x)
-
-
-@fwd("rt.copy", "np.copy")
-def copy_fwd(out, x):
-    dout = rt.copy(dx)
-
-
-@fwd("rt.astype")
-def astype_fwd(out, x, dtype):
-    dout = rt.cast_like(dx, out)
-nondiff("&", "|", "^", "<<", ">>")   # masks and bit operations carry no derivative
-
-
-@rev("rt.broadcast_like")
-def broadcast_like(dout, out, t, out_):
-    dt = rt.unbroadcast(dout, t)
-
-
-@fwd("rt.broadcast_like")
-def broadcast_like_fwd(out, t, out_):
-    dout = rt.broadcast_like(dt, out_)
-
-
-# ---------------------------------------------------------------- pytree inner products
-# (custom_jvp functions are differentiated in reverse mode through these)
-
-@rev("rt.tree_vdot")
-def tree_vdot(dout, out, a, b):
-    da = rt.tree_scale(b, dout)
-    db = rt.tree_scale(a, dout)
-
-
-@fwd("rt.tree_vdot")
-def tree_vdot_fwd(out, a, b):
-    dout = rt.tree_vdot(da, b)
-    dout = rt.tree_vdot(a, db)
-
-
-@rev("rt.tree_scale")
-def tree_scale(dout, out, x, s):
-    dx = rt.tree_scale(dout, s)
-    ds = rt.tree_vdot(dout, x)
-
-
-@fwd("rt.tree_scale")
-def tree_scale_fwd(out, x, s):
-    dout = rt.tree_scale(dx, s)
-    dout = rt.tree_scale(x, ds)
-nondiff("rt.size_of", "rt.basis_like", "rt.jacobian_shape")
-
-
-# A stack copied before the backward pass pops it: its adjoint (a stack of adjoints, in
-# pop order) passes through unchanged.
-@rev("rt.copy_stack")
-def copy_stack(dout, out, stack):
-    dstack = dout
-
-
-@fwd("rt.copy_stack")
-def copy_stack_fwd(out, stack):
-    dout = rt.copy_stack(dstack)
-
-
-# ---------------------------------------------------------------- batching (vmap)
-
 @batch("len", out_batched=False)
 def len_batch(obj):
     out = rt.lane_len(obj)
-
-
-# Reverse mode. One example of an adjoint has the shape of one example of its value; the
-# shape-only argument of unbroadcast and expand (`x`) is asked for one example's shape.
-
-@batch("rt.seed")
-def seed_batch(out_, where):
-    """Every example's output must be a scalar: its adjoint seed is 1."""
-    out = rt.lane_seed(out_, where)
-
-
-@batch("rt.unbroadcast")
-def unbroadcast_batch(g, x):
-    if g_batched:
-        if x_batched:
-            out = rt.lane_unbroadcast(g, rt.example_shape(x))
-        else:
-            out = rt.lane_unbroadcast(g, np.shape(x))
-    else:
-        out = rt.lane_unbroadcast(rt.broadcast_batch(g, batch_size), rt.example_shape(x))
-
-
-@batch("rt.expand")
-def expand_batch(g, x, axis=None, keepdims=False):
-    if g_batched:
-        if x_batched:
-            out = rt.expand(g, x, rt.lane_axis(axis, x), keepdims)
-        else:
-            out = rt.lane_expand_to(g, np.shape(x), axis, keepdims)
-    else:
-        out = rt.lane_expand_to(rt.broadcast_batch(g, batch_size), rt.example_shape(x),
-                                axis, keepdims)
-
-
-@batch("rt.broadcast_like")
-def broadcast_like_batch(t, out_):
-    if t_batched:
-        if out__batched:
-            out = rt.broadcast_like(rt.align_lanes(t, out_), out_)
-        else:
-            out = rt.lane_broadcast_to_shape(t, np.shape(out_)) * 1
-    else:
-        out = rt.broadcast_like(t, out_)
-
-
-@batch("rt.as_grad")
-def as_grad_batch(g, x):
-    """A batched gradient of an unbatched input is one gradient per example."""
-    out = rt.lane_as_grad(g, x, g_batched, x_batched, batch_size)
-
-
-@batch("rt.cast_like")
-def cast_like_batch(g, x):
-    if g_batched:
-        out = rt.cast_like(g, x)
-    else:
-        out = rt.broadcast_batch(rt.cast_like(g, x), batch_size)
-
-
-# pytrees may be partly batched (`<param>_spec`): their unbatched leaves are broadcast
-@batch("rt.add")
-def add_batch(a, b):
-    out = rt.add(rt.broadcast_batch(a, batch_size, a_spec),
-                 rt.broadcast_batch(b, batch_size, b_spec))
-
-
-@batch("rt.tree_vdot")
-def tree_vdot_batch(a, b):
-    out = rt.lane_tree_vdot(rt.broadcast_batch(a, batch_size, a_spec),
-                            rt.broadcast_batch(b, batch_size, b_spec))
-
-
-@batch("rt.tree_scale")
-def tree_scale_batch(x, s):
-    if s_batched:
-        out = rt.lane_tree_scale(rt.broadcast_batch(x, batch_size, x_spec), s)
-    else:
-        out = rt.tree_scale(x, s)
-
-
-@batch("rt.reduced_size", out_batched=False)
-def reduced_size_batch(x, axis=None):
-    out = rt.reduced_size(x, rt.lane_axis(axis, x))
-
-
-@batch("rt.size_of", out_batched=False)
-def size_of_batch(x):
-    out = rt.reduced_size(x, rt.lane_axis(None, x))
-
-
-@batch("rt.jacobian_shape", out_batched=False)
-def jacobian_shape_batch(out_, x):
-    if out__batched:
-        if x_batched:
-            out = rt.example_shape(out_) + rt.example_shape(x)
-        else:
-            out = rt.example_shape(out_) + np.shape(x)
-    else:
-        out = np.shape(out_) + rt.example_shape(x)
-
-
-@batch("rt.basis_like")
-def basis_like_batch(x, i):
-    if i_batched:
-        out = rt.cannot_batch("rt.basis_like", "the basis index differs between examples")
-    else:
-        out = rt.lane_basis_like(x, i)
-
-
-@batch("rt.to_like")
-def to_like_batch(g, x):
-    out = rt.lane_to_like(rt.broadcast_batch(g, batch_size, g_batched),
-                          x if x_batched or not g_batched else rt.broadcast_batch(x, batch_size))
-
-
-@batch("rt.inverse_axes")
-def inverse_axes_batch(axes):
-    out = rt.cannot_batch("np.transpose", "its axes differ between examples")
-
-
-# Values made alike for every leaf, whatever carries the batch: calling them on batched
-# arguments is already right.
-batch_same("rt.copy", "np.copy", "rt.astype", "rt.zeros_like", "rt.tangent_zeros",
-           "rt.copy_stack", "rt.check_float_input")
-batch_elementwise("rt.tie_share")
-batch_elementwise("rt.inside", vectorized="rt.lane_inside")
-nondiff("rt.lane_inside")
-batch_elementwise("rt.lane_inside")
-# Stacks of saved values are plain lists: the vmap pass handles push and pop statements
-# itself (a stack is batched when anything pushed on it is); these rules are never asked.
-batch_same("rt.push", "rt.pop", "rt.pop_adjoint")
 
 
 # Builtins whose batched results would differ in length between examples. (A `for` loop
@@ -332,9 +122,228 @@ def enumerate_batch(iterable, start=0):
                           "loop over range(len(...)) and index")
 
 
+@rev("rt.to_like")
+def to_like(dout, out, g, x):
+    dg = rt.to_like(dout, g)
+
+
+@batch("rt.to_like")
+def to_like_batch(g, x):
+    out = rt.lane_to_like(rt.broadcast_batch(g, batch_size, g_batched),
+                          x if x_batched or not g_batched else rt.broadcast_batch(x, batch_size))
+nondiff("rt.tangent_zeros")
+batch_same("rt.tangent_zeros")
+
+
+# ---------------------------------------------------------------- forward rules
+
+@fwd("rt.unbroadcast")
+def unbroadcast_fwd(out, g, x):
+    dout = rt.unbroadcast(dg, x)
+
+
+@batch("rt.unbroadcast")
+def unbroadcast_batch(g, x):
+    if g_batched:
+        if x_batched:
+            out = rt.lane_unbroadcast(g, rt.example_shape(x))
+        else:
+            out = rt.lane_unbroadcast(g, np.shape(x))
+    else:
+        out = rt.lane_unbroadcast(rt.broadcast_batch(g, batch_size), rt.example_shape(x))
+
+
+@fwd("np.broadcast_to")
+def broadcast_to_fwd(out, array, shape):
+    dout = np.broadcast_to(darray, shape)
+
+
+@fwd("rt.expand")
+def expand_fwd(out, g, x, axis=None, keepdims=False):
+    dout = rt.expand(dg, x, axis, keepdims)
+
+
+@batch("rt.expand")
+def expand_batch(g, x, axis=None, keepdims=False):
+    if g_batched:
+        if x_batched:
+            out = rt.expand(g, x, rt.lane_axis(axis, x), keepdims)
+        else:
+            out = rt.lane_expand_to(g, np.shape(x), axis, keepdims)
+    else:
+        out = rt.lane_expand_to(rt.broadcast_batch(g, batch_size), rt.example_shape(x),
+                                axis, keepdims)
+
+
+@fwd("rt.add")
+def add_fwd(out, a, b):
+    dout = rt.add(da, db)
+
+
+# pytrees may be partly batched (`<param>_spec`): their unbatched leaves are broadcast
+@batch("rt.add")
+def add_batch(a, b):
+    out = rt.add(rt.broadcast_batch(a, batch_size, a_spec),
+                 rt.broadcast_batch(b, batch_size, b_spec))
+
+
+@fwd("rt.as_grad")
+def as_grad_fwd(out, g, x):
+    dout = rt.as_grad(dg, x)
+
+
+@batch("rt.as_grad")
+def as_grad_batch(g, x):
+    """A batched gradient of an unbatched input is one gradient per example."""
+    out = rt.lane_as_grad(g, x, g_batched, x_batched, batch_size)
+
+
+@fwd("rt.cast_like")
+def cast_like_fwd(out, g, x):
+    dout = rt.cast_like(dg, x)
+
+
+@batch("rt.cast_like")
+def cast_like_batch(g, x):
+    if g_batched:
+        out = rt.cast_like(g, x)
+    else:
+        out = rt.broadcast_batch(rt.cast_like(g, x), batch_size)
+
+
+@fwd("rt.copy", "np.copy")
+def copy_fwd(out, x):
+    dout = rt.copy(dx)
+
+
+batch_same("rt.copy", "np.copy")
+
+
+@fwd("rt.astype")
+def astype_fwd(out, x, dtype):
+    dout = rt.cast_like(dx, out)
+
+
+batch_same("rt.astype")
+nondiff("&", "|", "^", "<<", ">>")   # masks and bit operations carry no derivative
+
+
+@rev("rt.broadcast_like")
+def broadcast_like(dout, out, t, out_):
+    dt = rt.unbroadcast(dout, t)
+
+
+@fwd("rt.broadcast_like")
+def broadcast_like_fwd(out, t, out_):
+    dout = rt.broadcast_like(dt, out_)
+
+
+@batch("rt.broadcast_like")
+def broadcast_like_batch(t, out_):
+    if t_batched:
+        if out__batched:
+            out = rt.broadcast_like(rt.align_lanes(t, out_), out_)
+        else:
+            out = rt.lane_broadcast_to_shape(t, np.shape(out_)) * 1
+    else:
+        out = rt.broadcast_like(t, out_)
+
+
+# ---------------------------------------------------------------- pytree inner products
+# (custom_jvp functions are differentiated in reverse mode through these)
+
+@rev("rt.tree_vdot")
+def tree_vdot(dout, out, a, b):
+    da = rt.tree_scale(b, dout)
+    db = rt.tree_scale(a, dout)
+
+
+@fwd("rt.tree_vdot")
+def tree_vdot_fwd(out, a, b):
+    dout = rt.tree_vdot(da, b)
+    dout = rt.tree_vdot(a, db)
+
+
+@batch("rt.tree_vdot")
+def tree_vdot_batch(a, b):
+    out = rt.lane_tree_vdot(rt.broadcast_batch(a, batch_size, a_spec),
+                            rt.broadcast_batch(b, batch_size, b_spec))
+
+
+@rev("rt.tree_scale")
+def tree_scale(dout, out, x, s):
+    dx = rt.tree_scale(dout, s)
+    ds = rt.tree_vdot(dout, x)
+
+
+@fwd("rt.tree_scale")
+def tree_scale_fwd(out, x, s):
+    dout = rt.tree_scale(dx, s)
+    dout = rt.tree_scale(x, ds)
+
+
+@batch("rt.tree_scale")
+def tree_scale_batch(x, s):
+    if s_batched:
+        out = rt.lane_tree_scale(rt.broadcast_batch(x, batch_size, x_spec), s)
+    else:
+        out = rt.tree_scale(x, s)
+nondiff("rt.size_of", "rt.basis_like", "rt.jacobian_shape")
+
+
+@batch("rt.size_of", out_batched=False)
+def size_of_batch(x):
+    out = rt.reduced_size(x, rt.lane_axis(None, x))
+
+
+@batch("rt.jacobian_shape", out_batched=False)
+def jacobian_shape_batch(out_, x):
+    if out__batched:
+        if x_batched:
+            out = rt.example_shape(out_) + rt.example_shape(x)
+        else:
+            out = rt.example_shape(out_) + np.shape(x)
+    else:
+        out = np.shape(out_) + rt.example_shape(x)
+
+
+@batch("rt.basis_like")
+def basis_like_batch(x, i):
+    if i_batched:
+        out = rt.cannot_batch("rt.basis_like", "the basis index differs between examples")
+    else:
+        out = rt.lane_basis_like(x, i)
+
+
+# A stack copied before the backward pass pops it: its adjoint (a stack of adjoints, in
+# pop order) passes through unchanged.
+@rev("rt.copy_stack")
+def copy_stack(dout, out, stack):
+    dstack = dout
+
+
+@fwd("rt.copy_stack")
+def copy_stack_fwd(out, stack):
+    dout = rt.copy_stack(dstack)
+
+
+batch_same("rt.copy_stack")
+
+
+# ---------------------------------------------------------------- batching of the rest
+# Reverse mode. One example of an adjoint has the shape of one example of its value; the
+# shape-only argument of unbroadcast and expand (`x`) is asked for one example's shape.
+
+
+nondiff("rt.lane_inside")
+batch_elementwise("rt.lane_inside")
+# Stacks of saved values are plain lists: the vmap pass handles push and pop statements
+# itself (a stack is batched when anything pushed on it is); these rules are never asked.
+batch_same("rt.push", "rt.pop", "rt.pop_adjoint")
+
+
 # ---------------------------------------------------------------- batching the batching helpers
 # (vmap of vmap, grad of vmap: the helpers above are primitives too)
-from .core import batch_lanes  # noqa: E402
 
 nondiff("rt.cannot_batch", side_effect=True)
 batch_same("rt.cannot_batch")

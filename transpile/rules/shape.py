@@ -4,9 +4,14 @@ as the value (these functions are linear: each is its own forward rule).
 Joining functions take a list/tuple of arrays; the adjoint of that argument is a list/tuple
 of arrays (`rt.concatenate_adj` and friends, marked container_out), whose rule joins again.
 `np.split` returns a list; its adjoint `dout` is a list, joined back with np.concatenate.
+
+Batching: the batch is axis 0 of a batched value: per-example axes shift by one
+(rt.lane_axis, rt.batched_axis); numpy's axis=None ("flattened") becomes each example
+flattened (rt.lane_flat) and the last axis. Unbatched arguments that a rule needs batched are
+broadcast with rt.broadcast_batch. A shape argument that differs between examples cannot be
+batched (the result's shape would differ): rt.cannot_batch raises.
 """
-from .core import batch_lanes
-from .core import batch, batch_same, fwd, nondiff, rev, subscript_primitive
+from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev, subscript_primitive
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -21,6 +26,14 @@ def reshape_fwd(out, a, shape):
     dout = np.reshape(da, shape)
 
 
+@batch("np.reshape")
+def reshape_batch(a, shape):
+    if shape_batched:
+        out = rt.cannot_batch("np.reshape", "its shape differs between examples")
+    else:
+        out = np.reshape(a, rt.lane_shape(shape, batch_size))
+
+
 @rev("np.ravel", view=True)
 def ravel(dout, out, a):
     da = np.reshape(dout, np.shape(a))
@@ -29,6 +42,11 @@ def ravel(dout, out, a):
 @fwd("np.ravel")
 def ravel_fwd(out, a):
     dout = np.ravel(da)
+
+
+@batch("np.ravel")
+def ravel_batch(a):
+    out = np.reshape(a, (batch_size, -1))
 
 
 @rev("np.squeeze", view=True)
@@ -41,6 +59,11 @@ def squeeze_fwd(out, a, axis=None):
     dout = np.squeeze(da, axis)
 
 
+@batch("np.squeeze")
+def squeeze_batch(a, axis=None):
+    out = np.squeeze(a, rt.lane_squeeze_axis(axis, np.shape(a)))
+
+
 @rev("np.expand_dims", view=True)
 def expand_dims(dout, out, a, axis):
     da = np.reshape(dout, np.shape(a))
@@ -49,6 +72,11 @@ def expand_dims(dout, out, a, axis):
 @fwd("np.expand_dims")
 def expand_dims_fwd(out, a, axis):
     dout = np.expand_dims(da, axis)
+
+
+@batch("np.expand_dims")
+def expand_dims_batch(a, axis):
+    out = np.expand_dims(a, rt.lane_axis(axis, a))
 
 
 @rev("np.atleast_1d", "np.atleast_2d", "np.atleast_3d", view=True)
@@ -61,6 +89,21 @@ def atleast_nd_fwd(out, ary):
     dout = np.reshape(dary, np.shape(out))
 
 
+@batch("np.atleast_1d")
+def atleast_1d_batch(ary):
+    out = rt.lane_atleast(ary, 1)
+
+
+@batch("np.atleast_2d")
+def atleast_2d_batch(ary):
+    out = rt.lane_atleast(ary, 2)
+
+
+@batch("np.atleast_3d")
+def atleast_3d_batch(ary):
+    out = rt.lane_atleast(ary, 3)
+
+
 @rev("np.transpose", "np.permute_dims", view=True)
 def transpose(dout, out, a, axes=None):
     da = np.transpose(dout, rt.inverse_axes(axes))
@@ -69,6 +112,11 @@ def transpose(dout, out, a, axes=None):
 @fwd("np.transpose", "np.permute_dims")
 def transpose_fwd(out, a, axes=None):
     dout = np.transpose(da, axes)
+
+
+@batch("np.transpose", "np.permute_dims")
+def transpose_batch(a, axes=None):
+    out = np.transpose(a, rt.lane_perm(axes, np.ndim(a)))
 
 
 @rev("np.matrix_transpose", "np.linalg.matrix_transpose", view=True)
@@ -81,6 +129,11 @@ def matrix_transpose_fwd(out, x):
     dout = np.swapaxes(dx, -1, -2)
 
 
+@batch("np.matrix_transpose", "np.linalg.matrix_transpose")
+def matrix_transpose_batch(x):
+    out = np.swapaxes(x, -1, -2)
+
+
 @rev("np.swapaxes", view=True)
 def swapaxes(dout, out, a, axis1, axis2):
     da = np.swapaxes(dout, axis1, axis2)
@@ -89,6 +142,11 @@ def swapaxes(dout, out, a, axis1, axis2):
 @fwd("np.swapaxes")
 def swapaxes_fwd(out, a, axis1, axis2):
     dout = np.swapaxes(da, axis1, axis2)
+
+
+@batch("np.swapaxes")
+def swapaxes_batch(a, axis1, axis2):
+    out = np.swapaxes(a, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
 
 
 @rev("np.moveaxis", view=True)
@@ -101,6 +159,11 @@ def moveaxis_fwd(out, a, source, destination):
     dout = np.moveaxis(da, source, destination)
 
 
+@batch("np.moveaxis")
+def moveaxis_batch(a, source, destination):
+    out = np.moveaxis(a, rt.lane_axis(source, a), rt.lane_axis(destination, a))
+
+
 @rev("np.flip", view=True)
 def flip(dout, out, m, axis=None):
     dm = np.flip(dout, axis)
@@ -109,6 +172,11 @@ def flip(dout, out, m, axis=None):
 @fwd("np.flip")
 def flip_fwd(out, m, axis=None):
     dout = np.flip(dm, axis)
+
+
+@batch("np.flip")
+def flip_batch(m, axis=None):
+    out = np.flip(m, rt.lane_axis(axis, m))
 
 
 @rev("np.fliplr", view=True)
@@ -121,6 +189,11 @@ def fliplr_fwd(out, m):
     dout = np.fliplr(dm)
 
 
+@batch("np.fliplr")
+def fliplr_batch(m):
+    out = np.flip(m, 2)
+
+
 @rev("np.flipud", view=True)
 def flipud(dout, out, m):
     dm = np.flipud(dout)
@@ -129,6 +202,11 @@ def flipud(dout, out, m):
 @fwd("np.flipud")
 def flipud_fwd(out, m):
     dout = np.flipud(dm)
+
+
+@batch("np.flipud")
+def flipud_batch(m):
+    out = np.flip(m, 1)
 
 
 @rev("np.roll")
@@ -141,6 +219,15 @@ def roll_fwd(out, a, shift, axis=None):
     dout = np.roll(da, shift, axis)
 
 
+@batch("np.roll")
+def roll_batch(a, shift, axis=None):
+    if shift_batched:
+        out = rt.cannot_batch("np.roll", "the shift differs between examples")
+    else:
+        out = np.reshape(np.roll(rt.lane_flat(a, axis), shift, rt.batched_axis(axis)),
+                         np.shape(a))
+
+
 @rev("np.diagonal", view=True)
 def diagonal(dout, out, a, offset=0, axis1=0, axis2=1):
     da = rt.diagonal_adj(dout, a, offset, axis1, axis2)
@@ -149,6 +236,14 @@ def diagonal(dout, out, a, offset=0, axis1=0, axis2=1):
 @fwd("np.diagonal")
 def diagonal_fwd(out, a, offset=0, axis1=0, axis2=1):
     dout = np.diagonal(da, offset, axis1, axis2)
+
+
+@batch("np.diagonal")
+def diagonal_batch(a, offset=0, axis1=0, axis2=1):
+    if offset_batched:
+        out = rt.cannot_batch("np.diagonal", "the offset differs between examples")
+    else:
+        out = np.diagonal(a, offset, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
 
 
 @rev("rt.diagonal_adj")
@@ -161,6 +256,18 @@ def diagonal_adj_fwd(out, g, a, offset=0, axis1=0, axis2=1):
     dout = rt.diagonal_adj(dg, a, offset, axis1, axis2)
 
 
+@batch("rt.diagonal_adj")
+def diagonal_adj_batch(g, a, offset=0, axis1=0, axis2=1):
+    if not g_batched:
+        out = rt.diagonal_adj(rt.broadcast_batch(g, batch_size), a, offset,
+                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+    elif a_batched:
+        out = rt.diagonal_adj(g, a, offset, rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+    else:
+        out = rt.diagonal_adj(g, rt.broadcast_batch(a, batch_size), offset,
+                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+
+
 @rev("np.diag")
 def diag(dout, out, v, k=0):
     dv = rt.diag_adj(dout, v, k)
@@ -169,6 +276,14 @@ def diag(dout, out, v, k=0):
 @fwd("np.diag")
 def diag_fwd(out, v, k=0):
     dout = np.diag(dv, k)
+
+
+@batch("np.diag")
+def diag_batch(v, k=0):
+    if k_batched:
+        out = rt.cannot_batch("np.diag", "the diagonal offset k differs between examples")
+    else:
+        out = rt.lane_diag(v, k)
 
 
 @rev("rt.diag_adj")
@@ -181,6 +296,16 @@ def diag_adj_fwd(out, g, v, k=0):
     dout = rt.diag_adj(dg, v, k)
 
 
+@batch("rt.diag_adj")
+def diag_adj_batch(g, v, k=0):
+    if not g_batched:
+        out = rt.lane_diag_adj(rt.broadcast_batch(g, batch_size), v, k)
+    elif v_batched:
+        out = rt.lane_diag_adj(g, v, k)
+    else:
+        out = rt.lane_diag_adj(g, rt.broadcast_batch(v, batch_size), k)
+
+
 @rev("np.tril")
 def tril(dout, out, m, k=0):
     dm = np.tril(dout, k)
@@ -189,6 +314,15 @@ def tril(dout, out, m, k=0):
 @fwd("np.tril")
 def tril_fwd(out, m, k=0):
     dout = np.tril(dm, k)
+
+
+@batch("np.tril")
+def tril_batch(m, k=0):
+    """Examples must be (at least) 2-D: numpy's tril of a 1-D array is a 2-D array."""
+    if k_batched:
+        out = np.where(rt.lane_eye(np.shape(m)[-2], np.shape(m)[-1], k, bool, True), m, 0)
+    else:
+        out = np.tril(m, k)
 
 
 @rev("np.triu")
@@ -201,6 +335,15 @@ def triu_fwd(out, m, k=0):
     dout = np.triu(dm, k)
 
 
+@batch("np.triu")
+def triu_batch(m, k=0):
+    """Examples must be (at least) 2-D: numpy's triu of a 1-D array is a 2-D array."""
+    if k_batched:
+        out = np.where(rt.lane_eye(np.shape(m)[-2], np.shape(m)[-1], k - 1, bool, True), 0, m)
+    else:
+        out = np.triu(m, k)
+
+
 @rev("np.diff")
 def diff(dout, out, a, n=1, axis=-1):
     da = rt.diff_adj(dout, a, n, axis)
@@ -209,6 +352,14 @@ def diff(dout, out, a, n=1, axis=-1):
 @fwd("np.diff")
 def diff_fwd(out, a, n=1, axis=-1):
     dout = np.diff(da, n, axis)
+
+
+@batch("np.diff")
+def diff_batch(a, n=1, axis=-1):
+    if n_batched:
+        out = rt.cannot_batch("np.diff", "the order n differs between examples")
+    else:
+        out = np.diff(a, n, rt.lane_axis(axis, a))
 
 
 @rev("rt.diff_adj")
@@ -221,6 +372,14 @@ def diff_adj_fwd(out, g, a, n=1, axis=-1):
     dout = rt.diff_adj(dg, a, n, axis)
 
 
+@batch("rt.diff_adj")
+def diff_adj_batch(g, a, n=1, axis=-1):
+    if g_batched:
+        out = rt.diff_adj(g, g, n, rt.lane_axis(axis, g))
+    else:
+        out = rt.broadcast_batch(rt.diff_adj(g, a, n, axis), batch_size)
+
+
 @rev("np.sort")
 def sort(dout, out, a, axis=-1, kind=None):
     da = rt.unsort(dout, a, axis)
@@ -229,6 +388,11 @@ def sort(dout, out, a, axis=-1, kind=None):
 @fwd("np.sort")
 def sort_fwd(out, a, axis=-1, kind=None):
     dout = rt.sort_like(da, a, axis)
+
+
+@batch("np.sort")
+def sort_batch(a, axis=-1, kind=None):
+    out = np.sort(rt.lane_flat(a, axis), rt.batched_axis(axis), kind)
 
 
 @rev("rt.unsort")
@@ -241,6 +405,18 @@ def unsort_fwd(out, g, a, axis=-1):
     dout = rt.unsort(dg, a, axis)
 
 
+@batch("rt.unsort")
+def unsort_batch(g, a, axis=-1):
+    if not g_batched:
+        out = rt.reshape_like(rt.unsort(rt.broadcast_batch(g, batch_size), rt.lane_flat(a, axis),
+                                        rt.batched_axis(axis)), a)
+    elif a_batched:
+        out = rt.reshape_like(rt.unsort(g, rt.lane_flat(a, axis), rt.batched_axis(axis)), a)
+    else:
+        out = rt.reshape_like(rt.unsort(g, rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
+                                        rt.batched_axis(axis)), a, 1)
+
+
 @rev("rt.sort_like")
 def sort_like(dout, out, g, a, axis=-1):
     dg = rt.unsort(dout, a, axis)
@@ -249,6 +425,19 @@ def sort_like(dout, out, g, a, axis=-1):
 @fwd("rt.sort_like")
 def sort_like_fwd(out, g, a, axis=-1):
     dout = rt.sort_like(dg, a, axis)
+
+
+@batch("rt.sort_like")
+def sort_like_batch(g, a, axis=-1):
+    if not g_batched:
+        out = rt.sort_like(rt.lane_flat(rt.broadcast_batch(g, batch_size), axis),
+                           rt.lane_flat(a, axis), rt.batched_axis(axis))
+    elif a_batched:
+        out = rt.sort_like(rt.lane_flat(g, axis), rt.lane_flat(a, axis), rt.batched_axis(axis))
+    else:
+        out = rt.sort_like(rt.lane_flat(g, axis),
+                           rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
+                           rt.batched_axis(axis))
 
 # ---------------------------------------------------------------- joining and splitting
 
@@ -262,6 +451,12 @@ def concatenate_fwd(out, arrays, axis=0):
     dout = np.concatenate(darrays, axis)
 
 
+@batch("np.concatenate", "np.concat")
+def concatenate_batch(arrays, axis=0):
+    out = np.concatenate(rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
+                         rt.batched_axis(axis))
+
+
 @rev("rt.concatenate_adj", container_out=True)
 def concatenate_adj(dout, out, g, arrays, axis=0):
     dg = np.concatenate(dout, axis)
@@ -270,6 +465,23 @@ def concatenate_adj(dout, out, g, arrays, axis=0):
 @fwd("rt.concatenate_adj")
 def concatenate_adj_fwd(out, g, arrays, axis=0):
     dout = rt.concatenate_adj(dg, arrays, axis)
+
+
+@batch("rt.concatenate_adj")
+def concatenate_adj_batch(g, arrays, axis=0):
+    if not g_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            rt.broadcast_batch(g, batch_size),
+            rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
+            rt.batched_axis(axis)), rt.broadcast_batch(arrays, batch_size, arrays_spec))
+    elif arrays_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
+            rt.batched_axis(axis)), rt.broadcast_batch(arrays, batch_size, arrays_spec))
+    else:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_flat(rt.broadcast_batch(arrays, batch_size), axis),
+            rt.batched_axis(axis)), arrays, 1)
 
 
 @rev("np.stack")
@@ -282,6 +494,11 @@ def stack_fwd(out, arrays, axis=0):
     dout = np.stack(darrays, axis)
 
 
+@batch("np.stack")
+def stack_batch(arrays, axis=0):
+    out = np.stack(rt.broadcast_batch(arrays, batch_size, arrays_spec), rt.lane_axis(axis, arrays))
+
+
 @rev("rt.stack_adj", container_out=True)
 def stack_adj(dout, out, g, arrays, axis=0):
     dg = np.stack(dout, axis)
@@ -290,6 +507,14 @@ def stack_adj(dout, out, g, arrays, axis=0):
 @fwd("rt.stack_adj")
 def stack_adj_fwd(out, g, arrays, axis=0):
     dout = rt.stack_adj(dg, arrays, axis)
+
+
+@batch("rt.stack_adj")
+def stack_adj_batch(g, arrays, axis=0):
+    if g_batched:
+        out = rt.stack_adj(g, arrays, rt.lane_axis(axis, g))
+    else:
+        out = rt.stack_adj(rt.broadcast_batch(g, batch_size), arrays, rt.lane_axis(axis, g))
 
 
 @rev("np.vstack", "np.row_stack")
@@ -302,6 +527,11 @@ def vstack_fwd(out, tup):
     dout = np.vstack(dtup)
 
 
+@batch("np.vstack", "np.row_stack")
+def vstack_batch(tup):
+    out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1)
+
+
 @rev("rt.vstack_adj", container_out=True)
 def vstack_adj(dout, out, g, tup):
     dg = np.vstack(dout)
@@ -310,6 +540,22 @@ def vstack_adj(dout, out, g, tup):
 @fwd("rt.vstack_adj")
 def vstack_adj_fwd(out, g, tup):
     dout = rt.vstack_adj(dg, tup)
+
+
+@batch("rt.vstack_adj")
+def vstack_adj_batch(g, tup):
+    if not g_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            rt.broadcast_batch(g, batch_size),
+            rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    elif tup_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    else:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size), 2), 1), tup, 1)
 
 
 @rev("np.hstack")
@@ -322,6 +568,13 @@ def hstack_fwd(out, tup):
     dout = np.hstack(dtup)
 
 
+@batch("np.hstack")
+def hstack_batch(tup):
+    out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
+                         rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size,
+                                                                        tup_spec)[0])))
+
+
 @rev("rt.hstack_adj", container_out=True)
 def hstack_adj(dout, out, g, tup):
     dg = np.hstack(dout)
@@ -330,6 +583,25 @@ def hstack_adj(dout, out, g, tup):
 @fwd("rt.hstack_adj")
 def hstack_adj_fwd(out, g, tup):
     dout = rt.hstack_adj(dg, tup)
+
+
+@batch("rt.hstack_adj")
+def hstack_adj_batch(g, tup):
+    if not g_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            rt.broadcast_batch(g, batch_size),
+            rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
+            rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size, tup_spec)[0]))),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    elif tup_batched:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
+            rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size, tup_spec)[0]))),
+            rt.broadcast_batch(tup, batch_size, tup_spec))
+    else:
+        out = rt.reshape_like(rt.concatenate_adj(
+            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size), 1),
+            rt.lane_hsplit_axis(np.ndim(tup[0]) + 1)), tup, 1)
 
 
 @rev("np.split", "np.array_split", container_out=True)
@@ -343,6 +615,22 @@ def split_fwd(out, ary, indices_or_sections, axis=0):
     dout = np.array_split(dary, indices_or_sections, axis)
 
 
+@batch("np.split")
+def split_batch(ary, indices_or_sections, axis=0):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.split", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, rt.lane_axis(axis, ary))
+
+
+@batch("np.array_split")
+def array_split_batch(ary, indices_or_sections, axis=0):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.array_split", "the split points differ between examples")
+    else:
+        out = np.array_split(ary, indices_or_sections, rt.lane_axis(axis, ary))
+
+
 @rev("np.hsplit", container_out=True)
 def hsplit(dout, out, ary, indices_or_sections):
     dary = np.hstack(dout)
@@ -351,6 +639,14 @@ def hsplit(dout, out, ary, indices_or_sections):
 @fwd("np.hsplit")
 def hsplit_fwd(out, ary, indices_or_sections):
     dout = np.hsplit(dary, indices_or_sections)
+
+
+@batch("np.hsplit")
+def hsplit_batch(ary, indices_or_sections):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.hsplit", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, rt.lane_hsplit_axis(np.ndim(ary)))
 
 
 @rev("np.vsplit", container_out=True)
@@ -363,6 +659,14 @@ def vsplit_fwd(out, ary, indices_or_sections):
     dout = np.vsplit(dary, indices_or_sections)
 
 
+@batch("np.vsplit")
+def vsplit_batch(ary, indices_or_sections):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.vsplit", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, 1)
+
+
 @rev("np.tile")
 def tile(dout, out, A, reps):
     dA = rt.tile_adj(dout, A, reps)
@@ -371,6 +675,14 @@ def tile(dout, out, A, reps):
 @fwd("np.tile")
 def tile_fwd(out, A, reps):
     dout = np.tile(dA, reps)
+
+
+@batch("np.tile")
+def tile_batch(A, reps):
+    if reps_batched:
+        out = rt.cannot_batch("np.tile", "the repetitions differ between examples")
+    else:
+        out = np.tile(rt.lane_promote(A, np.size(reps)), rt.lane_reps(reps))
 
 
 @rev("rt.tile_adj")
@@ -383,6 +695,21 @@ def tile_adj_fwd(out, g, A, reps):
     dout = rt.tile_adj(dg, A, reps)
 
 
+@batch("rt.tile_adj")
+def tile_adj_batch(g, A, reps):
+    if not g_batched:
+        out = rt.reshape_like(rt.tile_adj(rt.broadcast_batch(g, batch_size),
+                                          rt.lane_promote(A, np.size(reps)),
+                                          rt.lane_reps(reps)), A)
+    elif A_batched:
+        out = rt.reshape_like(rt.tile_adj(g, rt.lane_promote(A, np.size(reps)),
+                                          rt.lane_reps(reps)), A)
+    else:
+        out = rt.reshape_like(rt.tile_adj(
+            g, rt.lane_promote(rt.broadcast_batch(A, batch_size), np.size(reps)),
+            rt.lane_reps(reps)), A, 1)
+
+
 @rev("np.repeat")
 def repeat(dout, out, a, repeats, axis=None):
     da = rt.repeat_adj(dout, a, repeats, axis)
@@ -393,6 +720,14 @@ def repeat_fwd(out, a, repeats, axis=None):
     dout = np.repeat(da, repeats, axis)
 
 
+@batch("np.repeat")
+def repeat_batch(a, repeats, axis=None):
+    if repeats_batched:
+        out = rt.cannot_batch("np.repeat", "the repeat counts differ between examples")
+    else:
+        out = np.repeat(rt.lane_flat(a, axis), repeats, rt.batched_axis(axis))
+
+
 @rev("rt.repeat_adj")
 def repeat_adj(dout, out, g, a, repeats, axis=None):
     dg = np.repeat(dout, repeats, axis)
@@ -401,6 +736,21 @@ def repeat_adj(dout, out, g, a, repeats, axis=None):
 @fwd("rt.repeat_adj")
 def repeat_adj_fwd(out, g, a, repeats, axis=None):
     dout = rt.repeat_adj(dg, a, repeats, axis)
+
+
+@batch("rt.repeat_adj")
+def repeat_adj_batch(g, a, repeats, axis=None):
+    if not g_batched:
+        out = rt.reshape_like(rt.repeat_adj(rt.broadcast_batch(g, batch_size),
+                                            rt.lane_flat(a, axis), repeats,
+                                            rt.batched_axis(axis)), a)
+    elif a_batched:
+        out = rt.reshape_like(rt.repeat_adj(g, rt.lane_flat(a, axis), repeats,
+                                            rt.batched_axis(axis)), a)
+    else:
+        out = rt.reshape_like(rt.repeat_adj(
+            g, rt.lane_flat(rt.broadcast_batch(a, batch_size), axis), repeats,
+            rt.batched_axis(axis)), a, 1)
 
 
 @rev("np.pad")
@@ -416,6 +766,24 @@ def pad_fwd(out, array, pad_width, mode="constant", constant_values=0):
     dout = np.pad(np.zeros_like(array), pad_width, constant_values=dconstant_values)
 
 
+@batch("np.pad")
+def pad_batch(array, pad_width, mode="constant", constant_values=0):
+    """A constant that differs between examples (a number per example) is added on the
+    padding: np.pad(array, 0) + c * (1 on the padding)."""
+    if pad_width_batched:
+        out = rt.cannot_batch("np.pad", "the pad widths differ between examples")
+    elif not constant_values_batched:
+        out = rt.lane_pad(array, pad_width, mode, constant_values)
+    elif array_batched:
+        out = rt.lane_pad(array, pad_width, mode) + rt.align(
+            constant_values, rt.pad_mask(np.shape(array)[1:], pad_width)) * rt.pad_mask(
+            np.shape(array)[1:], pad_width)
+    else:
+        out = np.pad(array, pad_width, mode) + rt.align(
+            constant_values, rt.pad_mask(np.shape(array), pad_width)) * rt.pad_mask(
+            np.shape(array), pad_width)
+
+
 @rev("rt.unpad")
 def unpad(dout, out, g, array, pad_width, mode="constant"):
     dg = np.pad(dout, pad_width)
@@ -424,6 +792,14 @@ def unpad(dout, out, g, array, pad_width, mode="constant"):
 @fwd("rt.unpad")
 def unpad_fwd(out, g, array, pad_width, mode="constant"):
     dout = rt.unpad(dg, array, pad_width, mode)
+
+
+@batch("rt.unpad")
+def unpad_batch(g, array, pad_width, mode="constant"):
+    if g_batched:
+        out = rt.unpad(g, g, rt.lane_pad_width(pad_width, np.ndim(g)), mode)
+    else:
+        out = rt.broadcast_batch(rt.unpad(g, g, pad_width, mode), batch_size)
 
 
 @rev("rt.pad_value_adj")
@@ -436,6 +812,16 @@ def pad_value_adj_fwd(out, g, array, pad_width):
     dout = rt.pad_value_adj(dg, array, pad_width)
 
 
+@batch("rt.pad_value_adj")
+def pad_value_adj_batch(g, array, pad_width):
+    if not g_batched:
+        out = rt.broadcast_batch(rt.pad_value_adj(g, g, pad_width), batch_size)
+    elif array_batched:
+        out = np.sum(g * rt.pad_mask(np.shape(array)[1:], pad_width), axis=rt.lane_axis(None, g))
+    else:
+        out = np.sum(g * rt.pad_mask(np.shape(array), pad_width), axis=rt.lane_axis(None, g))
+
+
 @rev("np.full")
 def full(dout, out, shape, fill_value, dtype=None):
     dfill_value = rt.unbroadcast(dout, fill_value)
@@ -446,6 +832,15 @@ def full_fwd(out, shape, fill_value, dtype=None):
     dout = np.full(shape, dfill_value, dtype)
 
 
+@batch("np.full")
+def full_batch(shape, fill_value, dtype=None):
+    if shape_batched:
+        out = rt.cannot_batch("np.full", "its shape differs between examples")
+    else:
+        out = np.full(rt.lane_shape(shape, batch_size),
+                      rt.lane_promote(fill_value, np.size(shape)), dtype)
+
+
 @rev("np.full_like")
 def full_like(dout, out, a, fill_value, dtype=None):
     dfill_value = rt.unbroadcast(dout, fill_value)
@@ -454,6 +849,17 @@ def full_like(dout, out, a, fill_value, dtype=None):
 @fwd("np.full_like")
 def full_like_fwd(out, a, fill_value, dtype=None):
     dout = np.full_like(a, dfill_value, dtype)
+
+
+@batch("np.full_like")
+def full_like_batch(a, fill_value, dtype=None):
+    if not fill_value_batched:
+        out = np.full_like(a, fill_value, dtype)
+    elif a_batched:
+        out = np.full_like(a, rt.lane_promote(fill_value, np.ndim(a) - 1), dtype)
+    else:
+        out = np.full_like(rt.broadcast_batch(a, batch_size),
+                           rt.lane_promote(fill_value, np.ndim(a)), dtype)
 
 
 # ---------------------------------------------------------------- arrays made from values
@@ -476,6 +882,21 @@ def linspace_fwd(out, start, stop, num=50, endpoint=True, retstep=False, dtype=N
                        rt.inexact_dtype(dtype, "np.linspace"), axis)
 
 
+@batch("np.linspace")
+def linspace_batch(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    if num_batched:
+        out = rt.cannot_batch("np.linspace", "the number of samples differs between examples")
+    elif not start_batched:
+        out = np.linspace(start, rt.align(stop, start), num, endpoint, retstep, dtype,
+                          rt.lane_axis(axis, start))
+    elif not stop_batched:
+        out = np.linspace(rt.align(start, stop), stop, num, endpoint, retstep, dtype,
+                          rt.lane_axis(axis, start))
+    else:
+        out = np.linspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
+                          endpoint, retstep, dtype, rt.lane_axis(axis, start))
+
+
 @rev("np.logspace")
 def logspace(dout, out, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """out = base ** linspace(start, stop): d out = out * log(base) * d linspace."""
@@ -496,6 +917,23 @@ def logspace_fwd(out, start, stop, num=50, endpoint=True, base=10.0, dtype=None,
                             "write base ** np.linspace(start, stop, num) instead.", dbase)
 
 
+@batch("np.logspace")
+def logspace_batch(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    if num_batched:
+        out = rt.cannot_batch("np.logspace", "the number of samples differs between examples")
+    elif base_batched:
+        out = rt.cannot_batch("np.logspace", "the base differs between examples")
+    elif not start_batched:
+        out = np.logspace(start, rt.align(stop, start), num, endpoint, base, dtype,
+                          rt.lane_axis(axis, start))
+    elif not stop_batched:
+        out = np.logspace(rt.align(start, stop), stop, num, endpoint, base, dtype,
+                          rt.lane_axis(axis, start))
+    else:
+        out = np.logspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
+                          endpoint, base, dtype, rt.lane_axis(axis, start))
+
+
 @rev("np.arange")
 def arange(dout, out, start, stop=None, step=None, dtype=None):
     """out[i] = start + i * step (with one argument, `start` holds numpy's stop and
@@ -510,7 +948,36 @@ def arange_fwd(out, start, stop=None, step=None, dtype=None):
     dout = dstep * rt.arange_weight(out, stop, 1)
 
 
+@batch("np.arange")
+def arange_batch(start=None, stop=None, step=None, dtype=None):
+    out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
+                           "would too")
+
+
 nondiff("rt.linspace_t", "rt.logspace_log_base", "rt.arange_weight", "rt.inexact_dtype")
+
+
+@batch("rt.linspace_t", out_batched=False)
+def linspace_t_batch(samples, num, endpoint=True, axis=0, dtype=None):
+    """The same for every example: one example's shape decides it."""
+    out = rt.linspace_t(rt.lanes_probe(samples), num, endpoint, axis, dtype)
+
+
+@batch("rt.logspace_log_base", out_batched=False)
+def logspace_log_base_batch(start, stop, base=10.0, axis=0):
+    if base_batched:
+        out = rt.cannot_batch("np.logspace", "the base differs between examples")
+    elif start_batched:
+        out = rt.logspace_log_base(rt.lanes_probe(start),
+                                   rt.lanes_probe(stop) if stop_batched else stop, base, axis)
+    else:
+        out = rt.logspace_log_base(start, rt.lanes_probe(stop), base, axis)
+
+
+@batch("rt.arange_weight", "rt.inexact_dtype")
+def arange_weight_batch(a, b=None, c=None):
+    out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
+                          "would too")
 
 
 # np.r_[...] and np.c_[...] are concatenations: the front end calls rt.r_ / rt.c_ with the
@@ -539,6 +1006,12 @@ def c__fwd(out, items):
     dout = rt.index_concat_tangent("c_", items, ditems)
 
 
+@batch("rt.r_", "rt.c_")
+def index_concat_batch(items):
+    out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
+                          "write it with np.concatenate or np.stack, which vmap batches")
+
+
 @rev("rt.index_concat_adj", container_out=True)
 def index_concat_adj(dout, out, g, kind, items):
     dg = rt.index_concat_tangent(kind, items, dout)
@@ -559,39 +1032,10 @@ def index_concat_tangent_fwd(out, kind, items, tangents):
     dout = rt.index_concat_tangent(kind, items, dtangents)
 
 
-@batch("rt.r_", "rt.c_")
-def index_concat_batch(items):
-    out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
-                          "write it with np.concatenate or np.stack, which vmap batches")
-
-
 @batch("rt.index_concat_adj", "rt.index_concat_tangent")
 def index_concat_adj_batch(a, b, c):
     out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
                           "write it with np.concatenate or np.stack, which vmap batches")
-
-
-@batch("rt.linspace_t", out_batched=False)
-def linspace_t_batch(samples, num, endpoint=True, axis=0, dtype=None):
-    """The same for every example: one example's shape decides it."""
-    out = rt.linspace_t(rt.lanes_probe(samples), num, endpoint, axis, dtype)
-
-
-@batch("rt.logspace_log_base", out_batched=False)
-def logspace_log_base_batch(start, stop, base=10.0, axis=0):
-    if base_batched:
-        out = rt.cannot_batch("np.logspace", "the base differs between examples")
-    elif start_batched:
-        out = rt.logspace_log_base(rt.lanes_probe(start),
-                                   rt.lanes_probe(stop) if stop_batched else stop, base, axis)
-    else:
-        out = rt.logspace_log_base(start, rt.lanes_probe(stop), base, axis)
-
-
-@batch("rt.arange_weight", "rt.inexact_dtype")
-def arange_weight_batch(a, b=None, c=None):
-    out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
-                          "would too")
 
 
 nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinstance",
@@ -600,430 +1044,7 @@ nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinst
         "np.indices", "np.tri", "np.diag_indices",
         "np.tril_indices", "np.triu_indices", "np.broadcast_shapes", "np.iscomplexobj",
         "np.isrealobj", "np.isscalar")
-nondiff("print", side_effect=True)
 
-
-# ---------------------------------------------------------------- batching (vmap)
-# The batch is axis 0 of a batched value: per-example axes shift by one (rt.lane_axis,
-# rt.batched_axis); numpy's axis=None ("flattened") becomes each example flattened
-# (rt.lane_flat) and the last axis. Unbatched arguments that a rule needs batched are
-# broadcast with rt.broadcast_batch. A shape argument that differs between examples cannot
-# be batched (the result's shape would differ): rt.cannot_batch raises.
-
-@batch("np.reshape")
-def reshape_batch(a, shape):
-    if shape_batched:
-        out = rt.cannot_batch("np.reshape", "its shape differs between examples")
-    else:
-        out = np.reshape(a, rt.lane_shape(shape, batch_size))
-
-
-@batch("np.ravel")
-def ravel_batch(a):
-    out = np.reshape(a, (batch_size, -1))
-
-
-@batch("np.squeeze")
-def squeeze_batch(a, axis=None):
-    out = np.squeeze(a, rt.lane_squeeze_axis(axis, np.shape(a)))
-
-
-@batch("np.expand_dims")
-def expand_dims_batch(a, axis):
-    out = np.expand_dims(a, rt.lane_axis(axis, a))
-
-
-@batch("np.atleast_1d")
-def atleast_1d_batch(ary):
-    out = rt.lane_atleast(ary, 1)
-
-
-@batch("np.atleast_2d")
-def atleast_2d_batch(ary):
-    out = rt.lane_atleast(ary, 2)
-
-
-@batch("np.atleast_3d")
-def atleast_3d_batch(ary):
-    out = rt.lane_atleast(ary, 3)
-
-
-@batch("np.transpose", "np.permute_dims")
-def transpose_batch(a, axes=None):
-    out = np.transpose(a, rt.lane_perm(axes, np.ndim(a)))
-
-
-@batch("np.matrix_transpose", "np.linalg.matrix_transpose")
-def matrix_transpose_batch(x):
-    out = np.swapaxes(x, -1, -2)
-
-
-@batch("np.swapaxes")
-def swapaxes_batch(a, axis1, axis2):
-    out = np.swapaxes(a, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
-
-
-@batch("np.moveaxis")
-def moveaxis_batch(a, source, destination):
-    out = np.moveaxis(a, rt.lane_axis(source, a), rt.lane_axis(destination, a))
-
-
-@batch("np.flip")
-def flip_batch(m, axis=None):
-    out = np.flip(m, rt.lane_axis(axis, m))
-
-
-@batch("np.fliplr")
-def fliplr_batch(m):
-    out = np.flip(m, 2)
-
-
-@batch("np.flipud")
-def flipud_batch(m):
-    out = np.flip(m, 1)
-
-
-@batch("np.roll")
-def roll_batch(a, shift, axis=None):
-    if shift_batched:
-        out = rt.cannot_batch("np.roll", "the shift differs between examples")
-    else:
-        out = np.reshape(np.roll(rt.lane_flat(a, axis), shift, rt.batched_axis(axis)),
-                         np.shape(a))
-
-
-@batch("np.diagonal")
-def diagonal_batch(a, offset=0, axis1=0, axis2=1):
-    if offset_batched:
-        out = rt.cannot_batch("np.diagonal", "the offset differs between examples")
-    else:
-        out = np.diagonal(a, offset, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
-
-
-@batch("rt.diagonal_adj")
-def diagonal_adj_batch(g, a, offset=0, axis1=0, axis2=1):
-    if not g_batched:
-        out = rt.diagonal_adj(rt.broadcast_batch(g, batch_size), a, offset,
-                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
-    elif a_batched:
-        out = rt.diagonal_adj(g, a, offset, rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
-    else:
-        out = rt.diagonal_adj(g, rt.broadcast_batch(a, batch_size), offset,
-                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
-
-
-@batch("np.diag")
-def diag_batch(v, k=0):
-    if k_batched:
-        out = rt.cannot_batch("np.diag", "the diagonal offset k differs between examples")
-    else:
-        out = rt.lane_diag(v, k)
-
-
-@batch("rt.diag_adj")
-def diag_adj_batch(g, v, k=0):
-    if not g_batched:
-        out = rt.lane_diag_adj(rt.broadcast_batch(g, batch_size), v, k)
-    elif v_batched:
-        out = rt.lane_diag_adj(g, v, k)
-    else:
-        out = rt.lane_diag_adj(g, rt.broadcast_batch(v, batch_size), k)
-
-
-@batch("np.tril")
-def tril_batch(m, k=0):
-    """Examples must be (at least) 2-D: numpy's tril of a 1-D array is a 2-D array."""
-    if k_batched:
-        out = np.where(rt.lane_eye(np.shape(m)[-2], np.shape(m)[-1], k, bool, True), m, 0)
-    else:
-        out = np.tril(m, k)
-
-
-@batch("np.triu")
-def triu_batch(m, k=0):
-    """Examples must be (at least) 2-D: numpy's triu of a 1-D array is a 2-D array."""
-    if k_batched:
-        out = np.where(rt.lane_eye(np.shape(m)[-2], np.shape(m)[-1], k - 1, bool, True), 0, m)
-    else:
-        out = np.triu(m, k)
-
-
-@batch("np.diff")
-def diff_batch(a, n=1, axis=-1):
-    if n_batched:
-        out = rt.cannot_batch("np.diff", "the order n differs between examples")
-    else:
-        out = np.diff(a, n, rt.lane_axis(axis, a))
-
-
-@batch("rt.diff_adj")
-def diff_adj_batch(g, a, n=1, axis=-1):
-    if g_batched:
-        out = rt.diff_adj(g, g, n, rt.lane_axis(axis, g))
-    else:
-        out = rt.broadcast_batch(rt.diff_adj(g, a, n, axis), batch_size)
-
-
-@batch("np.sort")
-def sort_batch(a, axis=-1, kind=None):
-    out = np.sort(rt.lane_flat(a, axis), rt.batched_axis(axis), kind)
-
-
-@batch("rt.unsort")
-def unsort_batch(g, a, axis=-1):
-    if not g_batched:
-        out = rt.reshape_like(rt.unsort(rt.broadcast_batch(g, batch_size), rt.lane_flat(a, axis),
-                                        rt.batched_axis(axis)), a)
-    elif a_batched:
-        out = rt.reshape_like(rt.unsort(g, rt.lane_flat(a, axis), rt.batched_axis(axis)), a)
-    else:
-        out = rt.reshape_like(rt.unsort(g, rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
-                                        rt.batched_axis(axis)), a, 1)
-
-
-@batch("rt.sort_like")
-def sort_like_batch(g, a, axis=-1):
-    if not g_batched:
-        out = rt.sort_like(rt.lane_flat(rt.broadcast_batch(g, batch_size), axis),
-                           rt.lane_flat(a, axis), rt.batched_axis(axis))
-    elif a_batched:
-        out = rt.sort_like(rt.lane_flat(g, axis), rt.lane_flat(a, axis), rt.batched_axis(axis))
-    else:
-        out = rt.sort_like(rt.lane_flat(g, axis),
-                           rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
-                           rt.batched_axis(axis))
-
-
-# joining and splitting: a list of arrays only some of which are batched (its spec a tuple,
-# `arrays_spec`) has the others broadcast first (rt.broadcast_batch(.., True) is folded away)
-
-@batch("np.concatenate", "np.concat")
-def concatenate_batch(arrays, axis=0):
-    out = np.concatenate(rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
-                         rt.batched_axis(axis))
-
-
-@batch("rt.concatenate_adj")
-def concatenate_adj_batch(g, arrays, axis=0):
-    if not g_batched:
-        out = rt.reshape_like(rt.concatenate_adj(
-            rt.broadcast_batch(g, batch_size),
-            rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
-            rt.batched_axis(axis)), rt.broadcast_batch(arrays, batch_size, arrays_spec))
-    elif arrays_batched:
-        out = rt.reshape_like(rt.concatenate_adj(
-            g, rt.lane_flat(rt.broadcast_batch(arrays, batch_size, arrays_spec), axis),
-            rt.batched_axis(axis)), rt.broadcast_batch(arrays, batch_size, arrays_spec))
-    else:
-        out = rt.reshape_like(rt.concatenate_adj(
-            g, rt.lane_flat(rt.broadcast_batch(arrays, batch_size), axis),
-            rt.batched_axis(axis)), arrays, 1)
-
-
-@batch("np.stack")
-def stack_batch(arrays, axis=0):
-    out = np.stack(rt.broadcast_batch(arrays, batch_size, arrays_spec), rt.lane_axis(axis, arrays))
-
-
-@batch("rt.stack_adj")
-def stack_adj_batch(g, arrays, axis=0):
-    if g_batched:
-        out = rt.stack_adj(g, arrays, rt.lane_axis(axis, g))
-    else:
-        out = rt.stack_adj(rt.broadcast_batch(g, batch_size), arrays, rt.lane_axis(axis, g))
-
-
-@batch("np.vstack", "np.row_stack")
-def vstack_batch(tup):
-    out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1)
-
-
-@batch("rt.vstack_adj")
-def vstack_adj_batch(g, tup):
-    if not g_batched:
-        out = rt.reshape_like(rt.concatenate_adj(
-            rt.broadcast_batch(g, batch_size),
-            rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1),
-            rt.broadcast_batch(tup, batch_size, tup_spec))
-    elif tup_batched:
-        out = rt.reshape_like(rt.concatenate_adj(
-            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1),
-            rt.broadcast_batch(tup, batch_size, tup_spec))
-    else:
-        out = rt.reshape_like(rt.concatenate_adj(
-            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size), 2), 1), tup, 1)
-
-
-@batch("np.hstack")
-def hstack_batch(tup):
-    out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
-                         rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size,
-                                                                        tup_spec)[0])))
-
-
-@batch("rt.hstack_adj")
-def hstack_adj_batch(g, tup):
-    if not g_batched:
-        out = rt.reshape_like(rt.concatenate_adj(
-            rt.broadcast_batch(g, batch_size),
-            rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
-            rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size, tup_spec)[0]))),
-            rt.broadcast_batch(tup, batch_size, tup_spec))
-    elif tup_batched:
-        out = rt.reshape_like(rt.concatenate_adj(
-            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 1),
-            rt.lane_hsplit_axis(np.ndim(rt.broadcast_batch(tup, batch_size, tup_spec)[0]))),
-            rt.broadcast_batch(tup, batch_size, tup_spec))
-    else:
-        out = rt.reshape_like(rt.concatenate_adj(
-            g, rt.lane_atleast(rt.broadcast_batch(tup, batch_size), 1),
-            rt.lane_hsplit_axis(np.ndim(tup[0]) + 1)), tup, 1)
-
-
-@batch("np.split")
-def split_batch(ary, indices_or_sections, axis=0):
-    if indices_or_sections_batched:
-        out = rt.cannot_batch("np.split", "the split points differ between examples")
-    else:
-        out = np.split(ary, indices_or_sections, rt.lane_axis(axis, ary))
-
-
-@batch("np.array_split")
-def array_split_batch(ary, indices_or_sections, axis=0):
-    if indices_or_sections_batched:
-        out = rt.cannot_batch("np.array_split", "the split points differ between examples")
-    else:
-        out = np.array_split(ary, indices_or_sections, rt.lane_axis(axis, ary))
-
-
-@batch("np.hsplit")
-def hsplit_batch(ary, indices_or_sections):
-    if indices_or_sections_batched:
-        out = rt.cannot_batch("np.hsplit", "the split points differ between examples")
-    else:
-        out = np.split(ary, indices_or_sections, rt.lane_hsplit_axis(np.ndim(ary)))
-
-
-@batch("np.vsplit")
-def vsplit_batch(ary, indices_or_sections):
-    if indices_or_sections_batched:
-        out = rt.cannot_batch("np.vsplit", "the split points differ between examples")
-    else:
-        out = np.split(ary, indices_or_sections, 1)
-
-
-@batch("np.tile")
-def tile_batch(A, reps):
-    if reps_batched:
-        out = rt.cannot_batch("np.tile", "the repetitions differ between examples")
-    else:
-        out = np.tile(rt.lane_promote(A, np.size(reps)), rt.lane_reps(reps))
-
-
-@batch("rt.tile_adj")
-def tile_adj_batch(g, A, reps):
-    if not g_batched:
-        out = rt.reshape_like(rt.tile_adj(rt.broadcast_batch(g, batch_size),
-                                          rt.lane_promote(A, np.size(reps)),
-                                          rt.lane_reps(reps)), A)
-    elif A_batched:
-        out = rt.reshape_like(rt.tile_adj(g, rt.lane_promote(A, np.size(reps)),
-                                          rt.lane_reps(reps)), A)
-    else:
-        out = rt.reshape_like(rt.tile_adj(
-            g, rt.lane_promote(rt.broadcast_batch(A, batch_size), np.size(reps)),
-            rt.lane_reps(reps)), A, 1)
-
-
-@batch("np.repeat")
-def repeat_batch(a, repeats, axis=None):
-    if repeats_batched:
-        out = rt.cannot_batch("np.repeat", "the repeat counts differ between examples")
-    else:
-        out = np.repeat(rt.lane_flat(a, axis), repeats, rt.batched_axis(axis))
-
-
-@batch("rt.repeat_adj")
-def repeat_adj_batch(g, a, repeats, axis=None):
-    if not g_batched:
-        out = rt.reshape_like(rt.repeat_adj(rt.broadcast_batch(g, batch_size),
-                                            rt.lane_flat(a, axis), repeats,
-                                            rt.batched_axis(axis)), a)
-    elif a_batched:
-        out = rt.reshape_like(rt.repeat_adj(g, rt.lane_flat(a, axis), repeats,
-                                            rt.batched_axis(axis)), a)
-    else:
-        out = rt.reshape_like(rt.repeat_adj(
-            g, rt.lane_flat(rt.broadcast_batch(a, batch_size), axis), repeats,
-            rt.batched_axis(axis)), a, 1)
-
-
-@batch("np.pad")
-def pad_batch(array, pad_width, mode="constant", constant_values=0):
-    """A constant that differs between examples (a number per example) is added on the
-    padding: np.pad(array, 0) + c * (1 on the padding)."""
-    if pad_width_batched:
-        out = rt.cannot_batch("np.pad", "the pad widths differ between examples")
-    elif not constant_values_batched:
-        out = rt.lane_pad(array, pad_width, mode, constant_values)
-    elif array_batched:
-        out = rt.lane_pad(array, pad_width, mode) + rt.align(
-            constant_values, rt.pad_mask(np.shape(array)[1:], pad_width)) * rt.pad_mask(
-            np.shape(array)[1:], pad_width)
-    else:
-        out = np.pad(array, pad_width, mode) + rt.align(
-            constant_values, rt.pad_mask(np.shape(array), pad_width)) * rt.pad_mask(
-            np.shape(array), pad_width)
-
-
-@batch("rt.unpad")
-def unpad_batch(g, array, pad_width, mode="constant"):
-    if g_batched:
-        out = rt.unpad(g, g, rt.lane_pad_width(pad_width, np.ndim(g)), mode)
-    else:
-        out = rt.broadcast_batch(rt.unpad(g, g, pad_width, mode), batch_size)
-
-
-@batch("rt.pad_value_adj")
-def pad_value_adj_batch(g, array, pad_width):
-    if not g_batched:
-        out = rt.broadcast_batch(rt.pad_value_adj(g, g, pad_width), batch_size)
-    elif array_batched:
-        out = np.sum(g * rt.pad_mask(np.shape(array)[1:], pad_width), axis=rt.lane_axis(None, g))
-    else:
-        out = np.sum(g * rt.pad_mask(np.shape(array), pad_width), axis=rt.lane_axis(None, g))
-
-
-@batch("np.full")
-def full_batch(shape, fill_value, dtype=None):
-    if shape_batched:
-        out = rt.cannot_batch("np.full", "its shape differs between examples")
-    else:
-        out = np.full(rt.lane_shape(shape, batch_size),
-                      rt.lane_promote(fill_value, np.size(shape)), dtype)
-
-
-@batch("np.full_like")
-def full_like_batch(a, fill_value, dtype=None):
-    if not fill_value_batched:
-        out = np.full_like(a, fill_value, dtype)
-    elif a_batched:
-        out = np.full_like(a, rt.lane_promote(fill_value, np.ndim(a) - 1), dtype)
-    else:
-        out = np.full_like(rt.broadcast_batch(a, batch_size),
-                           rt.lane_promote(fill_value, np.ndim(a)), dtype)
-
-
-@batch("np.broadcast_to")
-def broadcast_to_batch(array, shape):
-    if shape_batched:
-        out = rt.cannot_batch("np.broadcast_to", "its shape differs between examples")
-    else:
-        out = np.broadcast_to(rt.lane_promote(array, np.size(shape)),
-                              rt.lane_shape(shape, batch_size))
-
-
-# questions about shapes and types: the same answer for every example
 
 @batch("np.shape", out_batched=False)
 def shape_batch(a):
@@ -1059,7 +1080,6 @@ def isscalar_batch(element):
 
 batch_same("rt.dtype_of", "rt.dict_keys", "np.result_type", "np.iscomplexobj", "np.isrealobj",
            out_batched=False)
-batch_same("print", out_batched=False)   # prints the whole batch
 
 
 @batch("int")
@@ -1072,20 +1092,11 @@ def bool_batch(x=False):
     out = rt.lane_bool(x)
 
 
-# making arrays: a batched size cannot be batched; batched values (np.full's fill, the
-# ends of np.linspace, the diagonal offset of np.eye) can
-
 @batch("range")
 def range_batch(start, stop=None, step=None):
     out = rt.cannot_batch("range", "its bounds differ between examples, so its length "
                            "would too (a loop over such a range is batched: write it as "
                            "`for i in range(n)` directly)")
-
-
-@batch("np.arange")
-def arange_batch(start=None, stop=None, step=None, dtype=None):
-    out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
-                           "would too")
 
 
 @batch("np.zeros")
@@ -1153,38 +1164,31 @@ def tri_batch(N, M=None, k=0, dtype=None):
         out = rt.cannot_batch("np.tri", "its shape differs between examples")
     else:
         out = rt.lane_eye(N, M, k, dtype, True)
+nondiff("print", side_effect=True)
+batch_same("print", out_batched=False)   # prints the whole batch
 
 
-@batch("np.linspace")
-def linspace_batch(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    if num_batched:
-        out = rt.cannot_batch("np.linspace", "the number of samples differs between examples")
-    elif not start_batched:
-        out = np.linspace(start, rt.align(stop, start), num, endpoint, retstep, dtype,
-                          rt.lane_axis(axis, start))
-    elif not stop_batched:
-        out = np.linspace(rt.align(start, stop), stop, num, endpoint, retstep, dtype,
-                          rt.lane_axis(axis, start))
+# ---------------------------------------------------------------- batching of the rest
+
+
+# joining and splitting: a list of arrays only some of which are batched (its spec a tuple,
+# `arrays_spec`) has the others broadcast first (rt.broadcast_batch(.., True) is folded away)
+
+
+@batch("np.broadcast_to")
+def broadcast_to_batch(array, shape):
+    if shape_batched:
+        out = rt.cannot_batch("np.broadcast_to", "its shape differs between examples")
     else:
-        out = np.linspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
-                          endpoint, retstep, dtype, rt.lane_axis(axis, start))
+        out = np.broadcast_to(rt.lane_promote(array, np.size(shape)),
+                              rt.lane_shape(shape, batch_size))
 
 
-@batch("np.logspace")
-def logspace_batch(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    if num_batched:
-        out = rt.cannot_batch("np.logspace", "the number of samples differs between examples")
-    elif base_batched:
-        out = rt.cannot_batch("np.logspace", "the base differs between examples")
-    elif not start_batched:
-        out = np.logspace(start, rt.align(stop, start), num, endpoint, base, dtype,
-                          rt.lane_axis(axis, start))
-    elif not stop_batched:
-        out = np.logspace(rt.align(start, stop), stop, num, endpoint, base, dtype,
-                          rt.lane_axis(axis, start))
-    else:
-        out = np.logspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
-                          endpoint, base, dtype, rt.lane_axis(axis, start))
+# questions about shapes and types: the same answer for every example
+
+
+# making arrays: a batched size cannot be batched; batched values (np.full's fill, the
+# ends of np.linspace, the diagonal offset of np.eye) can
 
 
 # the reshaping helpers that batching rules emit (every array argument carries `outer`
@@ -1318,9 +1322,8 @@ def axes_helper_batch(a, b=None, c=None):
 
 nondiff("rt.lane_shape_of", "rt.lane_size", "rt.lane_example", "rt.lane_int", "rt.lane_bool",
         "rt.lane_eye")
-
-
 batch_same("rt.lane_int", "rt.lane_bool", "rt.lane_eye")   # elementwise / k's leading axes
+
 
 # vmap of vmap: unbatched array arguments are broadcast, `outer` goes up by one
 batch_lanes("rt.lane_flat", ("a",))

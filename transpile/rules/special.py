@@ -23,20 +23,6 @@ def logsumexp_fwd(out, a, axis=None, b=None, keepdims=False, return_sign=False):
     dout = np.sum(w * db, axis, keepdims=keepdims)
 
 
-@rev("rt.weight")
-def weight(dout, out, w, b=None, return_sign=False):
-    dw = rt.weight(dout, b)
-    db = rt.unbroadcast(dout * w, b)
-
-
-@fwd("rt.weight")
-def weight_fwd(out, w, b=None, return_sign=False):
-    dout = rt.weight(dw, b)
-    dout = rt.broadcast_like(w * db, out)
-
-
-# ---------------------------------------------------------------- batching (vmap)
-
 @batch("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp_batch(a, axis=None, b=None, keepdims=False, return_sign=False):
     if not a_batched:
@@ -47,6 +33,18 @@ def logsumexp_batch(a, axis=None, b=None, keepdims=False, return_sign=False):
                            return_sign)
     else:
         out = rt.logsumexp(a, rt.lane_axis(axis, a), b, keepdims, return_sign)
+
+
+@rev("rt.weight")
+def weight(dout, out, w, b=None, return_sign=False):
+    dw = rt.weight(dout, b)
+    db = rt.unbroadcast(dout * w, b)
+
+
+@fwd("rt.weight")
+def weight_fwd(out, w, b=None, return_sign=False):
+    dout = rt.weight(dw, b)
+    dout = rt.broadcast_like(w * db, out)
 
 
 @batch("rt.weight")

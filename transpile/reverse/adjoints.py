@@ -20,12 +20,16 @@ import copy as _copy
 
 import gast
 
-from . import anno, rules
-from .analysis import (assigned_in, changed_by_call, is_stack_push, pop_stack, push_parts, definitely_defined, is_pop, is_push, is_update,
-                       loop_depth_sites, names_in, reads, targets, varied, walk_simple)
-from .anno import Anno
-from .errors import error_at
-from .nodes import assign as _assign, call as _call, const as _const, name as _name
+from .. import rules
+from ..errors import IN_PLACE_CALL_HINT, error_at
+from ..ir import anno
+from ..ir.analysis import (assigned_in, changed_by_call, definitely_defined, is_pop, is_push,
+                           is_stack_push, is_update, loop_depth_sites, names_in, pop_stack,
+                           push_parts, reads, targets, varied, walk_simple)
+from ..ir.anno import Anno
+from ..ir.nodes import assign as _assign, call as _call, const as _const, name as _name
+from ..ir.rewrites import freeze_branch_tests, split_self_assignments
+from ..ir.templates import as_index_value, bind_call, substitute
 
 
 def _method(obj, attr, args):
@@ -64,6 +68,7 @@ class Reverse:
         self.header_of = {}       # id(IR loop) -> its backward loop
         self.fwd_of = {}          # id(IR statement) -> the forward statement made from it
         self.made_from = {}       # id(IR statement) -> every forward statement made from it
+        self.trip_counters = {}   # id(IR while loop) -> the name counting its trips
 
     # ---------------------------------------------------------------- names
     def adj(self, name):
@@ -81,7 +86,7 @@ class Reverse:
         assert isinstance(ret, gast.Return), "controlflow leaves one return at the end"
         body = rename_straight_line(body, self.namer, self.fir.params)
         ret = body[-1]
-        self.body = _freeze_branch_tests(_split_self_assignments(body[:-1], self.namer),
+        self.body = freeze_branch_tests(split_self_assignments(body[:-1], self.namer),
                                          self.namer)
         self.out = ret.value
         self.active = varied(self.body, self.wrt)
@@ -142,14 +147,13 @@ class Reverse:
                 out.append(anno.copy(s, gast.copy_location(new, s)))
             elif isinstance(s, gast.While):
                 counter = self.namer.fresh("n_" + s.test.id)
-                s._trip_counter = counter
+                self.trip_counters[id(s)] = counter
                 out.append(_assign(counter, _const(0)))
                 incr = _assign(counter, gast.BinOp(left=_name(counter), op=gast.Add(),
                                                    right=_const(1)))
                 anno.set(incr.value, Anno.PRIM, (rules.lookup("+"), "+"))
                 new = gast.While(test=s.test, body=self.forward(s.body) + [incr], orelse=[])
                 anno.set(new, Anno.COND_LEN, anno.get(s, Anno.COND_LEN, 0))
-                s._forward_loop = new
                 out.append(anno.copy(s, gast.copy_location(new, s)))
             elif isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and \
                     anno.get(s.value, Anno.CALLEE) and (reads(s) & self.active):
@@ -187,7 +191,7 @@ class Reverse:
                 # backwards, like the reverse of a for loop: trip k of the forward loop
                 # is undone by the trip with the same index (which vmap relies on when
                 # examples make different numbers of trips)
-                trips = _call("range", [_name(s._trip_counter)])
+                trips = _call("range", [_name(self.trip_counters[id(s)])])
                 header = gast.For(target=_name(self.namer.fresh("_"), True),
                                   iter=gast.Call(func=_name("reversed"), args=[trips],
                                                  keywords=[]),
@@ -197,12 +201,12 @@ class Reverse:
                 made = self.backward_simple(s, state)
                 origin = anno.get(s, Anno.ORIGIN)
                 for new in made:
-                    new._mirror = ("after", s)   # reads primal values as they were after s
+                    anno.set(new, Anno.MIRROR, ("after", s))   # reads primal values as they were after s
                     if origin is not None:
                         anno.set(new, Anno.ORIGIN, origin)
-                        new._adjoint_of = True
+                        anno.set(new, Anno.ADJOINT_OF, True)
                 out.extend(made)
-            out.append(_RestoreMarker(s))
+            out.append(RestoreMarker(s))
         return out
 
     def _reversed_range(self, s):
@@ -224,7 +228,7 @@ class Reverse:
             body.append(self.zeros(var, ("before", s)))
         state.live = then_state.live | else_state.live
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
-        new._mirror = ("after", s)
+        anno.set(new, Anno.MIRROR, ("after", s))
         return [gast.copy_location(new, s)]
 
     def backward_loop(self, s, state, body_stmts, header):
@@ -244,9 +248,9 @@ class Reverse:
             body.append(self.zeros(var, ("before", s)))
         state.live = entry
         header.body = body
-        header._mirror = ("after", s)
+        anno.set(header, Anno.MIRROR, ("after", s))
         self.header_of[id(s)] = header
-        header._loop_of = id(s)      # survives the shallow copies optimize makes
+        anno.set(header, Anno.LOOP_OF, id(s))   # survives the shallow copies optimize makes
         return pre + [gast.copy_location(header, s)]
 
     def zeros(self, adj_var, mirror):
@@ -255,7 +259,7 @@ class Reverse:
             made = _assign(adj_var, gast.List(elts=[], ctx=gast.Load()))
         else:
             made = _assign(adj_var, _call("rt.zeros_like", [_name(primal)]))
-        made._mirror = mirror
+        anno.set(made, Anno.MIRROR, mirror)
         return made
 
     # ---------------------------------------------------------------- one statement
@@ -270,7 +274,7 @@ class Reverse:
             changed = changed_by_call(s, self.active)
             if changed:
                 raise self.error(s, f"{changed} changes its argument in place, which the "
-                                 "derivative cannot follow.", _IN_PLACE_CALL_HINT)
+                                 "derivative cannot follow.", IN_PLACE_CALL_HINT)
             return []
         if isinstance(s.targets[0], gast.Tuple):
             return self.backward_unpack(s, state)
@@ -324,7 +328,7 @@ class Reverse:
 
     def apply_template(self, s, prim, spelling, value, target, dt, state):
         template = prim.rev
-        actual = _bind_call(template, spelling, value)
+        actual = bind_call(template, spelling, value)
         if isinstance(actual, str):
             raise self.error(s, f"{spelling}: {actual}",
                              "call it as the numpy documentation shows, with the supported "
@@ -363,7 +367,7 @@ class Reverse:
                 var = wanted[tgt]
                 d = self.adj(var)
                 self_acc = tgt in names_in(stmt.value)
-                expr = _substitute(stmt.value, mapping, local,
+                expr = substitute(stmt.value, mapping, local,
                                    {tgt: _name(d) if d in state.live else _const(None)})
                 if self_acc:
                     out.append(_assign(d, expr))
@@ -371,7 +375,7 @@ class Reverse:
                 else:
                     self.accumulate(var, expr, state, out)
             else:
-                new = _substitute(stmt, mapping, local, {})
+                new = substitute(stmt, mapping, local, {})
                 out.append(new)
         return out
 
@@ -454,7 +458,7 @@ class Reverse:
         v = s.value
         later = []
         if isinstance(v, gast.Name) and v.id in self.active:
-            item = _call("rt.written_part", [_name(dx), _copy.deepcopy(_as_index_value(idx))])
+            item = _call("rt.written_part", [_name(dx), _copy.deepcopy(as_index_value(idx))])
             contribution = _call("rt.unbroadcast", [item, _name(v.id)])
             if v.id == x:
                 # `x[:3] = x`: the old x receives the written part after dx is cleared there,
@@ -467,7 +471,7 @@ class Reverse:
                 target = out
             self.accumulate(v.id, contribution, state, target)
         out.append(_assign(dx, _call("rt.index_clear", [_name(dx),
-                                                        _copy.deepcopy(_as_index_value(idx))])))
+                                                        _copy.deepcopy(as_index_value(idx))])))
         return out + later
 
     def backward_push(self, s, state):
@@ -518,7 +522,7 @@ class Reverse:
         return out
 
 
-class _RestoreMarker(gast.AST):
+class RestoreMarker(gast.AST):
     """Placeholder in backward code: where values saved before `stmt` are popped back."""
     _fields = ()
     is_marker = True
@@ -529,104 +533,7 @@ class _RestoreMarker(gast.AST):
 
 
 def _has_code(stmts):
-    return any(not isinstance(s, _RestoreMarker) for s in stmts)
-
-
-def _as_index_value(idx):
-    """An index used as a value (slices become slice(...) calls)."""
-    if isinstance(idx, gast.Slice):
-        parts = [p if p is not None else _const(None) for p in (idx.lower, idx.upper, idx.step)]
-        return gast.Call(func=_name("slice"), args=parts, keywords=[])
-    if isinstance(idx, gast.Tuple):
-        return gast.Tuple(elts=[_as_index_value(e) for e in idx.elts], ctx=gast.Load())
-    return idx
-
-
-_IN_PLACE_CALL_HINT = ("assign a new value instead (y = np.random.permutation(y) for a "
-                       "shuffle), or call it on data that is not differentiated.")
-
-
-def _bind_call(template, spelling, value, skip=2):
-    """Map template parameter -> AST of the actual argument (or default) at a call site."""
-    if isinstance(value, gast.BinOp):
-        args, keywords = [value.left, value.right], []
-    elif isinstance(value, gast.UnaryOp):
-        args, keywords = [value.operand], []
-    elif isinstance(value, gast.Subscript):
-        args, keywords = [value.value, _as_index_value(value.slice)], []
-    elif isinstance(value, gast.Compare):
-        args, keywords = [value.left] + value.comparators, []
-    else:
-        args, keywords = value.args, [(k.arg, k.value) for k in value.keywords]
-    params = template.params[skip:]   # after the placeholders (dout, out) or (out,)
-    sig = template.signature
-    bound = {}
-    if len(args) > len(params):
-        return f"takes at most {len(params)} positional arguments here"
-    for p, a in zip(params, args):
-        bound[p] = a
-    for k, v in keywords:
-        if k not in params:
-            return f"argument '{k}' is not supported by its derivative rule"
-        bound[k] = v
-    for p in params:
-        if p not in bound:
-            default = sig.parameters[p].default
-            if default is sig.empty:
-                return f"missing argument '{p}'"
-            bound[p] = _const(default)
-    return bound
-
-
-def _substitute(node, mapping, local, extra):
-    node = _copy.deepcopy(node)
-
-    class Sub(gast.NodeTransformer):
-        def visit_Name(self, n):
-            if n.id in extra and not isinstance(n.ctx, gast.Store):
-                return _copy.deepcopy(extra[n.id])
-            if n.id in mapping and not isinstance(n.ctx, gast.Store):
-                return _copy.deepcopy(mapping[n.id])
-            if n.id in local and local[n.id]:
-                n.id = local[n.id]
-            return n
-
-    new = Sub().visit(node)
-    _annotate_prims(new)
-    return new
-
-
-def _annotate_prims(node):
-    """Attach primitive annotations to calls and operators in template-made code."""
-    from .anf import prim_annotation
-    for n in gast.walk(node):
-        if anno.get(n, Anno.PRIM) is None:
-            found = prim_annotation(n)
-            if found is not None:
-                anno.set(n, Anno.PRIM, found)
-
-
-def _split_self_assignments(stmts, namer):
-    """`x = f(x)` -> `t = f(x); x = t`, so a rule can read the old and the new value."""
-    out = []
-    for s in stmts:
-        if isinstance(s, gast.If):
-            s.body = _split_self_assignments(s.body, namer)
-            s.orelse = _split_self_assignments(s.orelse, namer)
-        elif isinstance(s, (gast.For, gast.While)):
-            s.body = _split_self_assignments(s.body, namer)
-        elif isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and \
-                not isinstance(s.value, (gast.Name, gast.Constant)) and not is_pop(s) and \
-                s.targets[0].id in names_in(s.value):
-            target = s.targets[0].id
-            tmp = namer.fresh(_temp_base(s.value, target))
-            first = gast.copy_location(_assign(tmp, s.value), s)
-            anno.copy(s, first)
-            out.append(first)
-            out.append(gast.copy_location(_assign(target, _name(tmp)), s))
-            continue
-        out.append(s)
-    return out
+    return any(not isinstance(s, RestoreMarker) for s in stmts)
 
 
 def rename_straight_line(body, namer, params=()):
@@ -686,27 +593,3 @@ def _rename_store(s, old, new):
         if isinstance(n, gast.Name) and n.id == old:
             n.id = new
 
-
-def _freeze_branch_tests(stmts, namer):
-    """`if broke: ... broke = True ...` -> `taken = broke; if taken: ...`: the backward pass
-    re-tests the branch after the branch has run, so the test must not change inside it."""
-    out = []
-    for s in stmts:
-        if isinstance(s, gast.If):
-            s.body = _freeze_branch_tests(s.body, namer)
-            s.orelse = _freeze_branch_tests(s.orelse, namer)
-            if isinstance(s.test, gast.Name) and s.test.id in assigned_in(s.body + s.orelse):
-                frozen = namer.fresh(s.test.id + "_taken")
-                out.append(gast.copy_location(_assign(frozen, _name(s.test.id)), s))
-                s.test = _name(frozen)
-        elif isinstance(s, (gast.For, gast.While)):
-            s.body = _freeze_branch_tests(s.body, namer)
-        out.append(s)
-    return out
-
-
-def _temp_base(value, target):
-    found = anno.get(value, Anno.PRIM)
-    if found and found[0] is not None:
-        return found[0].name
-    return target + "_new"

@@ -24,7 +24,8 @@ class FunctionIR:
 
 
 class Program:
-    def __init__(self):
+    def __init__(self, callees=None):
+        self.callees = callees        # frontend.callees.Callees: the API layer's answers
         self.functions = {}           # IR name -> FunctionIR (in creation order)
         self.keys = {}                # identity of a user function -> IR name
         self.namespace = {}           # name -> object referenced by generated code

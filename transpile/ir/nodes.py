@@ -5,7 +5,8 @@ primitives the same way).
 """
 import gast
 
-from . import anno, rules
+from . import anno
+from .. import rules
 from .anno import Anno
 
 
@@ -42,3 +43,22 @@ def call(spelling, args):
     if found is not None:
         anno.set(node, Anno.PRIM, (found, spelling))
     return node
+
+
+def funcdef(name_, params, body, origin):
+    """`def name_(params...): body`, located at the user node `origin`."""
+    node = gast.FunctionDef(
+        name=name_,
+        args=gast.arguments(args=[name(p) for p in params], posonlyargs=[], vararg=None,
+                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
+    for a in node.args.args:
+        a.ctx = gast.Param()
+    return gast.copy_location(node, origin)
+
+
+def with_source(fdef, fir):
+    """Mark a generated definition as made from IR function `fir` (emit then writes
+    `# line: source` comments from the user's file)."""
+    anno.set(fdef, Anno.SOURCE, fir.source)
+    return fdef

@@ -10,6 +10,14 @@ class Anno(enum.Enum):
     ORIGIN = "the user-source node a generated node was made from (for line comments)"
     STACK = "on a push or pop statement: this list is a stack of saved values"
     INPLACE = "on `x = x op v` made from `x op= v`: the operator symbol (in place on arrays)"
+    MIRROR = ("on a backward statement: when the primal values it reads must be as the forward "
+              "pass left them: ('after', s), ('before', s) for a forward statement s, "
+              "'start' or 'end'")
+    ADJOINT_OF = "on a backward statement: it computes an adjoint (emit labels its line so)"
+    LOOP_OF = "on the header of a backward loop: id() of the forward loop it undoes"
+    NO_SAVE = ("on a forward statement: what it assigns is read once, after its loop (a trip "
+               "counter), so it needs no saving")
+    SOURCE = "on a generated FunctionDef: the parse.Source of the user function it is made from"
     SHARES_MEMORY = ("on an in-place write `x[i] = v`: the other names that may share x's "
                      "memory there (views of x, x a view of them)")
 

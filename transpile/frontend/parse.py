@@ -12,7 +12,7 @@ import textwrap
 
 import gast
 
-from .errors import TransformError
+from ..errors import TransformError
 
 
 class Source:

@@ -16,34 +16,23 @@ and pops, removes dead code and wraps everything in function definitions.
 """
 import gast
 
-from . import anno, optimize, rules
-from .analysis import (definitely_defined, free_reads, loop_depth_sites, maybe_defined, names_in, targets,
-                       walk_simple)
-from .anno import Anno
-from .analysis import is_push, is_stack_push, is_update, push_parts
-from .reverse import Reverse, _RestoreMarker, _as_index_value, _assign, _call, _const, _name
-
-
-def _funcdef(name, params, body, origin):
-    node = gast.FunctionDef(
-        name=name,
-        args=gast.arguments(args=[_name(p) for p in params], posonlyargs=[], vararg=None,
-                            kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-        body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
-    for a in node.args.args:
-        a.ctx = gast.Param()
-    return gast.copy_location(node, origin)
-
-
-def _with_source(fdef, fir):
-    fdef._source = fir.source      # emit writes `# line: source` comments from it
-    return fdef
+from .. import optimize, rules
+from ..ir import anno
+from ..ir.analysis import (definitely_defined, free_reads, is_push, is_stack_push, is_update,
+                           loop_depth_sites, maybe_defined, names_in, push_parts, reads, targets,
+                           walk_simple)
+from ..ir.anno import Anno
+from ..ir.nodes import assign as _assign, call as _call, const as _const, funcdef, name as _name
+from ..ir.nodes import with_source
+from ..ir.rewrites import split_aux
+from ..ir.templates import as_index_value
+from .adjoints import Reverse, RestoreMarker
 
 
 def _all_reads(stmts):
     out = set()
     for s in walk_simple(stmts):
-        if isinstance(s, _RestoreMarker):
+        if isinstance(s, RestoreMarker):
             continue
         out |= names_in(s) if not isinstance(s, (gast.If, gast.For, gast.While)) else \
             names_in(getattr(s, "test", None) or s.iter)
@@ -61,9 +50,9 @@ def _needed_reads(stmts, restores, mirror="start"):
             out.setdefault(n, []).append(m)
 
     for s in stmts:
-        if isinstance(s, _RestoreMarker):
+        if isinstance(s, RestoreMarker):
             continue
-        m = getattr(s, "_mirror", mirror)
+        m = anno.get(s, Anno.MIRROR, mirror)
         if isinstance(s, gast.If):
             if _does_something(s.body + s.orelse, restores):
                 add(names_in(s.test), m)
@@ -82,7 +71,7 @@ def _needed_reads(stmts, restores, mirror="start"):
 
 def _does_something(stmts, restores):
     for s in stmts:
-        if isinstance(s, _RestoreMarker):
+        if isinstance(s, RestoreMarker):
             if restores(s):
                 return True
         elif isinstance(s, gast.If):
@@ -108,44 +97,11 @@ class Saves:
 
     def __init__(self, rev, fwd, bwd, params, fwd_of):
         self.rev = rev
-        sites = loop_depth_sites(fwd)
-        span, loops = _spans(fwd)
-        saved = set()
-
-        made_from = rev.made_from
-
-        def restores(marker):
-            made = made_from.get(id(marker.stmt), [marker.stmt])
-            return any(not getattr(m, "_no_save", False) and targets(m) & saved for m in made)
-
-        def overwritten_after(name, mirror):
-            """May `name` be reassigned after the moment `mirror` reads it?"""
-            where = [s for s, _ in sites.get(name, []) if not getattr(s, "_no_save", False)]
-            if mirror == "end" or not where:
-                return False
-            if mirror == "start":
-                return True
-            kind, stmt = mirror
-            stmt = fwd_of.get(id(stmt), stmt)
-            if id(stmt) not in span:
-                return True
-            start, end = span[id(stmt)]
-            for a in where:
-                a_start, _ = span[id(a)]
-                if (a_start > end if kind == "after" else a_start >= start):
-                    return True
-                if any(l is m for l in loops[id(a)] for m in loops[id(stmt)]):
-                    return True    # a later trip of a loop around both
-            return False
-
-        while True:   # saving a value can make a branch test or loop range needed: iterate
-            reads_at = _needed_reads(bwd, restores)
-            new = {name for name, mirrors in reads_at.items()
-                   if any(overwritten_after(name, m) for m in mirrors)}
-            if new <= saved:
-                break
-            saved |= new
-        self.saved = sorted(saved)
+        self.fwd_of = fwd_of
+        self.params = params
+        self.sites = loop_depth_sites(fwd)
+        self.span, self.loops = _spans(fwd)
+        reads_at = self._choose_saved(bwd)
         self.backward_reads = set(reads_at)
         # a callee's saved values hold its arguments by reference, for its backward pass
         self.held_by_calls = {a.id for st in walk_simple(fwd)
@@ -161,17 +117,63 @@ class Saves:
         self.maybe = maybe_defined(fwd, params)
         self.need_init = set()
         self.unbound_at = set()
-        reads = _reads_of
-        # Loop-local values (assigned once, at the top of a loop body, not read earlier in
-        # it) are pushed right after they are made and popped at the top of the backward
-        # loop body: no placeholder pushes, no None initialisation.
+        self._find_loop_locals(fwd, reads_at)
+        self._recompute_cheap_loop_locals()
+
+    # -------------------------------------------------------------- which values
+    def _choose_saved(self, bwd):
+        """Set `self.saved`: the names the backward pass reads at a moment after which the
+        forward pass may overwrite them. Returns name -> the moments it is read."""
+        saved = set()
+        made_from = self.rev.made_from
+
+        def restores(marker):
+            made = made_from.get(id(marker.stmt), [marker.stmt])
+            return any(not anno.get(m, Anno.NO_SAVE, False) and targets(m) & saved for m in made)
+
+        while True:   # saving a value can make a branch test or loop range needed: iterate
+            reads_at = _needed_reads(bwd, restores)
+            new = {name for name, mirrors in reads_at.items()
+                   if any(self._overwritten_after(name, m) for m in mirrors)}
+            if new <= saved:
+                break
+            saved |= new
+        self.saved = sorted(saved)
+        return reads_at
+
+    def _overwritten_after(self, name, mirror):
+        """May `name` be reassigned after the moment `mirror` reads it?"""
+        where = [s for s, _ in self.sites.get(name, []) if not anno.get(s, Anno.NO_SAVE, False)]
+        if mirror == "end" or not where:
+            return False
+        if mirror == "start":
+            return True
+        kind, stmt = mirror
+        stmt = self.fwd_of.get(id(stmt), stmt)
+        span, loops = self.span, self.loops
+        if id(stmt) not in span:
+            return True
+        start, end = span[id(stmt)]
+        for a in where:
+            a_start, _ = span[id(a)]
+            if (a_start > end if kind == "after" else a_start >= start):
+                return True
+            if any(l is m for l in loops[id(a)] for m in loops[id(stmt)]):
+                return True    # a later trip of a loop around both
+        return False
+
+    # -------------------------------------------------------------- loop-local values
+    def _find_loop_locals(self, fwd, reads_at):
+        """Loop-local values (assigned once, at the top of a loop body, not read earlier in
+        it) are pushed right after they are made and popped at the top of the backward loop
+        body: no placeholder pushes, no None initialisation."""
         self.local = {}          # name -> forward site statement
-        self.recomputed = set()
         self.pop_at_top = {}     # id(backward loop) -> names
+        fwd_of, rev = self.fwd_of, self.rev
         orig_of = {id(v): k for k, v in fwd_of.items()}
         for name in self.saved:
-            where = sites.get(name, [])
-            if len(where) != 1 or name in params:
+            where = self.sites.get(name, [])
+            if len(where) != 1 or name in self.params:
                 continue
             loop, site = _enclosing_loop(fwd, where[0][0])
             if loop is None or isinstance(site, gast.For) or _read_before(loop.body, site, name):
@@ -187,34 +189,20 @@ class Saves:
                 continue
             self.local[name] = site
             self.pop_at_top.setdefault(orig, []).append(name)
-        # Cheap loop-local values (an element of a container or array, or parts of a tuple)
-        # whose inputs are still there in the backward pass are recomputed, not saved.
+
+    def _recompute_cheap_loop_locals(self):
+        """Cheap loop-local values (an element of a container or array, or parts of a
+        tuple) whose inputs are still there in the backward pass are recomputed, not
+        saved."""
+        self.recomputed = set()
         self.remat = {}          # id(IR loop) -> statements recomputed at the top
         for orig, names in self.pop_at_top.items():
-            loop = fwd_of[orig]
+            loop = self.fwd_of[orig]
             index = loop.target.id if isinstance(loop, gast.For) else None
             available = {index}
             kept, stmts = [], []
-
-            def resolvable(st, depth=0):
-                """Can `st` be redone at the top of the backward body (with what it needs)?"""
-                if depth > 8 or not _cheap(st) or not any(b is st for b in loop.body):
-                    return None
-                needs = []
-                for r in reads(st):
-                    if r in available or _invariant(r, sites, params):
-                        continue
-                    where = sites.get(r, [])
-                    if len(where) != 1:
-                        return None
-                    more = resolvable(where[0][0], depth + 1)
-                    if more is None:
-                        return None
-                    needs += more
-                return needs + [st]
-
             for name in sorted(names, key=lambda n: _position(loop.body, self.local[n])):
-                chain = resolvable(self.local[name])
+                chain = self._recomputable(self.local[name], loop, available)
                 if chain is None or not all(t in names or t not in self.saved
                                             for st in chain for t in targets(st)):
                     kept.append(name)
@@ -231,6 +219,24 @@ class Saves:
                     self.local.pop(t, None)
                     self.recomputed.add(t)
 
+    def _recomputable(self, st, loop, available, depth=0):
+        """The statements that redo `st` at the top of the backward body of `loop` (what
+        it needs first), or None where that is not cheap or not possible."""
+        if depth > 8 or not _cheap(st) or not any(b is st for b in loop.body):
+            return None
+        needs = []
+        for r in _reads_of(st):
+            if r in available or _invariant(r, self.sites, self.params):
+                continue
+            where = self.sites.get(r, [])
+            if len(where) != 1:
+                return None
+            more = self._recomputable(where[0][0], loop, available, depth + 1)
+            if more is None:
+                return None
+            needs += more
+        return needs + [st]
+
     def forward(self, stmts):
         out = []
         for s in stmts:
@@ -239,7 +245,7 @@ class Saves:
             elif isinstance(s, (gast.For, gast.While)):
                 s.body = self.forward(s.body)
             local = [n for n in sorted(targets(s) & set(self.local)) if self.local[n] is s]
-            if not getattr(s, "_no_save", False):
+            if not anno.get(s, Anno.NO_SAVE, False):
                 for name in sorted(targets(s) & set(self.saved) - set(local) -
                                    self.recomputed):
                     if name not in self.maybe.get(id(s), set()):
@@ -265,7 +271,7 @@ class Saves:
     def _functional_update(s):
         """`x[i] = v` -> `x = rt.index_update(x, i, v)`: the saved old `x` must not change."""
         target = s.targets[0]
-        call = _call("rt.index_update", [_name(target.value.id), _as_index_value(target.slice),
+        call = _call("rt.index_update", [_name(target.value.id), as_index_value(target.slice),
                                          s.value])
         return gast.copy_location(_assign(target.value.id, call), s)
 
@@ -281,10 +287,10 @@ class Saves:
     def backward(self, stmts, fwd_of):
         out = []
         for s in stmts:
-            if isinstance(s, _RestoreMarker):
+            if isinstance(s, RestoreMarker):
                 # undo, in reverse order, every forward statement made from this one
                 for made in reversed(self.rev.made_from.get(id(s.stmt), [s.stmt])):
-                    if getattr(made, "_no_save", False):
+                    if anno.get(made, Anno.NO_SAVE, False):
                         continue
                     for name in sorted(targets(made) & set(self.saved) - set(self.local) -
                                        self.recomputed):
@@ -295,7 +301,7 @@ class Saves:
                 s.body = self.backward(s.body, fwd_of) or [gast.Pass()]
                 s.orelse = self.backward(s.orelse, fwd_of)
             elif isinstance(s, (gast.For, gast.While)):
-                key = getattr(s, "_loop_of", None)
+                key = anno.get(s, Anno.LOOP_OF)
                 s.body = [_copy(r) for r in self.remat.get(key, [])] + \
                     [self._pop(n) for n in self.pop_at_top.get(key, [])] + \
                     self.backward(s.body, fwd_of)
@@ -386,37 +392,23 @@ def _read_before(body, site, name):
 
 
 def _reads_of(s):
-    from .analysis import reads
     return reads(s)
 
 
 def _mark_counters(fwd):
     for s in walk_simple(fwd):
         if isinstance(s, gast.While):
-            s.body[-1]._no_save = True   # the trip counter increment: read once, after the loop
+            anno.set(s.body[-1], Anno.NO_SAVE, True)   # the trip counter increment: read once, after the loop
 
 
 def build_reverse(program, fir, wrt, split_callee, has_aux=False):
     """Run the reverse pass; returns (rev, fwd, bwd_builder)."""
     rev = Reverse(program, fir, wrt, split_callee)
     if has_aux:
-        _split_aux(fir, rev)
+        rev.aux = split_aux(fir, rev.namer)
     fwd = rev.run()
     _mark_counters(fwd)
     return rev, fwd
-
-
-def _split_aux(fir, rev):
-    ret = fir.node.body[-1]
-    value_name = rev.namer.fresh("value")
-    aux_name = rev.namer.fresh("aux")
-    items = []
-    for i, name in enumerate((value_name, aux_name)):
-        item = gast.Subscript(value=ret.value, slice=_const(i), ctx=gast.Load())
-        anno.set(item, Anno.PRIM, (rules.lookup("[]"), "[]"))
-        items.append(_assign(name, item))
-    fir.node.body[-1:] = items + [gast.Return(value=_name(value_name))]
-    rev.aux = aux_name
 
 
 def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee,
@@ -429,7 +421,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
     seed = [_assign(dout, _call("rt.seed", [_copy(out), _const(ret_line)]))]
-    seed[0]._mirror = "end"
+    anno.set(seed[0], Anno.MIRROR, "end")
     checks = [gast.Expr(value=_call("rt.check_float_input", [_name(p), _const(p),
                                                              _const(_where(fir))]))
               for p in wrt]
@@ -464,7 +456,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     body = checks + saves.prologue() + unbound + fwd + optimize.simplify(bwd)
     body = optimize.propagate_copies(optimize.dce(body, set()), params)
     body = optimize.accumulate_in_place(body)
-    return _with_source(_funcdef(name, params, body, fir.node), fir)
+    return with_source(funcdef(name, params, body, fir.node), fir)
 
 
 def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
@@ -507,8 +499,8 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     copies = [_assign(st, _call("rt.copy_stack", [_name(st)]))
               for st in residuals if st in saves.stacks.values()]
     bwd_body = unpack + copies + optimize.simplify(bwd)
-    return (_with_source(_funcdef(fwd_name, params, fwd_body, fir.node), fir),
-            _with_source(_funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node), fir))
+    return (with_source(funcdef(fwd_name, params, fwd_body, fir.node), fir),
+            with_source(funcdef(bwd_name, [saved_name, dout], bwd_body, fir.node), fir))
 
 
 def _residuals(fwd, bwd, params, saves):

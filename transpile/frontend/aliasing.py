@@ -26,11 +26,11 @@ in-place writes, dropped at a join where one path disagrees).
 """
 import gast
 
-from . import anno
-from .analysis import is_push, is_update, names_in, push_parts, reads, targets, walk_simple
-from .anno import Anno
-from .errors import error_at
-from .nodes import assign
+from ..ir import anno
+from ..ir.analysis import is_push, is_update, names_in, push_parts, reads, targets, walk_simple
+from ..ir.anno import Anno
+from ..errors import error_at
+from ..ir.nodes import assign
 
 # Calls whose result may be the argument itself, or share its memory, besides the
 # primitives registered with view=True: np.asarray returns an array argument unchanged.

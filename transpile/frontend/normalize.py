@@ -29,14 +29,19 @@ import inspect
 
 import gast
 
-from . import aliasing, anno, controlflow
-from . import rules
-from .anno import Anno
-from .errors import error_at
-from .naming import TEMP_FOR_OP, Namer
-from .nodes import assign as _assign, const as _const
-from .program import FunctionIR, is_literal, is_module
-from .rules.core import BINOPS, CMPOPS, UNARYOPS
+import runtime
+from .. import custom, rules
+from ..errors import TransformError, error_at
+from ..ir import anno
+from ..ir.anno import Anno
+from ..ir.naming import TEMP_FOR_OP, Namer
+from ..ir.nodes import assign as _assign, const as _const
+from ..ir.program import FunctionIR, is_literal, is_module
+from ..ir.templates import binop_spelling, cmp_spelling, dotted
+from ..rules.core import BINOPS, CMPOPS, UNARYOPS
+from . import aliasing, controlflow
+from .callees import Callees
+from .parse import parse_function
 
 ARRAY_METHODS = {
     "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "max": "np.max", "min": "np.min",
@@ -135,6 +140,7 @@ class Normalizer:
 
     def __init__(self, program, source, globals_, closure, ir_name, lifted=()):
         self.program = program
+        self.callees = program.callees if program.callees is not None else Callees()
         self.src = source
         self.globals = globals_
         self.closure = closure                # free var name -> value (for global functions)
@@ -154,7 +160,7 @@ class Normalizer:
             raise error_at(bad, self.src, f"{self.src.name}: *args, **kwargs and keyword-only "
                            "parameters are not supported in transformed functions.",
                            "list the parameters explicitly, or pass a tuple/dict as one "
-                           "parameter (pytrees are supported).", pass_name="anf")
+                           "parameter (pytrees are supported).", pass_name="normalize")
         params = [a.id for a in args.posonlyargs + args.args]
         self.params = set(params)
         self.locals = _assigned_names(fdef.body) | set(params) | set(self.lifted)
@@ -182,7 +188,7 @@ class Normalizer:
         return fir
 
     def error(self, node, message, hint=None):
-        return error_at(node, self.src, message, hint, pass_name="anf")
+        return error_at(node, self.src, message, hint, pass_name="normalize")
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts):
@@ -327,7 +333,7 @@ class Normalizer:
 
     def stmt_AugAssign(self, node):
         target = node.target
-        op = _binop_spelling(node.op)
+        op = binop_spelling(node.op)
         stmts = []
         if isinstance(target, gast.Name):
             if _sequence_kind(node.value) is not None:    # xs += [v]: list extension
@@ -476,7 +482,6 @@ class Normalizer:
     def _range_like(self, it, fn):
         """(arguments, spelling) for `range(...)`, `reversed(range(...))` and the
         `rt.reversed_range(...)` of generated backward loops; else None."""
-        import runtime
         if not isinstance(it, gast.Call) or it.keywords:
             return None
         if fn is builtins.range:
@@ -520,7 +525,6 @@ class Normalizer:
 
     def decorate(self, fn, deco):
         """A nested function under a decorator: only transformations are known here."""
-        from . import api
         transform, options = self.static(deco), {}
         if transform is None and isinstance(deco, gast.Call) and deco.args and \
                 not any(isinstance(a, gast.Starred) for a in deco.args):
@@ -536,8 +540,8 @@ class Normalizer:
         elif transform is None and isinstance(deco, gast.Call) and not deco.args:
             head = self.static(deco.func)          # @tp.vmap(in_axes=...) is not JAX's
             transform = None if head is None else head
-        if isinstance(transform, Static) and api.is_transformation(transform.value) and \
-                transform.value is not api.jvp:
+        if isinstance(transform, Static) and \
+                self.callees.transformation(transform.value) not in (None, "jvp"):
             return self.apply_transformation(transform.value, fn, [], options, deco)
         raise self.error(deco, "this decorator cannot be applied to a nested function in "
                          "transformed code: only transpile's transformations can (tp.grad, "
@@ -653,7 +657,7 @@ class Normalizer:
             return self._sequence_op(node, kind, stmts, hint)
         left = self.atom(node.left, stmts)
         right = self.atom(node.right, stmts)
-        return prim_call(_binop_spelling(node.op), [left, right])
+        return prim_call(binop_spelling(node.op), [left, right])
 
     def expr_UnaryOp(self, node, stmts):
         operand = self.atom(node.operand, stmts)
@@ -669,14 +673,14 @@ class Normalizer:
         if len(node.ops) == 1:
             left = self.atom(node.left, stmts)
             right = self.atom(node.comparators[0], stmts)
-            return prim_call(_cmp_spelling(node.ops[0]), [left, right])
+            return prim_call(cmp_spelling(node.ops[0]), [left, right])
         # a < b < c  ->  a < b and b < c, evaluating b once
         result = self.namer.fresh(hint or "cond")
         left = self.atom(node.left, stmts)
         body = stmts
         for i, (op, comp) in enumerate(zip(node.ops, node.comparators)):
             right = self.atom(comp, body)
-            body.append(_assign(result, prim_call(_cmp_spelling(op), [left, right]), node))
+            body.append(_assign(result, prim_call(cmp_spelling(op), [left, right]), node))
             if i < len(node.ops) - 1:
                 inner = []
                 body.append(gast.If(test=_name(result), body=inner, orelse=[]))
@@ -849,10 +853,10 @@ class Normalizer:
         return self.call(callee, node, stmts)
 
     def call(self, callee, node, stmts):
-        from . import api
-        if isinstance(callee, Static) and callee.value is api.jvp:
+        kind = self.callees.transformation(callee.value) if isinstance(callee, Static) else None
+        if kind == "jvp":
             return self.jvp_call(node, stmts)
-        if isinstance(callee, Static) and api.is_transformation(callee.value):
+        if kind is not None:
             return self.transformation(callee.value, node)
         if isinstance(callee, LocalTransformed):
             args = [self.atom(a, stmts) for a in node.args] + \
@@ -904,9 +908,7 @@ class Normalizer:
         return _name(tmp)
 
     def call_static(self, value, args, keywords, node, stmts):
-        from . import api  # the public objects: Transformed functions, transformations
-        from . import custom
-        if isinstance(value, custom._Custom):
+        if isinstance(value, custom.CustomRule):
             # Generated code calls the custom object itself, so code transformed again
             # still meets its rules.
             name = self.program.constant(value, value.__name__)
@@ -915,13 +917,13 @@ class Normalizer:
             defaults = {p.name: p.default for p in value.signature.parameters.values()
                         if p.default is not inspect.Parameter.empty}
             return self.user_call(name, params, defaults, args, keywords, node)
-        if isinstance(value, api.Transformed):
-            from .frontend import normalize_function
-            ir_name, params, _ = normalize_function(value.entry_function(), self.program)
-            prefix = [self.static_atom(v, node) for v in value.root.prefix]
-            extra = [self.static_atom(v, node) for v in value.root.extra_values()]
-            return self.user_call(ir_name, params, value.defaults(), prefix + args, keywords,
-                                  node, extra=extra)
+        transformed = self.callees.transformed_call(value)
+        if transformed is not None:
+            ir_name, params, _ = normalize_function(transformed.entry_function, self.program)
+            prefix = [self.static_atom(v, node) for v in transformed.prefix]
+            extra = [self.static_atom(v, node) for v in transformed.extra]
+            return self.user_call(ir_name, params, transformed.defaults, prefix + args,
+                                  keywords, node, extra=extra)
         found = rules.lookup_object(value)
         if found is not None:
             return prim_call(found[1], args, keywords)
@@ -934,7 +936,6 @@ class Normalizer:
         raise self.error(node, *rules.core.missing_rule_message(value, written))
 
     def program_function(self, fn, node):
-        from .frontend import normalize_function
         return normalize_function(fn, self.program, node, self.src)
 
     def user_call(self, ir_name, params, defaults, args, keywords, node, extra=()):
@@ -1003,9 +1004,8 @@ class Normalizer:
 
     def apply_transformation(self, transform, target, extra, options, where):
         """`transform(target, *extra, **options)` for a function known while transforming."""
-        from . import api
         freevars = getattr(target, "freevars", ())
-        if transform is api.vmap and freevars:
+        if self.callees.transformation(transform) == "vmap" and freevars:
             # a nested function's free variables are trailing parameters: the same for
             # every example
             options = dict(options)
@@ -1022,15 +1022,13 @@ class Normalizer:
         if isinstance(target, Static):
             return Static(transform(target.value, *extra, **options))
         if isinstance(target, LocalFunction):
-            from .pipeline import compile_ir_function
-            fn = compile_ir_function(self.program, target.ir_name)
+            fn = self.callees.compile(self.program, target.ir_name)
             return LocalTransformed(transform(fn, *extra, **options), target.freevars)
         raise self.error(where, f"{transform.__name__}() needs a function known while "
                          "transforming.")
 
     def jvp_call(self, node, stmts):
         """`tp.jvp(f, (x, y), (dx, dy))` inside transformed code: a call of f's jvp function."""
-        from . import api
         if len(node.args) != 3 or not all(isinstance(a, (gast.Tuple, gast.List))
                                           for a in node.args[1:]) or \
                 any(k.arg != "has_aux" for k in node.keywords):
@@ -1041,20 +1039,18 @@ class Normalizer:
         if target is None and isinstance(node.args[0], gast.Call):   # tp.jvp(tp.grad(f), ...)
             target = self.expr(node.args[0], stmts)
         if isinstance(target, LocalTransformed):
-            t = api.Transformed(target.transformed, "jvp", options)
-            extra = target.freevars
+            fn, extra = target.transformed, target.freevars
         elif isinstance(target, Static):
-            t, extra = api.Transformed(target.value, "jvp", options), []
+            fn, extra = target.value, []
         elif isinstance(target, LocalFunction):
-            from .pipeline import compile_ir_function
-            fn = compile_ir_function(self.program, target.ir_name)
-            t, extra = api.Transformed(fn, "jvp", options), target.freevars
+            fn, extra = self.callees.compile(self.program, target.ir_name), target.freevars
         else:
             raise self.error(node.args[0], "tp.jvp needs a function known while transforming.")
+        t = self.callees.transformed_call(self.callees.jvp_of(fn, options))
         # the jvp function takes: bound prefix, arguments, closure values, lifted free
         # variables; then one tangent for each (zero for all but the arguments')
-        before = [self.static_atom(v, node) for v in t.root.prefix]
-        after = [self.static_atom(v, node) for v in t.root.extra_values()] + \
+        before = [self.static_atom(v, node) for v in t.prefix]
+        after = [self.static_atom(v, node) for v in t.extra] + \
             [_name(v) for v in extra]
         primals = before + [self.atom(a, stmts) for a in node.args[1].elts] + after
         tangents = [self.atom(a, stmts) for a in node.args[2].elts]
@@ -1064,8 +1060,7 @@ class Normalizer:
             stmts.append(_assign(z, prim_call("rt.tangent_zeros", [v])))
             zeros.append(_name(z))
         tangents = zeros[:len(before)] + tangents + zeros[len(before):]
-        from .frontend import normalize_function
-        ir_name, params, _ = normalize_function(t.entry_function(), self.program)
+        ir_name, params, _ = normalize_function(t.entry_function, self.program)
         call = gast.Call(func=_name(ir_name), args=primals + tangents, keywords=[])
         anno.set(call, Anno.CALLEE, ir_name)
         return call
@@ -1163,20 +1158,6 @@ def _sequence_kind(node):
     return None
 
 
-def _binop_spelling(op):
-    for s, (cls, _) in BINOPS.items():
-        if isinstance(op, cls):
-            return s
-    raise ValueError(op)
-
-
-def _cmp_spelling(op):
-    for s, cls in CMPOPS.items():
-        if isinstance(op, cls):
-            return s
-    raise ValueError(op)
-
-
 def _temp_name(value):
     found = anno.get(value, Anno.PRIM)
     if found:
@@ -1242,37 +1223,62 @@ def _copy_stmt(stmt):
     return new
 
 
-def dotted(node):
-    """'np.linalg.inv' for the expression np.linalg.inv, else None."""
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, gast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+# ------------------------------------------------------------------ functions
+def closure_values(fn):
+    if not fn.__closure__:
+        return {}
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # cell not filled yet (recursive inner function)
+            out[name] = None
+    return out
 
 
-def prim_annotation(node):
-    """(Primitive, spelling) for an operator or a call spelled canonically, else None."""
-    if isinstance(node, gast.BinOp):
-        s = _binop_spelling(node.op)
-    elif isinstance(node, gast.UnaryOp):
-        s = {gast.USub: "u-", gast.UAdd: "u+", gast.Not: "not", gast.Invert: "~"}[type(node.op)]
-    elif isinstance(node, gast.Compare) and len(node.ops) == 1:
-        s = _cmp_spelling(node.ops[0])
-    elif isinstance(node, gast.Subscript) and not isinstance(node.ctx, gast.Store):
-        s = "[]"
-    elif isinstance(node, (gast.Tuple, gast.List)) and not isinstance(node.ctx, gast.Store):
-        s = "tuple" if isinstance(node, gast.Tuple) else "list"
-    elif isinstance(node, gast.Dict):
-        s = "dict"
-    elif isinstance(node, gast.Call):
-        s = dotted(node.func)
-        if s is None:
-            return None
-    else:
-        return None
-    prim = rules.lookup(s)
-    return (prim, s) if prim is not None else None
+def lifted_closure_names(fn):
+    """Free variables passed as extra parameters: data, not functions or modules."""
+    return [name for name, value in closure_values(fn).items()
+            if not (callable(value) or inspect.ismodule(value))]
+
+
+def defaults_of(fn):
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.default is not inspect.Parameter.empty:
+            out[p.name] = p.default
+    return out
+
+
+def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=False):
+    """(ir_name, params, defaults) of `fn` inside `program`, normalizing it if new."""
+    bound_self = None
+    if inspect.ismethod(fn):
+        bound_self, fn = fn.__self__, fn.__func__
+    if not inspect.isfunction(fn):
+        raise TransformError(f"cannot transform {fn!r}: expected a Python function.")
+    closure = closure_values(fn)
+    lifted = lifted_closure_names(fn) if lift_closure else []
+    key = (id(fn.__code__), fn.__code__, tuple(id(v) for k, v in closure.items() if k not in lifted),
+           tuple(lifted))
+    name, new = program.function_name(key, _hint(fn))
+    if new:
+        fdef, src = parse_function(fn)
+        static_closure = {k: v for k, v in closure.items() if k not in lifted}
+        normalizer = Normalizer(program, src, fn.__globals__, static_closure, name,
+                                lifted=lifted)
+        program.functions[name] = None
+        program.functions[name] = normalizer.normalize(fdef)
+    params = list(inspect.signature(fn).parameters)
+    if bound_self is not None:
+        raise TransformError(f"calling the bound method {fn.__qualname__} from transformed "
+                             "code is not supported yet.\n  hint: call it as a plain function "
+                             "with the object as an argument.")
+    return name, params + lifted, defaults_of(fn)
+
+
+def _hint(fn):
+    name = fn.__name__
+    if name == "<lambda>":
+        return "lambda"
+    return name

@@ -14,9 +14,9 @@ nothing once its flag is set; a `while` loop's recomputed test becomes False.
 """
 import gast
 
-from . import anno
-from .anno import Anno
-from .nodes import assign as _assign, const as _const, name as _name
+from ..ir import anno
+from ..ir.anno import Anno
+from ..ir.nodes import assign as _assign, const as _const, name as _name
 
 
 def _set(flag, value):
