@@ -165,7 +165,7 @@ def test_batching_moves_a_literal_axis_and_aligns_operands():
 
 
 def test_batching_template_tests_fold_and_or_not_and_is_none():
-    from transpile.batching import _NOT_KNOWN, _static_truth
+    from transpile.batching.templates import NOT_KNOWN as _NOT_KNOWN, static_truth as _static_truth
     def test_of(src):
         return gast.parse(src).body[0].value
     assert _static_truth(test_of("True and not False")) is True
@@ -179,7 +179,7 @@ def test_batching_template_tests_fold_and_or_not_and_is_none():
 
 
 def test_batching_template_with_an_undecided_test_names_the_rule():
-    from transpile.batching import _UndecidedTest, _fold_static_ifs
+    from transpile.batching.templates import UndecidedTest as _UndecidedTest, fold_static_ifs as _fold_static_ifs
     body = gast.parse("if a_batched and axis > 0:\n    out = a\nelse:\n    out = b\n").body
     body[0].test.values[0] = gast.Constant(value=True, kind=None)
     with pytest.raises(_UndecidedTest, match="axis > 0"):

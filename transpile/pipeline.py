@@ -2,7 +2,7 @@
 
     front end (frontend/)      parse -> normalize (resolve, desugar, A-normal form; user
                                functions on first call) -> controlflow -> aliasing
-    transformation             reverse/ (grad, vjp), forward.py (jvp), batching.py (vmap);
+    transformation             reverse/ (grad, vjp), forward.py (jvp), batching/ (vmap);
                                each meets calls of user functions and asks this module
                                for the callee's variant (`Build.reverse_pair`, ...)
     optimize.py                dead code, copies, constants (each pass calls it at its end)

@@ -3,6 +3,9 @@
     parse.py        source of a Python function -> gast FunctionDef (with where it came from)
     normalize.py    resolve names, desugar, A-normal form; user functions normalized on
                     first call (`normalize_function`, the entry point)
+    calls.py        calls: primitives, user functions, lifted defs and lambdas,
+                    transformations applied while transforming (part of the normalizer)
+    resolved.py     what a name stands for while transforming (Static, LocalFunction, ...)
     controlflow.py  return/break/continue -> flags, one exit at the end
     aliasing.py     in-place writes: which names may share memory, writes made functional
                     or refused

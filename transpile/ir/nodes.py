@@ -7,6 +7,7 @@ import gast
 
 from . import anno
 from .. import rules
+from ..rules.core import BINOPS, CMPOPS, UNARYOPS
 from .anno import Anno
 
 
@@ -34,11 +35,7 @@ def assign(target, value, origin=None):
 
 def call(spelling, args):
     """A call spelled like 'np.linalg.inv' or 'rt.push', annotated with its primitive."""
-    parts = spelling.split(".")
-    func = name(parts[0])
-    for p in parts[1:]:
-        func = gast.Attribute(value=func, attr=p, ctx=gast.Load())
-    node = gast.Call(func=func, args=list(args), keywords=[])
+    node = gast.Call(func=spelled(spelling), args=list(args), keywords=[])
     found = rules.lookup(spelling)
     if found is not None:
         anno.set(node, Anno.PRIM, (found, spelling))
@@ -62,3 +59,30 @@ def with_source(fdef, fir):
     `# line: source` comments from the user's file)."""
     anno.set(fdef, Anno.SOURCE, fir.source)
     return fdef
+
+
+def spelled(spelling):
+    """The callee expression for a spelling like 'np.linalg.inv'."""
+    parts = spelling.split(".")
+    node = name(parts[0])
+    for p in parts[1:]:
+        node = gast.Attribute(value=node, attr=p, ctx=gast.Load())
+    return node
+
+
+def prim_call(spelling, args, keywords=()):
+    """An IR call of the primitive spelled `spelling` (operators become operator nodes)."""
+    prim = rules.lookup(spelling)
+    if spelling in BINOPS:
+        node = gast.BinOp(left=args[0], op=BINOPS[spelling][0](), right=args[1])
+    elif spelling in UNARYOPS:
+        node = gast.UnaryOp(op=UNARYOPS[spelling][0](), operand=args[0])
+    elif spelling in CMPOPS:
+        node = gast.Compare(left=args[0], ops=[CMPOPS[spelling]()], comparators=[args[1]])
+    elif spelling == "[]":
+        node = gast.Subscript(value=args[0], slice=args[1], ctx=gast.Load())
+    else:
+        node = gast.Call(func=spelled(spelling), args=list(args),
+                         keywords=[gast.keyword(arg=k, value=v) for k, v in keywords])
+    anno.set(node, Anno.PRIM, (prim, spelling))
+    return node

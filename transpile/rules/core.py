@@ -168,7 +168,7 @@ def register_container(kind):
 
 def stateful(spelling, name):
     """Calls that change a variable in place (rt.pop_adjoint pops its first argument); their
-    rule is the pop rule in reverse.py."""
+    rule is the pop rule in reverse/adjoints.py."""
     prim = _register([spelling], name)
     prim.stateful = True
     return prim

@@ -1,7 +1,7 @@
 """Subscripts and containers: reading `x[idx]` and building tuples, lists and dicts.
 
 `x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
-pass applies its rule (see reverse.py), since it updates a variable rather than making one.
+pass applies its rule (see reverse/adjoints.py), since it updates a variable rather than making one.
 """
 from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev
 from .core import register_container as _register_container

@@ -1,0 +1,79 @@
+"""Specs: how a value is batched. False (the same for every example), True (every leaf
+batched on axis 0) or a tuple of specs (a tuple or list whose elements differ); in_axes and
+out_axes read as specs; a spec written into generated code as a literal."""
+
+import gast
+
+from ..ir.templates import annotate_prims
+
+
+
+def join(a, b):
+    if a == b or b is False:
+        return a
+    if a is False:
+        return b
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(join(x, y) for x, y in zip(a, b))
+    return True
+
+
+def batched(spec):
+    return spec is True or (isinstance(spec, tuple) and any(batched(s) for s in spec))
+
+
+def uniform(spec):
+    """A spec as one bool: batched if any part is (the value is then made fully batched)."""
+    return batched(spec)
+
+
+def literal_ast(value):
+    """A Python literal (ints, None, strings, tuples, dicts of them) as an annotated AST."""
+    node = gast.parse(repr(value)).body[0].value
+    annotate_prims(node)
+    return node
+
+
+def axes_spec(axes):
+    """The spec of an argument mapped along `axes` (an in_axes entry, a prefix tree)."""
+    if axes is None:
+        return False
+    if isinstance(axes, int):
+        return True
+    if isinstance(axes, (tuple, list)):
+        return tuple(axes_spec(a) for a in axes)
+    return any(axes_spec(a) is not False for a in axes.values())   # dict: all or nothing
+
+
+def is_dict_mixed(a):
+    return isinstance(a, dict) and len({x is None for x in flat(a)}) > 1
+
+
+def flat(tree):
+    if isinstance(tree, (tuple, list)):
+        return [x for t in tree for x in flat(t)]
+    if isinstance(tree, dict):
+        return [x for t in tree.values() for x in flat(t)]
+    return [tree]
+
+
+def keep(have, want):
+    """`have` for broadcast_batch: True for leaves to leave alone (batched already, or
+    not wanted batched)."""
+    if want is False or have is True:
+        return True
+    if want is True:
+        return have
+    if not isinstance(have, tuple):
+        return tuple(keep(have, w) for w in want)
+    return tuple(keep(h, w) for h, w in zip(have, want))
+
+
+def unbatched_spec(have, want):
+    """The spec after rt.unbatch_out: leaves out_axes leaves unmapped are unbatched."""
+    if want is False:
+        return False
+    if isinstance(want, tuple):
+        haves = have if isinstance(have, tuple) else (have,) * len(want)
+        return tuple(unbatched_spec(h, w) for h, w in zip(haves, want))
+    return have

@@ -1,0 +1,359 @@
+"""Normalizing calls: of primitives (spelled as the table spells them), of user functions
+(normalized on first call, by name), of nested defs and lambdas (lifted to IR functions whose
+free variables become parameters), of transformations applied while transforming
+(`tp.grad(g)(x)`, `tp.jvp(f, ...)`), of functions already transformed and of custom-rule
+functions, and array methods (`x.sum(0)`).
+
+`CallNormalizer` is a part of `normalize.Normalizer`, kept here so that calls read on their
+own; it uses the normalizer's `atom`, `expr`, `static`, `static_atom`, `error` and
+`function_ir`. What the objects above the front end are (a transformation, a transformed
+function) it asks `self.callees` (callees.py).
+"""
+import builtins
+import functools
+import inspect
+
+import gast
+
+from .. import custom, rules
+from ..ir import anno
+from ..ir.anno import Anno
+from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
+from ..ir.program import is_literal
+from ..ir.templates import dotted
+from .resolved import LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names
+
+ARRAY_METHODS = {
+    "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "max": "np.max", "min": "np.min",
+    "var": "np.var", "std": "np.std", "cumsum": "np.cumsum", "cumprod": "np.cumprod",
+    "argmax": "np.argmax", "argmin": "np.argmin", "dot": "np.dot", "ravel": "np.ravel",
+    "flatten": "np.ravel", "squeeze": "np.squeeze", "swapaxes": "np.swapaxes",
+    "clip": "np.clip", "any": "np.any", "all": "np.all", "round": "np.round",
+    "trace": "np.trace", "diagonal": "np.diagonal", "repeat": "np.repeat",
+    "argsort": "np.argsort", "nonzero": "np.nonzero", "conj": "np.conj",
+    "copy": "rt.copy", "astype": "rt.astype", "item": "float", "tolist": "rt.tolist",
+}
+VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
+
+
+class CallNormalizer:
+    """How `Normalizer` normalizes calls and the definitions they call (see above)."""
+
+    def stmt_FunctionDef(self, node):
+        decorators, node.decorator_list = node.decorator_list, []
+        fn = self.lift(node, node.name)
+        for deco in reversed(decorators):     # @tp.vmap, @partial(tp.vmap, in_axes=...)
+            fn = self.decorate(fn, deco)
+        self.local_fns[node.name] = fn
+        return []
+
+    def decorate(self, fn, deco):
+        """A nested function under a decorator: only transformations are known here."""
+        transform, options = self.static(deco), {}
+        if transform is None and isinstance(deco, gast.Call) and deco.args and \
+                not any(isinstance(a, gast.Starred) for a in deco.args):
+            head = self.static(deco.func)
+            if isinstance(head, Static) and head.value is functools.partial:
+                transform, rest = self.static(deco.args[0]), deco.args[1:]
+            else:
+                transform, rest = None, []
+            if rest or any(not isinstance(k.value, (gast.Constant, gast.Tuple))
+                           for k in deco.keywords):
+                transform = None
+            options = {k.arg: _literal(k.value) for k in deco.keywords}
+        elif transform is None and isinstance(deco, gast.Call) and not deco.args:
+            head = self.static(deco.func)          # @tp.vmap(in_axes=...) is not JAX's
+            transform = None if head is None else head
+        if isinstance(transform, Static) and \
+                self.callees.transformation(transform.value) not in (None, "jvp"):
+            return self.apply_transformation(transform.value, fn, [], options, deco)
+        raise self.error(deco, "this decorator cannot be applied to a nested function in "
+                         "transformed code: only transpile's transformations can (tp.grad, "
+                         "tp.vmap, ..., or functools.partial of one with literal options).",
+                         "define the function outside the transformed one.")
+
+    def expr_Lambda(self, node, stmts):
+        fdef = gast.FunctionDef(name="lambda", args=node.args, body=[gast.Return(value=node.body)],
+                                decorator_list=[], returns=None, type_comment=None,
+                                type_params=[])
+        gast.copy_location(fdef, node)
+        return self.lift(fdef, "lambda")
+
+    def expr_Call(self, node, stmts, hint=None):
+        if any(isinstance(a, gast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise self.error(node, "*args and **kwargs in calls are not supported.",
+                             "pass the arguments one by one.")
+        func = node.func
+        if isinstance(func, gast.Attribute) and self.static(func) is None:
+            return self.method_call(node, stmts)
+        callee = self.static(func)
+        if callee is None:
+            if isinstance(func, gast.Call):
+                callee = self.expr(func, stmts)
+                if not isinstance(callee, (Static, LocalTransformed)):
+                    raise self.error(func, "this call does not produce a function known "
+                                     "while transforming.")
+            else:
+                raise self.error(func, "calling a function held in a variable is not supported.",
+                                 "call the function by its name.")
+        return self.call(callee, node, stmts)
+
+    def call(self, callee, node, stmts):
+        kind = self.callees.transformation(callee.value) if isinstance(callee, Static) else None
+        if kind == "jvp":
+            return self.jvp_call(node, stmts)
+        if kind is not None:
+            return self.transformation(callee.value, node)
+        if isinstance(callee, LocalTransformed):
+            args = [self.atom(a, stmts) for a in node.args] + \
+                [_name(v) for v in callee.freevars]
+            return self.call_static(callee.transformed, args, [], node, stmts)
+        if isinstance(callee, Static) and callee.value is functools.partial:
+            target = self.static(node.args[0]) if node.args else None
+            if target is None:
+                raise self.error(node, "functools.partial needs a function known while "
+                                 "transforming.")
+            if any(k.arg is None for k in node.keywords):
+                raise self.error(node, "**kwargs in calls are not supported.",
+                                 "pass the arguments one by one.")
+            return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]],
+                                [(k.arg, self.atom(k.value, stmts)) for k in node.keywords])
+        args = [self.atom(a, stmts) for a in node.args]
+        keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+        if isinstance(callee, LocalPartial):
+            args = callee.args + args
+            given = {k for k, _ in keywords}       # the call's keywords win over the partial's
+            keywords = [(k, v) for k, v in callee.keywords if k not in given] + keywords
+            callee = callee.target
+        if isinstance(callee, LocalFunction):
+            return self.user_call(callee.ir_name, callee.params, callee.defaults, args, keywords,
+                                  node, extra=[_name(v) for v in callee.freevars])
+        value = callee.value
+        if isinstance(value, functools.partial):
+            pname = self.program.constant(value, getattr(node.func, "id", "partial"))
+            pargs = []
+            for i in range(len(value.args)):
+                pargs.append(self.atom_of(prim_call("[]", [
+                    self.atom_of(gast.Attribute(value=_name(pname), attr="args",
+                                                ctx=gast.Load()), stmts, "partial_args"),
+                    _const(i)]), stmts, "partial_arg"))
+            given = {k for k, _ in keywords}
+            bound = [k for k in value.keywords if k not in given]   # the call's keywords win
+            if bound:
+                kwargs = self.atom_of(gast.Attribute(value=_name(pname), attr="keywords",
+                                                     ctx=gast.Load()), stmts, "partial_kwargs")
+                keywords = [(k, self.atom_of(prim_call("[]", [kwargs, _const(k)]), stmts,
+                                             k)) for k in bound] + list(keywords)
+            return self.call_static(value.func, pargs + args, keywords, node, stmts)
+        return self.call_static(value, args, keywords, node, stmts)
+
+    def atom_of(self, value, stmts, hint):
+        """A fresh name assigned `value` (for reading a partial object's bound arguments)."""
+        tmp = self.namer.fresh(hint)
+        stmts.append(_assign(tmp, value))
+        return _name(tmp)
+
+    def call_static(self, value, args, keywords, node, stmts):
+        if isinstance(value, custom.CustomRule):
+            # Generated code calls the custom object itself, so code transformed again
+            # still meets its rules.
+            name = self.program.constant(value, value.__name__)
+            self.program.custom[name] = value
+            params = list(value.signature.parameters)
+            defaults = {p.name: p.default for p in value.signature.parameters.values()
+                        if p.default is not inspect.Parameter.empty}
+            return self.user_call(name, params, defaults, args, keywords, node)
+        transformed = self.callees.transformed_call(value)
+        if transformed is not None:
+            ir_name, params, _ = self.function_ir(transformed.entry_function)
+            prefix = [self.static_atom(v, node) for v in transformed.prefix]
+            extra = [self.static_atom(v, node) for v in transformed.extra]
+            return self.user_call(ir_name, params, transformed.defaults, prefix + args,
+                                  keywords, node, extra=extra)
+        found = rules.lookup_object(value)
+        if found is not None:
+            return prim_call(found[1], args, keywords)
+        if value in (builtins.tuple, builtins.list) and len(args) == 1 and not keywords:
+            return prim_call("rt.to_" + value.__name__, args)   # converting a container
+        if inspect.isfunction(value) or inspect.ismethod(value):
+            ir_name, params, defaults = self.program_function(value, node)
+            return self.user_call(ir_name, params, defaults, args, keywords, node)
+        written = dotted(node.func) if isinstance(node, gast.Call) else None
+        raise self.error(node, *rules.core.missing_rule_message(value, written))
+
+    def program_function(self, fn, node):
+        return self.function_ir(fn, node)
+
+    def user_call(self, ir_name, params, defaults, args, keywords, node, extra=()):
+        bound = list(args)
+        n_user = len(params) - len(extra)
+        if len(bound) > n_user:
+            raise self.error(node, f"too many arguments: {ir_name} takes {n_user}.")
+        kw = dict(keywords)
+        for p in params[len(bound):n_user]:
+            if p in kw:
+                bound.append(kw.pop(p))
+            elif p in defaults:
+                d = defaults[p]
+                bound.append(_const(d) if is_literal(d) else
+                             _name(self.program.constant(d, p + "_default")))
+            else:
+                raise self.error(node, f"missing argument '{p}' in call to {ir_name}.")
+        if kw:
+            raise self.error(node, f"unexpected keyword argument '{next(iter(kw))}' in call "
+                             f"to {ir_name}.")
+        call = gast.Call(func=_name(ir_name), args=bound + list(extra), keywords=[])
+        anno.set(call, Anno.CALLEE, ir_name)
+        return call
+
+    def method_call(self, node, stmts):
+        func = node.func
+        obj = self.atom(func.value, stmts)
+        name = func.attr
+        args = [self.atom(a, stmts) for a in node.args]
+        keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+        if name in VARARG_METHODS:
+            if len(args) > 1:
+                packed = gast.Tuple(elts=args, ctx=gast.Load())
+                anno.set(packed, Anno.PRIM, (rules.lookup("tuple"), "tuple"))
+                tmp = self.namer.fresh("shape" if name == "reshape" else "axes")
+                stmts.append(_assign(tmp, packed, node))
+                args = [_name(tmp)]
+            return prim_call(VARARG_METHODS[name], [obj] + args, keywords)
+        if name in ARRAY_METHODS:
+            return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
+        raise self.error(node, f"method '.{name}()' is not supported in transformed code.",
+                         "call the numpy function instead (np.<name>(x, ...)); supported "
+                         "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS)))
+
+    def transformation(self, transform, node):
+        """`tp.grad(g, ...)` inside transformed code: applied now, while transforming.
+
+        A nested g is compiled from its lifted IR (free variables become trailing
+        parameters, passed at each call), so an outer transformation sees how the inner
+        result depends on them: no perturbation confusion."""
+        if not node.args or any(not isinstance(a, gast.Constant) for a in node.args[1:]) or \
+                any(not isinstance(k.value, (gast.Constant, gast.Tuple)) for k in node.keywords):
+            raise self.error(node, f"{transform.__name__}() inside transformed code needs a "
+                             "function and constant options.",
+                             f"write {transform.__name__}(f, argnums=0) with literal options.")
+        options = {k.arg: _literal(k.value) for k in node.keywords}
+        extra = [a.value for a in node.args[1:]]
+        fn = node.args[0]
+        if isinstance(fn, gast.Lambda):          # tp.vmap(lambda r: ...)
+            target = self.expr_Lambda(fn, [])
+        else:
+            target = self.static(fn)
+            if target is None and isinstance(fn, gast.Call):   # tp.grad(tp.grad(f))
+                target = self.expr(fn, [])
+        return self.apply_transformation(transform, target, extra, options, fn)
+
+    def apply_transformation(self, transform, target, extra, options, where):
+        """`transform(target, *extra, **options)` for a function known while transforming."""
+        freevars = getattr(target, "freevars", ())
+        if self.callees.transformation(transform) == "vmap" and freevars:
+            # a nested function's free variables are trailing parameters: the same for
+            # every example
+            options = dict(options)
+            in_axes = extra[0] if extra else options.pop("in_axes", 0)
+            extra = []
+            nparams = len(target.params) - len(freevars) if isinstance(target, LocalFunction) \
+                else len(target.transformed.signature.parameters) - len(freevars)
+            if not isinstance(in_axes, (tuple, list)):
+                in_axes = (in_axes,) * nparams
+            options["in_axes"] = tuple(in_axes) + (None,) * len(freevars)
+        if isinstance(target, LocalTransformed):
+            return LocalTransformed(transform(target.transformed, *extra, **options),
+                                    target.freevars)
+        if isinstance(target, Static):
+            return Static(transform(target.value, *extra, **options))
+        if isinstance(target, LocalFunction):
+            fn = self.callees.compile(self.program, target.ir_name)
+            return LocalTransformed(transform(fn, *extra, **options), target.freevars)
+        raise self.error(where, f"{transform.__name__}() needs a function known while "
+                         "transforming.")
+
+    def jvp_call(self, node, stmts):
+        """`tp.jvp(f, (x, y), (dx, dy))` inside transformed code: a call of f's jvp function."""
+        if len(node.args) != 3 or not all(isinstance(a, (gast.Tuple, gast.List))
+                                          for a in node.args[1:]) or \
+                any(k.arg != "has_aux" for k in node.keywords):
+            raise self.error(node, "tp.jvp inside transformed code needs literal tuples: "
+                             "tp.jvp(f, (x, ...), (dx, ...)).")
+        options = {k.arg: _literal(k.value) for k in node.keywords}
+        target = self.static(node.args[0])
+        if target is None and isinstance(node.args[0], gast.Call):   # tp.jvp(tp.grad(f), ...)
+            target = self.expr(node.args[0], stmts)
+        if isinstance(target, LocalTransformed):
+            fn, extra = target.transformed, target.freevars
+        elif isinstance(target, Static):
+            fn, extra = target.value, []
+        elif isinstance(target, LocalFunction):
+            fn, extra = self.callees.compile(self.program, target.ir_name), target.freevars
+        else:
+            raise self.error(node.args[0], "tp.jvp needs a function known while transforming.")
+        t = self.callees.transformed_call(self.callees.jvp_of(fn, options))
+        # the jvp function takes: bound prefix, arguments, closure values, lifted free
+        # variables; then one tangent for each (zero for all but the arguments')
+        before = [self.static_atom(v, node) for v in t.prefix]
+        after = [self.static_atom(v, node) for v in t.extra] + \
+            [_name(v) for v in extra]
+        primals = before + [self.atom(a, stmts) for a in node.args[1].elts] + after
+        tangents = [self.atom(a, stmts) for a in node.args[2].elts]
+        zeros = []
+        for v in before + after:   # values the caller does not perturb
+            z = self.namer.fresh("zero_dot")
+            stmts.append(_assign(z, prim_call("rt.tangent_zeros", [v])))
+            zeros.append(_name(z))
+        tangents = zeros[:len(before)] + tangents + zeros[len(before):]
+        ir_name, params, _ = self.function_ir(t.entry_function)
+        call = gast.Call(func=_name(ir_name), args=primals + tangents, keywords=[])
+        anno.set(call, Anno.CALLEE, ir_name)
+        return call
+
+    def _bind_local_function(self, target, value, stmts):
+        if isinstance(value, gast.Lambda):
+            fdef = gast.FunctionDef(name=target, args=value.args,
+                                    body=[gast.Return(value=value.body)], decorator_list=[],
+                                    returns=None, type_comment=None, type_params=[])
+            gast.copy_location(fdef, value)
+            self.local_fns[target] = self.lift(fdef, target)
+            return True
+        return False
+
+    def lift(self, fdef, hint):
+        """Lift a nested def/lambda to an IR function; its free variables become parameters."""
+        own = assigned_names(fdef.body) | {a.id for a in fdef.args.args}
+        used = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load)}
+        # local functions it calls are resolved while transforming; what they read from
+        # here is read by this one too
+        called = [self.local_fns[n] for n in used - own if n in self.local_fns]
+        used = (used - {n for n in used - own if n in self.local_fns}) | \
+            {v for f in called for v in getattr(f, "freevars", ())}
+        free = sorted((used - own) & (self.locals | set(self.lifted)))
+        name = self.program.namer.fresh(f"{self.ir_name}_{hint}")
+        defaults = {}
+        if fdef.args.defaults:
+            names = [a.id for a in fdef.args.args][-len(fdef.args.defaults):]
+            for n, d in zip(names, fdef.args.defaults):
+                if not isinstance(d, gast.Constant):
+                    raise self.error(d, "default values of nested functions must be constants.")
+                defaults[n] = d.value
+            fdef.args.defaults = []
+        inner = type(self)(self.program, self.src, self.globals, self.closure, name,
+                           lifted=free)
+        inner.local_fns = dict(self.local_fns)
+        self.program.functions[name] = None  # reserve (recursion)
+        self.program.functions[name] = inner.normalize(fdef)
+        params = [a.id for a in fdef.args.args]
+        return LocalFunction(name, params + free, free, defaults)
+
+
+def _literal(node):
+    if isinstance(node, gast.Tuple):
+        return tuple(_literal(e) for e in node.elts)
+    if isinstance(node, gast.Constant):
+        return node.value
+    raise ValueError(node)

@@ -1,0 +1,51 @@
+"""What a name in a user's function stands for while it is transformed.
+
+The normalizer resolves names statically: a global or closure value (`Static`: a module, a
+function, a constant), a nested def or lambda lifted to an IR function (`LocalFunction`),
+a transformation applied to one (`LocalTransformed`), a `functools.partial` of either
+(`LocalPartial`). Anything else is a local variable, read at run time.
+"""
+import gast
+
+
+class Static:
+    """A value known while transforming: a module, a function, a class, a constant."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class LocalFunction:
+    """A lambda or nested def bound to a local name: calls to it are resolved statically."""
+
+    def __init__(self, ir_name, params, freevars, defaults):
+        self.ir_name = ir_name
+        self.params = params
+        self.freevars = freevars
+        self.defaults = defaults
+
+
+class LocalTransformed:
+    """`tp.grad(nested_fn)`: a Transformed of the lifted function, plus its free variables."""
+
+    def __init__(self, transformed, freevars):
+        self.transformed = transformed
+        self.freevars = freevars
+
+
+class LocalPartial:
+    def __init__(self, target, args, keywords):
+        self.target = target          # Static or LocalFunction
+        self.args = args              # atoms
+        self.keywords = keywords
+
+
+def assigned_names(stmts):
+    names = set()
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                names.add(n.id)
+            elif isinstance(n, (gast.FunctionDef,)):
+                names.add(n.name)
+    return names
