@@ -394,7 +394,10 @@ def tree_leaves_(x):
 # ---------------------------------------------------------------- axes and shapes
 
 def lane_axis(axis, x, outer=0):
-    """A per-example axis argument as an axis of the batched array (None: all of them)."""
+    """A per-example axis argument as an axis of the batched array; None means every
+    per-example axis (what None means to reductions: np.sum, np.mean, ...). For functions
+    whose axis=None means "flattened" (cumsum, sort, concatenate) use rt.batched_axis, which
+    maps None to the last axis of rt.lane_flat's flattened examples."""
     if axis is None:
         return tuple(range(1, np.ndim(x) - outer))
     if isinstance(axis, (tuple, list)):
@@ -403,7 +406,8 @@ def lane_axis(axis, x, outer=0):
 
 
 def flat_lanes(x, outer=0):
-    """Each example flattened: shape (n, size) (for functions whose axis=None flattens)."""
+    """Each example flattened, always: shape (n, size). rt.lane_flat flattens only where
+    the call's axis is None (and maps over lists)."""
     x = array_module(x).asarray(x)
     return x.reshape(x.shape[:outer + 1] + (-1,))
 

@@ -43,7 +43,8 @@ def _asarray(x):
 
 def batched_axis(axis):
     """A per-example axis (int or tuple) as an axis of the batched array; None (numpy's
-    "flattened" axis) becomes -1, the axis of an example flattened by `lane_flat`."""
+    "flattened" axis) becomes -1, the axis of an example flattened by `lane_flat`. For
+    reductions, whose axis=None means every axis, use rt.lane_axis."""
     if axis is None:
         return -1
     if _is_seq(axis):

@@ -57,7 +57,7 @@ def resolve(fir, functions=None):
     argument."""
     body = fir.node.body
     lists = {push_parts(s)[0] for s in walk_simple(body) if is_push(s)}   # xs.append: a list
-    summaries = {name: getattr(f, "result_sharing", None)
+    summaries = {name: f.result_sharing if f is not None else None
                  for name, f in (functions or {}).items()}
     memory = _flow(body, _MemoryFacts(fir.params, lists, summaries))
     same = _flow(body, _SameObject(summaries))

@@ -21,6 +21,8 @@ class FunctionIR:
         self.source = source
         self.params = params          # user parameters, then lifted free variables
         self.freevars = freevars
+        # set by frontend/aliasing.py: which parameters the result may share memory with
+        self.result_sharing = None
 
 
 class Program:
