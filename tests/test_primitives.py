@@ -132,7 +132,7 @@ def pos_pair(r, sx, sy):
 
 
 BINARY = [np.add, np.subtract, np.multiply, np.divide, np.arctan2, np.hypot, np.maximum,
-          np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2]
+          np.minimum, np.fmax, np.fmin, np.logaddexp, np.logaddexp2, np.copysign]
 SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3, 4), ()), ((4,), (2, 3, 4))]
 
 

@@ -128,6 +128,7 @@ SWEEP = [
     ("/", "x / y", "quot"), ("**", "x ** y + x ** 3 + x ** 0.5", "power"),
     ("%", "x % y + np.remainder(y, 0.3)", "quot"), ("np.fmod", "np.fmod(x, y)", "quot"),
     ("np.heaviside", "np.heaviside(np.round(x), y) * x", "pair"),
+    ("np.copysign", "np.copysign(x, y)", "pair"),
     ("u-", "-x", "x"), ("u+", "+x", "x"),
     # exponentials, logs, roots
     ("np.exp", "np.exp(x)", "x"), ("np.exp2", "np.exp2(x)", "x"),
@@ -427,6 +428,18 @@ def test_sinc_at_zero_to_the_third_derivative():
                                    rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(d2(x), (d1(x + h) - d1(x - h)) / (2 * h), rtol=1e-6,
                                    atol=1e-8)
+
+
+def test_copysign_slope_is_the_sign_product_and_zero_at_zero():
+    x = np.array([0.0, -1.5, 2.0, -0.25])
+    y = np.array([-3.0, -2.0, 1.0, 0.5])
+    def f(x, y):
+        return np.sum(np.copysign(x, y) * np.array([1.0, 2.0, 3.0, 4.0]))
+    gx, gy = tp.grad(f, argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [0.0, 2.0, 3.0, -4.0])
+    np.testing.assert_array_equal(gy, np.zeros(4))
+    tangent = tp.jvp(f, (x, y), (np.ones(4), np.ones(4)))[1]
+    assert tangent == np.sum(gx)
 
 
 def test_power_of_zero_exponent_at_zero_is_zero():

@@ -167,6 +167,21 @@ def heaviside_fwd(out, x1, x2):
 batch_elementwise("np.heaviside")
 
 
+@rev("np.copysign")
+def copysign(dout, out, x1, x2):
+    """|x1| with the sign of x2: the slope in x1 is sign(x1) sign(out) (0 at x1 = 0, as for
+    np.abs); x2 only picks the sign (a zero derivative wherever one exists, as in JAX)."""
+    dx1 = rt.unbroadcast(dout * np.sign(x1) * np.sign(out), x1)
+
+
+@fwd("np.copysign")
+def copysign_fwd(out, x1, x2):
+    dout = dx1 * np.sign(x1) * np.sign(out)
+
+
+batch_elementwise("np.copysign")
+
+
 @rev("u-", "np.negative")
 def negative(dout, out, x):
     dx = -dout
