@@ -46,4 +46,7 @@ def _export(module_names):
 
 
 __all__ = _export(_MODULES)
-batching.HELPERS.update((name, globals()[name]) for name in __all__)  # noqa: F821
+
+from .batching import HELPERS as _HELPERS  # noqa: E402  (filled now that all are exported)
+
+_HELPERS.update((name, globals()[name]) for name in __all__)

@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from .backend import array_module
-from .errors import TransformError, located
+from .errors import located
 
 
 def is_container(x):

@@ -3,7 +3,7 @@
     import transpile as tp
     g = tp.grad(loss)        # a new Python function; print(g.source) shows it
 """
-from . import rules
+from . import rules  # noqa: F401  (importing it registers the primitive table)
 from .api import Transformed, grad, jvp, transform, value_and_grad, vjp, vmap
 from .custom import custom_jvp, custom_vjp
 from .errors import TransformError

@@ -15,6 +15,7 @@ from .ir import anno
 from .ir.analysis import (is_pop, is_push, is_update, names_in, pop_stack, reads, targets,
                           walk_simple)
 from .ir.anno import Anno
+from .ir.rewrites import rename_reads
 
 
 def _side_effect(s):
@@ -190,15 +191,8 @@ def propagate_copies(stmts, params=()):
     if not renames:
         return stmts
 
-    class Rename(gast.NodeTransformer):
-        def visit_Name(self, n):
-            if not isinstance(n.ctx, gast.Store) and n.id in renames:
-                n.id = renames[n.id]
-            return n
-
-
     def fresh(node):   # statements may share expression nodes (a loop's range and its mirror)
-        return Rename().visit(copy.deepcopy(node))
+        return rename_reads(copy.deepcopy(node), renames)
 
     def rewrite(block):
         out = []

@@ -7,7 +7,6 @@ the user's file, so errors point at the user's line.
 """
 import ast
 import inspect
-import linecache
 import textwrap
 
 import gast

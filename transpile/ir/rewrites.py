@@ -13,6 +13,16 @@ from .anno import Anno
 from .nodes import assign, const, name
 
 
+def rename_reads(node, renames):
+    """`node` with every name it reads renamed by `renames` (in place; stores untouched)."""
+    class Rename(gast.NodeTransformer):
+        def visit_Name(self, n):
+            if not isinstance(n.ctx, gast.Store) and n.id in renames:
+                n.id = renames[n.id]
+            return n
+    return Rename().visit(node)
+
+
 def split_self_assignments(stmts, namer):
     """`x = f(x)` -> `t = f(x); x = t`, so a rule can read the old and the new value."""
     out = []

@@ -23,12 +23,11 @@ import gast
 from .. import rules
 from ..errors import IN_PLACE_CALL_HINT, error_at
 from ..ir import anno
-from ..ir.analysis import (assigned_in, changed_by_call, definitely_defined, is_pop, is_push,
-                           is_stack_push, is_update, loop_depth_sites, names_in, pop_stack,
-                           push_parts, reads, targets, varied, walk_simple)
+from ..ir.analysis import (assigned_in, changed_by_call, is_pop, is_push, is_stack_push, is_update,
+                           names_in, pop_stack, push_parts, reads, targets, varied, walk_simple)
 from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, call as _call, const as _const, name as _name
-from ..ir.rewrites import freeze_branch_tests, split_self_assignments
+from ..ir.rewrites import freeze_branch_tests, rename_reads, split_self_assignments
 from ..ir.templates import as_index_value, bind_call, substitute
 
 
@@ -574,18 +573,12 @@ def rename_straight_line(body, namer, params=()):
 def _rename_reads(s, renames):
     if not renames:
         return s
-
-    class R(gast.NodeTransformer):
-        def visit_Name(self, n):
-            if not isinstance(n.ctx, gast.Store) and n.id in renames:
-                n.id = renames[n.id]
-            return n
     if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript):
-        R().visit(s.value)
-        R().visit(s.targets[0].slice)
+        rename_reads(s.value, renames)
+        rename_reads(s.targets[0].slice, renames)
         s.targets[0].value.id = renames.get(s.targets[0].value.id, s.targets[0].value.id)
         return s
-    return R().visit(s)
+    return rename_reads(s, renames)
 
 
 def _rename_store(s, old, new):

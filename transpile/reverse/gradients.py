@@ -16,7 +16,7 @@ and pops, removes dead code and wraps everything in function definitions.
 """
 import gast
 
-from .. import optimize, rules
+from .. import optimize
 from ..ir import anno
 from ..ir.analysis import (definitely_defined, free_reads, is_push, is_stack_push, is_update,
                            loop_depth_sites, maybe_defined, names_in, push_parts, reads, targets,
