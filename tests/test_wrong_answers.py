@@ -751,3 +751,24 @@ def test_an_array_a_helper_saved_for_its_backward_pass_is_not_written():
     # gradient; composing jvp on top was refused over generated names; seed 50552)
     x = _rng(50552).normal(size=(3, 3))
     check_grads(_write_after_a_helper_saved_the_array, (x,), order=2, modes=("rev", "fwd"))
+
+
+def _returns_in_a_constant_false_branch(x):
+    if 1.0 < 0.6:
+        if x.sum() > 0.7:
+            return x.sum()
+    elif np.dot(x[0:3], x[:3]) > 1.0:
+        return 0.8
+    return np.mean(x)
+
+
+def test_jvp_zero_tangent_of_a_value_bound_on_some_paths_only():
+    # the zero tangent of `result` was set at the end of a path that binds `result` only
+    # when its inner condition holds: UnboundLocalError otherwise (seed 74163)
+    for x in (np.array([0.2, -0.3, -0.8, 0.5]), np.array([0.9, 0.8, 0.1, 0.4])):
+        t = _rng(74163).normal(size=4)
+        value, tangent = tp.jvp(_returns_in_a_constant_false_branch, (x,), (t,))
+        expected = 0.0 if np.dot(x[:3], x[:3]) > 1.0 else np.mean(t)
+        assert value == _returns_in_a_constant_false_branch(x)
+        np.testing.assert_allclose(tangent, expected)
+        check_grads(_returns_in_a_constant_false_branch, (x,), order=2, modes=("rev", "fwd"))

@@ -16,7 +16,8 @@ import gast
 from . import optimize, rules
 from .errors import IN_PLACE_CALL_HINT, TransformError, error_at
 from .ir import anno
-from .ir.analysis import (assigned_in, changed_by_call, definitely_defined, is_pop, is_push,
+from .ir.analysis import (assigned_in, changed_by_call, definitely_assigned, definitely_defined,
+                          is_pop, is_push,
                           is_update, maybe_defined, pop_stack, push_parts, reads, targets, varied,
                           walk_simple)
 from .ir.anno import Anno
@@ -88,9 +89,10 @@ class Forward:
         maybe = self.maybe.get(id(s), set())
         for made, other, path in ((a - b, s.orelse, orelse), (b - a, s.body, body)):
             for var in sorted(made):
-                if primal[var] in before | assigned_in(other):
+                # bound at the end of the other path: on every way through it, or before it
+                if primal[var] in before | definitely_assigned(other):
                     path.append(self.zeros(var))
-                elif primal[var] in maybe:
+                elif primal[var] in maybe | assigned_in(other):
                     self.start_as_none.add(primal[var])
                     path.append(self.zeros(var))
         # a tangent that both paths end (x = constant on each) is zero after the join

@@ -201,6 +201,17 @@ def definitely_defined(stmts, params):
     return before
 
 
+def definitely_assigned(stmts):
+    """Names that every path through `stmts` assigns (a loop may run no trip: not counted)."""
+    out = set()
+    for s in stmts:
+        if isinstance(s, gast.If):
+            out |= definitely_assigned(s.body) & definitely_assigned(s.orelse)
+        elif not isinstance(s, (gast.For, gast.While)):
+            out |= targets(s)
+    return out
+
+
 def maybe_defined(stmts, params):
     """statement id -> names that may be bound just before it runs."""
     before = {}
