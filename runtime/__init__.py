@@ -19,11 +19,12 @@ module imports from elsewhere is exported only where that module lists it in `RE
     lanes_linalg     vmap of linear algebra and indexing
     lanes_adjoint    vmap of reverse/forward mode helpers
     collectives      psum, pmean, ... over a named vmap axis
+    kernels          jit: fused CPU/CUDA kernels, pooled output buffers, devices
 """
 import importlib as _importlib
 
 _MODULES = ["backend", "errors", "trees", "adjoints", "linalg_helpers", "shape_helpers",
-            "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives"]
+            "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives", "kernels"]
 
 
 def _export(module_names):

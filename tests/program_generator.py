@@ -57,6 +57,7 @@ from contextlib import contextmanager
 import numpy as np
 
 import transpile as tp
+import transpile.specialize.module as specialize_module
 
 # =====================================================================================
 # 1. The generator
@@ -1693,6 +1694,33 @@ def check_vmap_of_grad(case):
     case.expect(got, tree_stack(per_example), EXACT_RTOL, "per-example gradient")
 
 
+@contextmanager
+def fusing_small_arrays():
+    """jit fuses only large arrays on the CPU; the programs' arrays are small, so the jit
+    checks lower the threshold to fuse (and compile) every chain they can."""
+    old = specialize_module.CPU_MIN_ELEMENTS
+    specialize_module.CPU_MIN_ELEMENTS = 1
+    try:
+        yield
+    finally:
+        specialize_module.CPU_MIN_ELEMENTS = old
+
+
+def check_jit(case):
+    with fusing_small_arrays():
+        got = case.call(tp.jit(case.f), *case.args())
+    case.expect(got, case.value, EXACT_RTOL, "value")
+
+
+def check_jit_of_grad(case):
+    case.requires("grad")
+    grad_f = tp.grad(case.f, argnums=case.argnums)
+    expected = grad_f(*case.args())
+    with fusing_small_arrays():
+        got = case.call(tp.jit(grad_f), *case.args())
+    case.expect(got, expected, EXACT_RTOL, "gradient", source="tp.grad")
+
+
 CHECKS = {
     "transform": check_transform,
     "grad": check_grad,
@@ -1704,6 +1732,8 @@ CHECKS = {
     "jvp(grad)": check_jvp_of_grad,
     "vmap": check_vmap,
     "vmap(grad)": check_vmap_of_grad,
+    "jit": check_jit,
+    "jit(grad)": check_jit_of_grad,
 }
 
 
@@ -2048,11 +2078,17 @@ def repro_text(program, outcome):
                  f"print(np.array([f({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})]))  # expected"],
         "vmap(grad)": [f"print(tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r})({batch_args if check.startswith('vmap') else ''}))",
                        f"print([tp.grad(f, argnums={argnums})({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})])  # expected, stacked"],
+        "jit": ["import transpile.specialize.module", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+                f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
+        "jit(grad)": ["import transpile.specialize.module", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+                      f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
+                      f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
     }
     lines += [""] + calls[check]
     if outcome.status == WRONG:
         lines.append(f"# {check}: WRONG: {outcome.detail}")
-        if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)"):
+        if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)",
+                                                           "jit", "jit(grad)"):
             expected, source = outcome.expected
             if isinstance(expected, np.floating):   # print 0.5, not np.float64(0.5)
                 expected = float(expected)

@@ -4,11 +4,12 @@
     g = tp.grad(loss)        # a new Python function; print(g.source) shows it
 """
 from . import rules  # noqa: F401  (importing it registers the primitive table)
-from .api import Transformed, grad, jvp, transform, value_and_grad, vjp, vmap
+from .api import Jitted, Transformed, grad, jit, jvp, transform, value_and_grad, vjp, vmap
 from .custom import custom_jvp, custom_vjp
 from .errors import TransformError
 from .jacobians import hessian, jacfwd, jacrev
 from runtime.collectives import all_gather, axis_index, pmax, pmean, pmin, psum
+from runtime.kernels import block_until_ready, device_put, devices
 
-__all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
+__all__ = ["Jitted", "block_until_ready", "device_put", "devices", "jit", "all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
 __version__ = "0.1.0"

@@ -4,10 +4,13 @@ Every transformation returns a `Transformed`: a callable with `.source` (the gen
 module, exactly what runs) that any transformation accepts again. Code is generated on the
 first call (or on `.source`), once per (function, transformation, options), and cached.
 """
+import collections
 import functools
 import inspect
 
+from runtime.kernels import device_put as rt_device_put
 from runtime.trees import tangent_zeros, tree_leaves
+from . import specialize as jit_pass
 from . import pipeline
 from .custom import CustomRule, wrapper_for
 from .errors import TransformError, error_at
@@ -39,6 +42,8 @@ class Root:
     def __init__(self, target):
         self.prefix = ()
         self.inner = None
+        if isinstance(target, Jitted):        # transformations see through jit
+            target = target.inner
         if isinstance(target, Transformed):
             self.inner = target
             self.fn = None
@@ -407,6 +412,8 @@ class _ApiCallees(Callees):
         return None
 
     def transformed_call(self, value):
+        if isinstance(value, Jitted):
+            value = value.inner
         if not isinstance(value, Transformed):
             return None
         return TransformedCall(value.entry_function(), value.root.prefix,
@@ -422,6 +429,146 @@ class _ApiCallees(Callees):
         return grad(fn, argnums=argnums)
 
 
+class Jitted:
+    """A function specialized to each kind of arguments it is called with (see `jit`)."""
+
+    def __init__(self, target, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 backend=None, cache_size=64):
+        if isinstance(target, Jitted):
+            target = target.inner
+        self.inner = target if isinstance(target, Transformed) else \
+            Transformed(target, "transform")
+        if self.inner.kind == "vjp":
+            raise TypeError("tp.jit: jit the function, then take its vjp")
+        self.signature = self.inner.signature
+        names = list(self.signature.parameters)
+        n = len(names)
+        argnums = (static_argnums,) if isinstance(static_argnums, int) else \
+            tuple(static_argnums)
+        argnames = (static_argnames,) if isinstance(static_argnames, str) else \
+            tuple(static_argnames)
+        static = set()
+        for a in argnums:
+            if not isinstance(a, int) or not -n <= a < n:
+                raise TypeError(f"tp.jit: static_argnums entry {a!r} is not the position of "
+                                f"a parameter of {self.inner.__name__} ({n} parameters)")
+            static.add(a % n)
+        for a in argnames:
+            if a not in names:
+                raise TypeError(f"tp.jit: static_argnames entry {a!r} is not a parameter of "
+                                f"{self.inner.__name__} (parameters: {', '.join(names)})")
+            static.add(names.index(a))
+        self.static = tuple(sorted(static))
+        self.donate = tuple(sorted(a % n for a in ((donate_argnums,) if isinstance(
+            donate_argnums, int) else donate_argnums)))
+        if backend not in (None, "cpu", "numpy", "cuda", "gpu", "cupy"):
+            raise ValueError(f"tp.jit: backend must be None, 'cpu' or 'cuda', got {backend!r}")
+        self.backend = {None: None, "cpu": "numpy", "numpy": "numpy"}.get(backend, "cupy")
+        self.cache_size = cache_size
+        self._cache = collections.OrderedDict()
+        self._last = None
+        self._nparams = n
+        functools.update_wrapper(self, self.inner, updated=())
+
+    def _key(self, full):
+        nprefix = len(self.inner.root.prefix)
+        static = {nprefix + i for i in self.static}
+        key = []
+        for i, v in enumerate(full):
+            if i in static:
+                try:
+                    hash(v)
+                except TypeError:
+                    name = list(self.signature.parameters)[i - nprefix]
+                    raise TypeError(
+                        f"tp.jit: static argument {name!r} of {self.inner.__name__} must be "
+                        f"hashable (its value is part of the cache key), got "
+                        f"{type(v).__name__} {v!r}; pass a tuple instead of a list, or make "
+                        f"it a regular argument") from None
+                key.append(("static", type(v), v))
+            else:
+                key.append(jit_pass.argument_key(v))
+        return tuple(key)
+
+    def _specialization(self, full):
+        key = self._key(full)
+        spec = self._cache.get(key)
+        if spec is None:
+            spec = self._specialize(full)
+            self._cache[key] = spec
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        self._last = spec
+        return spec
+
+    def _specialize(self, full):
+        nprefix = len(self.inner.root.prefix)
+        backend = self.backend or jit_pass.array_module_name(full)
+        label = getattr(self.inner.target, "__qualname__", self.inner.__name__)
+        return jit_pass.specialize(self.inner.generated(), full,
+                                   {nprefix + i: full[nprefix + i] for i in self.static},
+                                   backend, label)
+
+    def __call__(self, *args, **kwargs):
+        full = self.inner.full_args(args, kwargs)
+        if self.backend == "cupy":
+            full = tuple(rt_device_put(v) for v in full)
+        return self._specialization(full).entry(*full)
+
+    def lower(self, *args, **kwargs):
+        """The specialization for these arguments, without running it: `.source` is its
+        code (kernels included), `.kernels` its fused groups, `.entry` the function."""
+        return self._specialization(self.inner.full_args(args, kwargs))
+
+    @property
+    def source(self):
+        """The code of the specialization made last (call the function, or use
+        `f.lower(*args).source` for given arguments)."""
+        if self._last is None:
+            raise ValueError(f"tp.jit({self.inner.__name__}) has no code yet: jit specializes "
+                             "to the arguments' shapes and dtypes.\n  hint: call it once, or "
+                             "use .lower(*args).source to see the code for given arguments.")
+        return self._last.text
+
+    def cache_info(self):
+        """How many specializations are cached, and the limit."""
+        return {"size": len(self._cache), "limit": self.cache_size}
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<transpile.jit of {getattr(self.inner.target, '__qualname__', self.inner)}>"
+
+
+def jit(f=None, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None,
+        cache_size=64):
+    """Specialize `f` to the kinds of arguments it is called with, and fuse its elementwise
+    chains into kernels.
+
+    Args:
+      f: a Python function or any transformed function (jit(grad(f)), jit(vmap(...))).
+      static_argnums, static_argnames: arguments whose values (hashable) are constants of
+        the code: `if`s on them are decided when it is generated.
+      donate_argnums: arguments the caller will not use again (accepted; their buffers are
+        not yet reused).
+      backend: None (numpy or cupy, from the arguments), "cpu" or "cuda".
+      cache_size: how many specializations are kept (least recently used dropped first).
+    Returns:
+      A callable; `.source` shows the code of the last specialization, `.lower(*args)` the
+      one for given arguments. Python control flow stays Python: `if` and `while` on array
+      values work, with the trip count decided by the data.
+    """
+    if f is None:
+        return lambda g: jit(g, static_argnums, static_argnames, donate_argnums, backend,
+                             cache_size)
+    return Jitted(f, static_argnums, static_argnames, donate_argnums, backend, cache_size)
+
+
 _TRANSFORMATIONS = {"grad": grad, "value_and_grad": value_and_grad, "transform": transform,
-                    "jvp": jvp, "vmap": vmap}
+                    "jvp": jvp, "vmap": vmap, "jit": jit}
 CALLEES = _ApiCallees()

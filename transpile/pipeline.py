@@ -317,6 +317,7 @@ class Build:
                         self.nuser, extra)
         gen.namespace = dict(program.namespace)
         gen.entry_name = entry.name
+        gen.functions = functions        # the emitted definitions (jit specializes them)
         return gen
 
 

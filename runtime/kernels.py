@@ -1,0 +1,175 @@
+"""Fused kernels that jit-specialized code calls, and the output buffers they write into.
+
+A specialization made by `tp.jit` defines, per fused group, a `CpuKernel` (a loop that numba
+compiles, or the same statements in numpy when numba is not installed) or a `CudaKernel`
+(CUDA C compiled by cupy when first called). Both write into an `OutputPool` buffer: a fresh
+multi-MB array costs a page fault per 4 KiB page the first time it is written (glibc maps
+large allocations anew every time), so a buffer is reused once nobody holds it any more.
+"""
+import sys
+import threading
+
+import numpy as np
+
+from .backend import array_module
+
+_numba = None
+_numba_checked = False
+
+
+def _get_numba():
+    global _numba, _numba_checked
+    if not _numba_checked:
+        _numba_checked = True
+        try:
+            import numba
+            _numba = numba
+        except Exception:       # pragma: no cover - depends on the machine
+            _numba = None
+    return _numba
+
+
+def have_compiled_loops():
+    """True when CPU kernels compile to machine code (numba is installed)."""
+    return _get_numba() is not None
+
+
+class OutputPool:
+    """Buffers of one shape and dtype for one kernel's results.
+
+    `take()` returns a buffer that nothing outside the pool refers to (its reference count
+    says so: a caller holding the last result, or a view of it, or a saved value of a
+    backward pass keeps it), else a new one. Up to `keep` buffers are kept.
+    """
+
+    def __init__(self, shape, dtype, xp=np, keep=4):
+        self.shape, self.dtype, self.xp, self.keep = tuple(shape), np.dtype(dtype), xp, keep
+        self.buffers = []
+        self.lock = threading.Lock()
+        self.reused = 0           # how many results reused a buffer (for tests, benchmarks)
+
+    def take(self):
+        with self.lock:
+            for buf in self.buffers:
+                # references: the list, `buf`, and getrefcount's argument
+                if sys.getrefcount(buf) == 3:
+                    self.reused += 1
+                    return buf
+            buf = self.xp.empty(self.shape, self.dtype)
+            if len(self.buffers) < self.keep:
+                self.buffers.append(buf)
+            return buf
+
+
+_COMPILED = {}     # loop function's code -> numba dispatcher (one compile per kernel text)
+
+
+class CpuKernel:
+    """A fused elementwise kernel on numpy arrays: `kernel(*inputs)` returns a new result.
+
+    `loop(*inputs, out)` is compiled with numba on the first call; without numba,
+    `fallback(*inputs, out)` (the original numpy statements) runs instead. `kinds` says how
+    each input is passed ("array", "scalar", or "0-d": a numpy scalar or 0-d array, which
+    the loop reads from a one-element array).
+    """
+
+    def __init__(self, loop, fallback, kinds, shape, dtype):
+        self.loop, self.fallback = loop, fallback
+        self.zero_d = tuple(i for i, kind in enumerate(kinds) if kind == "0-d")
+        self.pool = OutputPool(shape, dtype)
+        self._run = None
+
+    def _compile(self):
+        numba = _get_numba()
+        if numba is None:
+            return self.fallback
+        key = self.loop.__code__
+        found = _COMPILED.get(key)
+        if found is None:
+            # error_model="numpy": a float division by zero gives inf/nan as numpy does
+            found = _COMPILED[key] = numba.njit(error_model="numpy")(self.loop)
+        return found
+
+    def __call__(self, *inputs):
+        run = self._run
+        if run is None:
+            run = self._run = self._compile()
+        out = self.pool.take()
+        if self.zero_d and run is not self.fallback:
+            inputs = list(inputs)
+            for i in self.zero_d:
+                inputs[i] = np.reshape(inputs[i], 1)
+        run(*inputs, out)
+        return out
+
+
+class CudaKernel:
+    """A fused elementwise kernel written in CUDA C, compiled by cupy on the first call.
+
+    `kinds` says how each input is passed: "array" or "0-d" (a device pointer; made
+    C-contiguous first) or "scalar" (a double).
+    """
+
+    block = 256
+
+    def __init__(self, name, source, kinds, shape, dtype):
+        self.name, self.source, self.kinds = name, source, tuple(kinds)
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self._kernel = None
+        self.pool = None
+
+    def __call__(self, *inputs):
+        import cupy
+        if self._kernel is None:
+            # no contraction into fused multiply-adds: each operation rounds as numpy's does
+            self._kernel = cupy.RawKernel(self.source, self.name, options=("--fmad=false",))
+            self.pool = OutputPool(self.shape, self.dtype, cupy)
+        args = [np.float64(v) if kind == "scalar" else cupy.ascontiguousarray(v)
+                for v, kind in zip(inputs, self.kinds)]
+        out = self.pool.take()
+        grid = max(1, min((self.size + self.block - 1) // self.block, 65535 * 8))
+        self._kernel((grid,), (self.block,), (*args, out))
+        return out
+
+
+def devices():
+    """The devices arrays can live on: the CUDA GPUs cupy sees, else ["cpu"]."""
+    try:
+        import cupy
+        n = cupy.cuda.runtime.getDeviceCount()
+        if n:
+            return [cupy.cuda.Device(i) for i in range(n)]
+    except Exception:
+        pass
+    return ["cpu"]
+
+
+def device_put(x, device=None):
+    """`x` (arrays in tuples, lists and dicts too) on a GPU when one is present (a cupy
+    array), else unchanged; device="cpu" brings it back as numpy."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(device_put(v, device) for v in x)
+    if isinstance(x, dict):
+        return {k: device_put(v, device) for k, v in x.items()}
+    on_gpu = [d for d in devices() if d != "cpu"]
+    if device == "cpu" or (device is None and not on_gpu):
+        return x.get() if type(x).__module__.startswith("cupy") else x
+    import cupy
+    target = device if device is not None else on_gpu[0]
+    with target:
+        return cupy.asarray(x)
+
+
+def block_until_ready(x):
+    """Wait until the GPU has computed `x` (arrays in containers too); returns `x`."""
+    xp = array_module(x) if not isinstance(x, (tuple, list, dict)) else None
+    if xp is not None and xp is not np:
+        xp.cuda.get_current_stream().synchronize()
+    elif isinstance(x, (tuple, list)):
+        for v in x:
+            block_until_ready(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            block_until_ready(v)
+    return x

@@ -1,0 +1,252 @@
+"""tp.jit against the plain call: specialization, static arguments, the cache, fusion, the
+output pool, composition with the other transformations, and Python control flow kept."""
+import gc
+
+import numpy as np
+import pytest
+
+import transpile as tp
+import transpile.specialize.module as specialize_module
+from jit_programs import PROGRAMS, mlp_loss, newton_sqrt, selu, sine_loop, slow_f
+from runtime.trees import tree_leaves
+
+
+@pytest.fixture
+def fuse_small():
+    """Fuse (and compile) chains of any size, as on the GPU: the tests' arrays are small."""
+    old = specialize_module.CPU_MIN_ELEMENTS
+    specialize_module.CPU_MIN_ELEMENTS = 1
+    yield
+    specialize_module.CPU_MIN_ELEMENTS = old
+
+
+def assert_tree_close(got, expected, rtol):
+    got_leaves, expected_leaves = tree_leaves(got), tree_leaves(expected)
+    assert len(got_leaves) == len(expected_leaves)
+    for g, e in zip(got_leaves, expected_leaves):
+        g, e = np.asarray(g), np.asarray(e)
+        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
+        # absolute: an ulp of difference in exp(x) survives `alpha * exp(x) - alpha`
+        scale = max(1.0, float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0)))
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)
+
+
+def tolerance(result):
+    """float32 kernels may round transcendental functions differently from numpy by an ulp
+    or two; float64 ones by a few 1e-16."""
+    return 2e-6 if any(np.asarray(v).dtype == np.float32 for v in tree_leaves(result)) \
+        else 1e-12
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "default"])
+def test_jit_matches_the_plain_call(name, fused, request):
+    if fused:
+        request.getfixturevalue("fuse_small")
+    fn, make_args, options = PROGRAMS[name]
+    jitted = tp.jit(fn, **options)
+    for seed in (1, 2):                  # the second call runs the cached specialization
+        args = make_args(seed)
+        expected = fn(*args)
+        got = jitted(*args)
+        assert_tree_close(got, expected, tolerance(expected))
+    if fused and name not in ("grad_mlp", "vmap_grad_mlp"):
+        assert "rt.CpuKernel(" in jitted.source, jitted.source
+
+
+def test_fused_kernel_writes_one_loop_and_keeps_the_statements_as_fallback(fuse_small):
+    x = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
+    source = tp.jit(slow_f).lower(x).source
+    assert "for i0 in range(4):" in source and "for i1 in range(5):" in source
+    assert "x_ * np.float32(2.0)" in source          # float32 stays float32, as in numpy
+    assert "out[...] = multiply + multiply_1" in source
+    assert "out = fused(x)" in source
+    assert "float32[4, 5]" in source.splitlines()[0]
+
+
+def test_the_numpy_fallback_computes_the_same(fuse_small):
+    x = np.random.default_rng(4).standard_normal((6, 3))
+    spec = tp.jit(selu).lower(x)
+    kernel = spec.env[spec.kernels[0].name]
+    out = np.empty((6, 3))
+    kernel.fallback(1.05, x, 1.67, out)
+    np.testing.assert_array_equal(out, selu(x))
+
+
+def test_small_arrays_are_not_fused_by_default():
+    x = np.random.default_rng(5).standard_normal((10, 10))
+    assert "CpuKernel" not in tp.jit(slow_f).lower(x).source
+    big = np.random.default_rng(5).standard_normal((300, 300))
+    assert "CpuKernel" in tp.jit(slow_f).lower(big).source
+
+
+def test_a_new_kind_of_argument_makes_a_new_specialization():
+    j = tp.jit(slow_f)
+    a, b = np.ones((2, 3)), np.ones((3, 2))
+    j(a)
+    first = j.source
+    j(a * 2)
+    assert j.cache_info()["size"] == 1
+    j(b)
+    assert j.cache_info()["size"] == 2 and j.source != first
+    j(a.astype(np.float32))
+    j(2.0)
+    assert j.cache_info()["size"] == 4
+    assert "x: weak float64[]" in j.source
+
+
+def test_the_cache_keeps_at_most_cache_size_specializations():
+    j = tp.jit(slow_f, cache_size=2)
+    for n in range(1, 6):
+        np.testing.assert_array_equal(j(np.full(n, 1.5)), slow_f(np.full(n, 1.5)))
+    assert j.cache_info() == {"size": 2, "limit": 2}
+
+
+def test_source_before_the_first_call_says_how_to_see_it():
+    with pytest.raises(ValueError, match=r"lower\(\*args\)\.source"):
+        tp.jit(slow_f).source
+
+
+def branchy(x, n, mode):
+    if mode == "square":
+        for _ in range(n):
+            x = x * x
+    else:
+        x = x + n
+    return x
+
+
+def test_static_arguments_are_constants_and_decide_branches():
+    j = tp.jit(branchy, static_argnums=(1,), static_argnames=("mode",))
+    x = np.random.default_rng(6).random(4) + 0.5
+    np.testing.assert_allclose(j(x, 2, "square"), x ** 4)
+    body = j.source.split("def branchy")[1]
+    assert "range(2)" in body and "'square'" not in body and "if " not in body
+    np.testing.assert_allclose(j(x, 3, mode="add"), x + 3)
+    body = j.source.split("def branchy")[1]
+    assert "x = x + 3" in body and "x * x" not in body
+    assert j.cache_info()["size"] == 2
+
+
+def test_an_unhashable_static_argument_is_a_clear_error():
+    j = tp.jit(branchy, static_argnums=1, static_argnames="mode")
+    with pytest.raises(TypeError, match="static argument 'n' of branchy must be hashable"):
+        j(np.ones(2), [2], "add")
+
+
+def test_static_argument_positions_are_checked():
+    with pytest.raises(TypeError, match="static_argnums entry 5"):
+        tp.jit(branchy, static_argnums=5)
+    with pytest.raises(TypeError, match="static_argnames entry 'm'"):
+        tp.jit(branchy, static_argnames="m")
+
+
+def test_the_output_pool_never_hands_out_a_buffer_the_caller_holds(fuse_small):
+    j = tp.jit(slow_f)
+    x, y = np.full((3, 4), 1.5), np.full((3, 4), -0.5)
+    r1 = j(x)
+    r2 = j(y)                     # r1 is held: a new buffer
+    np.testing.assert_array_equal(r1, slow_f(x))
+    np.testing.assert_array_equal(r2, slow_f(y))
+    view = r2[1:]
+    del r2
+    r3 = j(x)                     # r2's buffer is still seen through `view`
+    np.testing.assert_array_equal(view, slow_f(y)[1:])
+    kernel = j.lower(x).env["fused"]
+    reused = kernel.pool.reused
+    del r1, r3, view
+    gc.collect()
+    j(x)
+    assert kernel.pool.reused == reused + 1
+
+
+def test_a_kernel_in_a_loop_never_overwrites_its_own_input(fuse_small):
+    x = np.random.default_rng(7).standard_normal((5, 5))
+    j = tp.jit(tp.grad(sine_loop))
+    np.testing.assert_allclose(j(x), tp.grad(sine_loop)(x), rtol=1e-13)
+    assert "x = fused(x)" in j.source          # the forward loop is one kernel per trip
+
+
+def writes_between(x):
+    z = x.copy()
+    t = z * 2.0
+    z[0] = 5.0                     # t must be computed before this write
+    return t + z * 3.0
+
+
+def test_a_write_between_two_statements_keeps_them_apart(fuse_small):
+    x = np.random.default_rng(8).standard_normal((4, 3))
+    np.testing.assert_array_equal(tp.jit(writes_between)(x), writes_between(x))
+
+
+def data_dependent(x):
+    y = x[x > 0]                   # its shape depends on the data
+    return np.sum(y * 2.0 + 1.0) + np.sum(x * x - 1.0)
+
+
+def test_values_shaped_by_data_keep_general_code(fuse_small):
+    j = tp.jit(data_dependent)
+    for seed in (9, 10, 11):
+        x = np.random.default_rng(seed).standard_normal(20)
+        np.testing.assert_allclose(j(x), data_dependent(x), rtol=1e-13)
+    assert j.cache_info()["size"] == 1
+    assert "y * 2.0 + 1.0" not in j.source.split("def data_dependent")[0]
+
+
+def growing(x):
+    for _ in range(3):
+        x = np.concatenate([x, x * 0.5]) + 1.0
+    return x * x - x
+
+
+def test_a_shape_that_changes_between_trips_is_not_assumed(fuse_small):
+    x = np.random.default_rng(12).standard_normal(4)
+    np.testing.assert_allclose(tp.jit(growing)(x), growing(x), rtol=1e-13)
+
+
+def test_python_while_on_array_values_stays_python(fuse_small):
+    a = np.random.default_rng(13).random(30) + 0.5
+    j = tp.jit(newton_sqrt)
+    np.testing.assert_allclose(j(a), np.sqrt(a), rtol=1e-12)
+    assert "while cond:" in j.source
+
+
+def test_transformations_see_through_jit():
+    a = np.random.default_rng(14).random(6) + 0.5
+    np.testing.assert_allclose(tp.grad(lambda v: np.sum(tp.jit(newton_sqrt)(v)))(a),
+                               0.5 / np.sqrt(a), rtol=1e-9)
+    np.testing.assert_allclose(tp.grad(tp.jit(lambda v: np.sum(np.sin(v))))(a), np.cos(a))
+    np.testing.assert_allclose(tp.vmap(tp.jit(selu))(a), selu(a))
+    np.testing.assert_allclose(tp.jit(tp.jit(selu))(a), selu(a))
+
+
+def test_jit_of_vmap_of_grad_gives_per_example_gradients(fuse_small):
+    r = np.random.default_rng(15)
+    params = [(r.standard_normal((3, 4)), r.standard_normal(4)),
+              (r.standard_normal((4, 1)), r.standard_normal(1))]
+    x, y = r.standard_normal((5, 3)), r.standard_normal((5, 1))
+    got = tp.jit(tp.vmap(tp.grad(mlp_loss), in_axes=(None, 0, 0)))(params, x, y)
+    for i in range(5):
+        one = tp.grad(mlp_loss)(params, x[i:i + 1], y[i:i + 1])
+        for (gw, gb), (w, b) in zip(got, one):
+            np.testing.assert_allclose(gw[i], w, rtol=1e-12)
+            np.testing.assert_allclose(gb[i], b, rtol=1e-12)
+
+
+def test_known_shapes_remove_runtime_work():
+    x = np.random.default_rng(16).standard_normal((30, 30))
+    source = tp.jit(tp.grad(sine_loop)).lower(x).source
+    assert "rt.unbroadcast" not in source and "rt.check_float_input" not in source
+    assert "sin_stack" not in source      # saved only for its shape: not saved at all
+
+
+def test_a_backend_that_does_not_exist_is_a_clear_error():
+    with pytest.raises(ValueError, match="backend must be None, 'cpu' or 'cuda'"):
+        tp.jit(slow_f, backend="tpu")
+
+
+def test_devices_and_device_put_without_a_gpu():
+    x = np.ones(3)
+    if tp.devices() == ["cpu"]:
+        assert tp.device_put(x) is x
+    assert tp.block_until_ready(x) is x

@@ -1,0 +1,240 @@
+"""Kernel text for a fused group (fusion.Kernel): a compiled loop for the CPU, readable CUDA C
+for the GPU, and the numpy statements themselves as the fallback.
+
+Every operation is computed in the dtype numpy gives its result, its operands converted to
+that dtype first (`x * 2.0` on float32 is `x_ * np.float32(2.0)` in the loop, `x_ * 2.0f` in
+CUDA): the kernel computes what numpy computes, operation by operation, differing at most
+in the last bits of the transcendental functions (each library rounds exp, sin, ... its own
+way). Shapes are known, so broadcasting becomes constant index arithmetic. `maximum` and
+`minimum` propagate NaN, as numpy's do (C's fmax does not).
+"""
+import math
+
+import numpy as np
+
+from .fusion import Leaf, Op, source_text
+from .shapes import elementwise
+
+C_TYPES = {"float32": "float", "float64": "double", "bool": "bool"}
+
+_UNARY_MATH = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sin": "sin",
+               "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
+               "arctan": "atan", "sqrt": "sqrt", "absolute": "fabs"}
+_NUMPY_NAMES = {"atan": "arctan", "fabs": "abs"}
+_INFIX = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
+          "greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
+          "equal": "==", "not_equal": "!="}
+
+
+def _compute_dtype(op):
+    """The dtype an operation works in: its result's, except comparisons, which compare in
+    the operands' common dtype."""
+    if op.op in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"):
+        common = elementwise(np.add, [o.abstract for o in op.operands])
+        return common.dtype if common is not None else np.dtype(np.float64)
+    return op.abstract.dtype
+
+
+class _Writer:
+    """Writes one kernel's element computation as a list of single assignments."""
+
+    def __init__(self, kernel, lang):
+        self.kernel, self.lang = kernel, lang
+        self.lines = []
+        self.count = 0
+        self.local = {}
+        taken = {leaf.name for leaf in kernel.inputs}
+        for leaf in kernel.inputs:
+            base = leaf.name + "_"
+            while base in taken:
+                base += "_"
+            taken.add(base)
+            self.local[leaf.name] = base
+
+    # -- spelling of values in each language
+    def literal(self, value, dtype):
+        kind = np.dtype(dtype).kind
+        if kind == "b":
+            v = bool(value)
+            return ("true" if v else "false") if self.lang == "c" else repr(v)
+        v = float(value)
+        if self.lang == "c":
+            # no math.h in NVRTC: infinities and NaN as constant divisions
+            text = "(1.0 / 0.0)" if v == math.inf else "(-1.0 / 0.0)" if v == -math.inf else \
+                "(0.0 / 0.0)" if v != v else repr(v)
+            if dtype == np.float32:
+                return f"(float){text}" if not math.isfinite(v) else text + "f"
+            return text
+        text = "np.inf" if v == math.inf else "(-np.inf)" if v == -math.inf else \
+            "np.nan" if v != v else repr(v)
+        return f"np.float32({text})" if dtype == np.float32 else text
+
+    def cast(self, text, have, want):
+        if np.dtype(have) == np.dtype(want):
+            return text
+        if self.lang == "c":
+            return f"({C_TYPES[np.dtype(want).name]})({text})"
+        return f"np.{np.dtype(want).name}({text})"
+
+    def call(self, fn, args, dtype):
+        if self.lang == "c":
+            name = fn + ("f" if dtype == np.float32 else "")
+            return f"{name}({', '.join(args)})"
+        return f"np.{_NUMPY_NAMES.get(fn, fn)}({', '.join(args)})"
+
+    # -- the tree
+    def operand(self, node, want):
+        if isinstance(node, Op):
+            return self.cast(self.op(node), node.abstract.dtype, want)
+        if node.name is None:                       # a literal number
+            return self.literal(node.value, want)
+        text = self.local[node.name]
+        have = node.abstract.dtype if not node.abstract.weak else \
+            (np.dtype(np.float64) if self.lang == "c" else node.abstract.dtype)
+        return self.cast(text, have, want)
+
+    def op(self, op):
+        dtype = op.abstract.dtype
+        work = _compute_dtype(op)
+        name = op.op
+        if name == "where":
+            cond = self.operand(op.operands[0], np.dtype(np.bool_))
+            a, b = (self.operand(o, dtype) for o in op.operands[1:])
+            expr = f"{cond} ? {a} : {b}" if self.lang == "c" else f"{a} if {cond} else {b}"
+            return self.emit(expr, dtype)
+        if name == "power" and isinstance(op.operands[1], Leaf) and \
+                op.operands[1].name is None and op.operands[1].value in (2, 0.5, -1, 1):
+            a = self.operand(op.operands[0], work)
+            e = op.operands[1].value
+            expr = {2: f"{a} * {a}", 0.5: self.call("sqrt", [a], work),
+                    -1: f"{self.literal(1.0, work)} / {a}", 1: a}[e]
+            return self.emit(expr, dtype)
+        args = [self.operand(o, work) for o in op.operands]
+        if name in _INFIX:
+            expr = f"{args[0]} {_INFIX[name]} {args[1]}"
+        elif name == "negative":
+            expr = f"-{args[0]}"
+        elif name == "square":
+            expr = f"{args[0]} * {args[0]}"
+        elif name == "reciprocal":
+            expr = f"{self.literal(1.0, work)} / {args[0]}"
+        elif name == "power":
+            expr = self.call("pow", args, work) if self.lang == "c" else \
+                f"{args[0]} ** {args[1]}"
+        elif name in ("maximum", "minimum"):
+            a, b = args
+            cmp = ">" if name == "maximum" else "<"
+            test = f"{a} != {a} || {a} {cmp} {b}" if self.lang == "c" else \
+                f"{a} != {a} or {a} {cmp} {b}"
+            expr = f"({test}) ? {a} : {b}" if self.lang == "c" else f"{a} if {test} else {b}"
+        else:
+            expr = self.call(_UNARY_MATH[name], args, work)
+        return self.emit(expr, dtype)
+
+    def emit(self, expr, dtype):
+        name = f"t{self.count}"
+        self.count += 1
+        if self.lang == "c":
+            self.lines.append(f"const {C_TYPES[np.dtype(dtype).name]} {name} = {expr};")
+        else:
+            self.lines.append(f"{name} = {expr}")
+        return name
+
+
+def _index(shape, out_shape, names):
+    """The index of an input of `shape` broadcast against `out_shape`, per output axis."""
+    lead = len(out_shape) - len(shape)
+    return [names[lead + k] if d != 1 else "0" for k, d in enumerate(shape)]
+
+
+def cpu_loop(kernel):
+    """A Python loop over the output's elements (numba compiles it; see runtime/jit.py)."""
+    w = _Writer(kernel, "py")
+    out_shape = kernel.out.shape
+    axes = [f"i{k}" for k in range(len(out_shape))]
+    loads, scalars = [], []
+    for leaf in kernel.inputs:
+        a = leaf.abstract
+        if a.weak:
+            scalars.append(f"{w.local[leaf.name]} = {leaf.name}")
+        elif not a.shape:            # passed as a one-element array (runtime.CpuKernel)
+            loads.append(f"{w.local[leaf.name]} = {leaf.name}[0]")
+        else:
+            loads.append(f"{w.local[leaf.name]} = {leaf.name}[{', '.join(_index(a.shape, out_shape, axes))}]")
+    result = w.op(kernel.tree)
+    params = ", ".join([leaf.name for leaf in kernel.inputs] + ["out"])
+    lines = [f"def {kernel.name}_loop({params}):"]
+    indent = "    "
+    lines += [indent + text for text in scalars]
+    for k, n in enumerate(out_shape):
+        lines.append(f"{indent}for {axes[k]} in range({n}):")
+        indent += "    "
+    for text in loads + w.lines + [f"out[{', '.join(axes)}] = {result}"]:
+        lines.append(indent + text)
+    return "\n".join(lines) + "\n"
+
+
+def numpy_fallback(kernel):
+    """The fused statements as numpy runs them, the last one writing into `out`."""
+    params = ", ".join([leaf.name for leaf in kernel.inputs] + ["out"])
+    lines = [f"def {kernel.name}_numpy({params}):"]
+    *body, last = kernel.statements
+    for s in body:
+        lines.append("    " + source_text(s))
+    lines.append("    out[...] = " + source_text(last.value))
+    return "\n".join(lines) + "\n"
+
+
+def cuda_source(kernel):
+    """One CUDA C kernel: a grid-stride loop over the output's elements."""
+    w = _Writer(kernel, "c")
+    out_shape = kernel.out.shape
+    n = int(np.prod(out_shape, dtype=np.int64))
+    strides = [int(np.prod(out_shape[k + 1:], dtype=np.int64)) for k in range(len(out_shape))]
+    coords = [f"(i / {strides[k]}LL) % {d}LL" if k else f"i / {strides[k]}LL"
+              for k, d in enumerate(out_shape)]
+    params, loads = [], []
+    for leaf in kernel.inputs:
+        a = leaf.abstract
+        local = w.local[leaf.name]
+        if a.weak:
+            params.append(f"const double {leaf.name}")
+            loads.append(f"const double {local} = {leaf.name};")
+            continue
+        ctype = C_TYPES[a.dtype.name]
+        params.append(f"const {ctype}* __restrict__ {leaf.name}")
+        if a.shape == out_shape:
+            at = "i"
+        elif not a.shape or all(d == 1 for d in a.shape):
+            at = "0"
+        else:
+            lead = len(out_shape) - len(a.shape)
+            in_strides = [int(np.prod(a.shape[k + 1:], dtype=np.int64))
+                          for k in range(len(a.shape))]
+            terms = [f"({coords[lead + k]}) * {in_strides[k]}LL"
+                     for k, d in enumerate(a.shape) if d != 1]
+            at = " + ".join(terms)
+        loads.append(f"const {ctype} {local} = {leaf.name}[{at}];")
+    result = w.op(kernel.tree)
+    out_type = C_TYPES[kernel.out.dtype.name]
+    params.append(f"{out_type}* __restrict__ out")
+    body = loads + w.lines + [f"out[i] = {result};"]
+    text = [f'extern "C" __global__ void {kernel.name}({", ".join(params)}) {{',
+            f"    // {kernel.describe()}",
+            f"    // out: {kernel.out.dtype.name}{list(out_shape)}",
+            f"    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+            f"i < {n}LL;",
+            "         i += (long long)blockDim.x * gridDim.x) {"]
+    text += ["        " + line for line in body]
+    text += ["    }", "}"]
+    return "\n".join(text) + "\n"
+
+
+def input_kinds(kernel):
+    """For each input, how the launcher passes it: "array", "scalar" (a Python number) or
+    "0-d" (a numpy scalar or 0-d array; the CPU loop reads it from a one-element array)."""
+    return tuple("scalar" if leaf.abstract.weak else "0-d" if not leaf.abstract.shape
+                 else "array" for leaf in kernel.inputs)
+
+
+__all__ = ["cpu_loop", "numpy_fallback", "cuda_source", "input_kinds"]

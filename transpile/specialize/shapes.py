@@ -1,0 +1,363 @@
+"""Shape and dtype inference over a generated function, for the arguments of one call.
+
+`infer(fdef, params)` walks the function once in order (loops until their values stop
+changing) and records, for every name read and every value assigned, an abstract value
+(abstract.py) or None where it depends on data or on something inference does not model.
+numpy decides every dtype: an operation is applied to one-element stand-ins of its operands
+(`Array.dummy`), so type promotion, weak Python scalars and integer division come out as
+numpy would compute them. Shapes follow broadcasting, reductions with literal axes and
+matmul. A value whose kind differs between the paths of an `if` or between loop trips is
+None from there on, and the code around it stays general.
+"""
+import numpy as np
+
+import gast
+
+from ..ir.templates import dotted
+from .abstract import Array, Sequence
+
+_BINOPS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
+           gast.Div: np.true_divide, gast.Pow: np.power, gast.FloorDiv: np.floor_divide,
+           gast.Mod: np.remainder, gast.BitAnd: np.bitwise_and, gast.BitOr: np.bitwise_or,
+           gast.BitXor: np.bitwise_xor}
+_CMPOPS = {gast.Gt: np.greater, gast.GtE: np.greater_equal, gast.Lt: np.less,
+           gast.LtE: np.less_equal, gast.Eq: np.equal, gast.NotEq: np.not_equal}
+_UNARY = {gast.USub: np.negative, gast.UAdd: np.positive}
+_REDUCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.amax", "np.amin"}
+
+
+def ufunc_of(spelling):
+    """The numpy ufunc a call spelled `np.<name>` is, else None."""
+    if spelling is None or not spelling.startswith("np.") or spelling.count(".") != 1:
+        return None
+    f = getattr(np, spelling[3:], None)
+    return f if isinstance(f, np.ufunc) else None
+
+
+def elementwise(op, operands):
+    """The abstract result of elementwise `op` (a numpy callable) on abstract operands."""
+    if any(not isinstance(a, Array) for a in operands):
+        return None
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in operands))
+        with np.errstate(all="ignore"):
+            result = op(*(a.dummy() for a in operands))
+    except Exception:
+        return None
+    dtype = getattr(result, "dtype", None)
+    if dtype is None:
+        return None
+    weak = all(a.weak for a in operands) and not isinstance(result, np.ndarray) and \
+        not isinstance(result, np.generic)
+    return Array(shape, dtype, weak=weak)
+
+
+def _literal(node):
+    """The Python value of a literal argument (an int, a tuple of ints, None, a bool), or
+    a marker that it is not one."""
+    if isinstance(node, gast.Constant):
+        return node.value
+    if isinstance(node, gast.Tuple) and all(isinstance(e, gast.Constant) for e in node.elts):
+        return tuple(e.value for e in node.elts)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
+            isinstance(node.operand, gast.Constant):
+        return -node.operand.value
+    return _NOT_LITERAL
+
+
+_NOT_LITERAL = object()
+
+
+def _reduction(fn, x, axis, keepdims):
+    if not isinstance(x, Array) or x.weak:
+        return None
+    nd = len(x.shape)
+    if axis is None:
+        axes = set(range(nd))
+    else:
+        items = axis if isinstance(axis, tuple) else (axis,)
+        if not all(isinstance(a, int) and not isinstance(a, bool) and -nd <= a < nd
+                   for a in items):
+            return None
+        axes = {a % nd for a in items}
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else \
+        tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    if any(x.shape[i] == 0 for i in axes) and fn in (np.max, np.min, np.amax, np.amin):
+        return None                         # numpy raises: leave it to the call
+    try:
+        with np.errstate(all="ignore"):
+            dtype = np.asarray(fn(x.dummy())).dtype
+    except Exception:
+        return None
+    return Array(shape, dtype)
+
+
+def _matmul(a, b):
+    if not isinstance(a, Array) or not isinstance(b, Array) or a.weak or b.weak or \
+            not a.shape or not b.shape:
+        return None
+    sa, sb = a.shape, b.shape
+    try:
+        if len(sa) == 1 and len(sb) == 1:
+            shape = () if sa == sb else None
+        elif len(sb) == 1:
+            shape = sa[:-1] if sa[-1] == sb[0] else None
+        elif len(sa) == 1:
+            shape = sb[:-2] + sb[-1:] if sa[0] == sb[-2] else None
+        else:
+            shape = np.broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-2], sb[-1]) \
+                if sa[-1] == sb[-2] else None
+        dtype = np.result_type(a.dtype, b.dtype)
+    except Exception:
+        return None
+    return None if shape is None else Array(shape, dtype)
+
+
+class Inference:
+    """The abstract values of one function's names and assigned values (see module doc)."""
+
+    def __init__(self, stacks=()):
+        self.at = {}          # id(node) -> abstract of every expression
+        # stacks of saved values (lists only pushed to and popped from): what they hold
+        self.stacks = {name: _EMPTY for name in stacks}
+        self._nodes = []      # keep annotated nodes alive so ids stay unique
+
+    def of(self, node):
+        return self.at.get(id(node))
+
+    def _record(self, node, value):
+        self.at[id(node)] = value
+        self._nodes.append(node)
+        return value
+
+    # ---------------------------------------------------------------- statements
+    def block(self, stmts, env):
+        for s in stmts:
+            env = self.statement(s, env)
+        return env
+
+    def statement(self, s, env):
+        if isinstance(s, gast.Assign):
+            value = self.expr(s.value, env)
+            env = dict(env)
+            for t in s.targets:
+                self._bind(t, value, env)
+            return env
+        if isinstance(s, (gast.Expr, gast.Return)) and s.value is not None:
+            self.expr(s.value, env)
+            return env
+        if isinstance(s, gast.If):
+            self.expr(s.test, env)
+            return _join(self.block(s.body, env), self.block(s.orelse, env))
+        if isinstance(s, (gast.For, gast.While)):
+            return self._loop(s, env)
+        # anything else (augmented assignment, try, with, nested def): what it assigns is
+        # unknown from here on
+        env = dict(env)
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                env[n.id] = None
+        return env
+
+    def _loop(self, s, env):
+        entry = env
+        for _ in range(8):
+            trip = dict(entry)
+            if isinstance(s, gast.For):
+                self._bind(s.target, self._item_of(self.expr(s.iter, env)), trip)
+            else:
+                self.expr(s.test, trip)
+            after = self.block(s.body, trip)
+            joined = _join(entry, after)
+            if joined == entry:
+                break
+            entry = joined
+        else:   # did not settle: what the body assigns is unknown, and one more pass
+            entry = dict(entry)        # records annotations valid on every trip
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                    entry[n.id] = None
+            trip = dict(entry)
+            if isinstance(s, gast.For):
+                self._bind(s.target, None, trip)
+            self.block(s.body, trip)
+        return _join(entry, self.block(s.orelse, entry)) if s.orelse else entry
+
+    def _item_of(self, seq):
+        if isinstance(seq, _Range):
+            return Array((), np.int64, weak=True)
+        if isinstance(seq, Sequence) and seq.items:
+            first = seq.items[0]
+            return first if all(i == first for i in seq.items) else None
+        return None
+
+    def _bind(self, target, value, env):
+        if isinstance(target, gast.Name):
+            env[target.id] = value
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            items = value.items if isinstance(value, Sequence) and \
+                len(value.items) == len(target.elts) else [None] * len(target.elts)
+            for t, v in zip(target.elts, items):
+                self._bind(t, v, env)
+        # a subscript or attribute store keeps the stored-into value's shape and dtype
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, node, env):
+        return self._record(node, self._expr(node, env))
+
+    def _expr(self, node, env):
+        if isinstance(node, gast.Name):
+            return env.get(node.id)
+        if isinstance(node, gast.Constant):
+            v = node.value
+            t = type(v)
+            return Array((), {bool: np.bool_, int: np.int64, float: np.float64,
+                              complex: np.complex128}[t], weak=True) \
+                if t in (bool, int, float, complex) else None
+        if isinstance(node, gast.BinOp):
+            a, b = self.expr(node.left, env), self.expr(node.right, env)
+            if isinstance(node.op, gast.MatMult):
+                return _matmul(a, b)
+            op = _BINOPS.get(type(node.op))
+            return elementwise(op, [a, b]) if op is not None else None
+        if isinstance(node, gast.UnaryOp):
+            a = self.expr(node.operand, env)
+            op = _UNARY.get(type(node.op))
+            return elementwise(op, [a]) if op is not None else None
+        if isinstance(node, gast.Compare):
+            values = [self.expr(node.left, env)] + [self.expr(c, env) for c in node.comparators]
+            op = _CMPOPS.get(type(node.ops[0])) if len(node.ops) == 1 else None
+            return elementwise(op, values) if op is not None else None
+        if isinstance(node, gast.Tuple):
+            return Sequence([self.expr(e, env) for e in node.elts], tuple)
+        if isinstance(node, gast.Subscript):
+            return self._subscript(node, env)
+        if isinstance(node, gast.Attribute):
+            base = self.expr(node.value, env)
+            if node.attr == "T" and isinstance(base, Array) and not base.weak:
+                return Array(base.shape[::-1], base.dtype)
+            return None
+        if isinstance(node, gast.Call):
+            return self._call(node, env)
+        for child in gast.iter_child_nodes(node):      # record the names it reads
+            if isinstance(child, gast.expr):
+                self.expr(child, env)
+        return None
+
+    def _subscript(self, node, env):
+        base = self.expr(node.value, env)
+        self.expr(node.slice, env)
+        if isinstance(base, Sequence) and base.kind is tuple:
+            index = _literal(node.slice)
+            if isinstance(index, int) and not isinstance(index, bool) and \
+                    -len(base.items) <= index < len(base.items):
+                return base.items[index]
+        return None
+
+    def _call(self, node, env):
+        spelling = dotted(node.func)
+        args = [self.expr(a, env) for a in node.args]
+        for k in node.keywords:
+            self.expr(k.value, env)
+        if spelling == "range":
+            return _Range()
+        if node.keywords and spelling not in _REDUCTIONS:
+            return None
+        ufunc = ufunc_of(spelling)
+        if ufunc is not None and len(args) == ufunc.nin:
+            return elementwise(ufunc, args)
+        if spelling == "np.where" and len(args) == 3:
+            return elementwise(np.where, args)
+        if spelling in _REDUCTIONS and len(node.args) == 1:
+            kw = {k.arg: _literal(k.value) for k in node.keywords}
+            axis, keepdims = kw.pop("axis", None), kw.pop("keepdims", False)
+            if kw or axis is _NOT_LITERAL or keepdims not in (True, False):
+                return None
+            return _reduction(eval(spelling, {"np": np}), args[0], axis, keepdims)
+        if spelling in ("np.matmul", "np.dot") and len(args) == 2 and \
+                all(isinstance(a, Array) and len(a.shape) in (1, 2) for a in args if a):
+            return _matmul(*args)
+        if spelling == "rt.push" and len(args) == 2 and isinstance(node.args[0], gast.Name) \
+                and node.args[0].id in self.stacks:
+            name = node.args[0].id
+            seen = self.stacks[name]
+            self.stacks[name] = args[1] if seen is _EMPTY or seen == args[1] else None
+            return None
+        if spelling == "rt.pop" and len(args) == 1 and isinstance(node.args[0], gast.Name) \
+                and node.args[0].id in self.stacks:
+            seen = self.stacks[node.args[0].id]
+            return None if seen is _EMPTY else seen
+        if spelling == "rt.seed" and len(args) == 2:
+            out = args[0]
+            if isinstance(out, Array) and not out.shape and out.dtype.kind == "f":
+                return out            # one of the output's own type
+            return None
+        if spelling == "rt.expand" and 2 <= len(node.args) <= 4 and not node.keywords and \
+                all(_literal(a) in (None, False) for a in node.args[2:]):
+            g, x = args[:2]
+            if isinstance(g, Array) and isinstance(x, Array) and not g.shape and not x.weak:
+                return Array(x.shape, np.full(1, g.dummy()).dtype)     # np.full(shape, g)
+            return None
+        if spelling == "rt.unbroadcast" and len(args) == 2:
+            g, x = args
+            if isinstance(g, Array) and isinstance(x, Array) and not g.weak and \
+                    not x.weak and g.shape == x.shape:
+                return g                    # unbroadcast returns g itself: nothing to sum
+            return None
+        return None
+
+
+_EMPTY = object()      # a stack nothing was pushed to yet
+
+
+def stack_names(fdef):
+    """Names bound to `[]` and otherwise only passed to rt.push/rt.pop as the stack: the
+    stacks of saved values that inference follows."""
+    candidates, other = set(), set()
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 and \
+                isinstance(n.targets[0], gast.Name) and isinstance(n.value, gast.List) and \
+                not n.value.elts:
+            candidates.add(n.targets[0].id)
+    used_as_stack = set()
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Call) and dotted(n.func) in ("rt.push", "rt.pop") and \
+                n.args and isinstance(n.args[0], gast.Name):
+            used_as_stack.add(id(n.args[0]))
+    stores = {}
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Name) and n.id in candidates:
+            if isinstance(n.ctx, (gast.Store, gast.Del)):
+                stores[n.id] = stores.get(n.id, 0) + 1
+            elif id(n) not in used_as_stack:
+                other.add(n.id)
+    return {name for name in candidates if name not in other and stores.get(name) == 1}
+
+
+class _Range:
+    """The value of `range(...)`: its items are Python ints."""
+
+    def __eq__(self, other):
+        return isinstance(other, _Range)
+
+    def __hash__(self):
+        return 0
+
+
+def _join(a, b):
+    """Names bound to the same abstract value on both paths keep it; others become None."""
+    if a is b:
+        return a
+    out = {}
+    for name in set(a) | set(b):
+        va, vb = a.get(name), b.get(name)
+        out[name] = va if va == vb else None
+    return out
+
+
+def infer(fdef, params):
+    """An Inference of `fdef` (gast FunctionDef) for parameter abstract values `params`
+    (name -> abstract value or None)."""
+    inference = Inference(stack_names(fdef))
+    inference.block(fdef.body, dict(params))
+    return inference
