@@ -772,3 +772,50 @@ def test_jvp_zero_tangent_of_a_value_bound_on_some_paths_only():
         assert value == _returns_in_a_constant_false_branch(x)
         np.testing.assert_allclose(tangent, expected)
         check_grads(_returns_in_a_constant_false_branch, (x,), order=2, modes=("rev", "fwd"))
+
+
+def _rebinds_its_parameter(a):
+    k = 0
+    while k < 1:
+        a = 0.7 * np.cos(a)
+        k += 1
+    return a
+
+
+def _writes_after_a_helper_that_rebinds(x):
+    g = np.linspace(-0.6, 0.8, 2)
+    u = g
+    v = _rebinds_its_parameter(u)
+    u[1:] *= 2.0
+    return np.sum(v) + x
+
+
+def _keeps_its_parameter(a):
+    return a
+
+
+def _writes_after_a_helper_that_returns_its_argument(x):
+    g = np.linspace(-0.6, 0.8, 2)
+    v = _keeps_its_parameter(g)
+    g[1:] *= 2.0
+    return np.sum(v) * x
+
+
+def test_a_helper_returning_a_rebound_parameter_may_return_a_new_array():
+    # `return a` after `a = 0.7 * np.cos(a)` was taken to be the caller's argument itself,
+    # so a later write into the argument was shown through the result: every
+    # transformation computed np.sum of the written array (silent wrong value, seed 80552).
+    # Whether it is the same object depends on the trip count: refused, clearly.
+    for transformation in (tp.transform, tp.grad, tp.vmap):
+        with pytest.raises(tp.TransformError, match=r"writing into 'u' here also changes 'v'"):
+            transformation(_writes_after_a_helper_that_rebinds)(np.array([0.6, -0.4]))
+    # a helper that returns its parameter untouched surely returns the argument: the write
+    # shows through it, as in numpy
+    x = 0.75
+    assert tp.transform(_writes_after_a_helper_that_returns_its_argument)(x) == \
+        _writes_after_a_helper_that_returns_its_argument(x)
+    xs = np.array([0.6, -0.4, 0.9])
+    np.testing.assert_allclose(tp.vmap(_writes_after_a_helper_that_returns_its_argument)(xs),
+                               [_writes_after_a_helper_that_returns_its_argument(v) for v in xs])
+    np.testing.assert_allclose(tp.grad(_writes_after_a_helper_that_returns_its_argument)(x),
+                               np.sum(np.linspace(-0.6, 0.8, 2) * [1, 2]))

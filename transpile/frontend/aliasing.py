@@ -122,9 +122,13 @@ def _summarize(fir, memory, same):
     if any(kind == "global" for kind, _ in roots):
         return None                    # a global: treat as sharing with everything
     may = frozenset(k for k, p in enumerate(fir.params) if ("param", p) in roots)
+    # a parameter still names the caller's argument at the return only if the body never
+    # binds it anew (`a = 0.7 * np.cos(a)` in a loop: `return a` may be either object)
+    rebound = {n.id for n in gast.walk(fir.node) if isinstance(n, gast.Name) and
+               isinstance(n.ctx, (gast.Store, gast.Del))}
     surely = next((k for k, p in enumerate(fir.params)
-                   if p == ret.value.id or frozenset((p, ret.value.id)) in
-                   same.before.get(id(ret), frozenset())), None)
+                   if p not in rebound and (p == ret.value.id or frozenset((p, ret.value.id)) in
+                                            same.before.get(id(ret), frozenset()))), None)
     return may, surely
 
 
