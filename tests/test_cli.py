@@ -165,3 +165,74 @@ def test_dump_to_stdout_is_the_same_text(dumped):
     assert result.returncode == 0, result.stderr
     assert result.stdout == (dumped / "out.py").read_text()
 
+
+
+JIT_MODULE = '''
+import numpy as np
+import transpile as tp
+
+
+def slow_f(x):
+    return x * x + x * 2.0
+
+
+def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * np.where(x > 0, x, alpha * np.exp(x) - alpha)
+
+
+step = tp.jit(tp.grad(lambda w, x: np.sum(np.tanh(x @ w) ** 2)))
+'''
+
+RUN_JIT_DUMPED = '''
+import sys
+sys.modules["transpile"] = None
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import out
+rng = np.random.default_rng(int(sys.argv[3]))
+x32 = rng.standard_normal((300, 250)).astype(np.float32)
+x = rng.standard_normal((300, 300))
+w, xs = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+np.savez(sys.argv[2], slow_f=out.slow_f(x32), selu=out.selu(x), step=out.step(w, xs))
+'''
+
+
+def test_dump_writes_jit_specializations_with_their_kernels(tmp_path):
+    (tmp_path / "jmod.py").write_text(JIT_MODULE)
+    result = run(["-m", "transpile", "dump", "jmod.py", "-o", "out.py",
+                  "--lower", "slow_f(np.ones((300, 250), np.float32))",
+                  "--lower", "selu(np.ones((300, 300)))",
+                  "--lower", "step(np.ones((3, 2)), np.ones((4, 3)))"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "out.py").read_text()
+    assert text.count("rt.CpuKernel(") == 2 and "for i1 in range(250):" in text
+    seed = int(np.random.default_rng().integers(1 << 30))
+    (tmp_path / "run.py").write_text(RUN_JIT_DUMPED)
+    result = run(["run.py", str(tmp_path), str(tmp_path / "r.npz"), str(seed)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    got = np.load(tmp_path / "r.npz")
+    mod = load_module(tmp_path / "jmod.py")
+    rng = np.random.default_rng(seed)
+    x32 = rng.standard_normal((300, 250)).astype(np.float32)
+    x = rng.standard_normal((300, 300))
+    w, xs = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    np.testing.assert_allclose(got["slow_f"], mod.slow_f(x32), rtol=1e-6)
+    assert got["slow_f"].dtype == np.float32
+    np.testing.assert_allclose(got["selu"], mod.selu(x), rtol=1e-13)
+    np.testing.assert_allclose(got["step"], mod.step(w, xs), rtol=1e-13)
+
+
+def test_dump_for_cuda_writes_cupy_code_and_cuda_kernels(tmp_path):
+    pytest.importorskip("cupy")
+    (tmp_path / "jmod.py").write_text(JIT_MODULE)
+    result = run(["-m", "transpile", "dump", "jmod.py", "--backend", "cuda",
+                  "--lower", "slow_f(np.ones((300, 250), np.float32))"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "import cupy as np" in result.stdout
+    assert 'extern "C" __global__ void fused(const float* __restrict__ x' in result.stdout
+
+
+def test_lower_needs_a_call(tmp_path):
+    (tmp_path / "jmod.py").write_text(JIT_MODULE)
+    result = run(["-m", "transpile", "dump", "jmod.py", "--lower", "slow_f"], cwd=tmp_path)
+    assert result.returncode == 1 and "must be a call" in result.stderr

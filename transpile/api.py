@@ -532,6 +532,12 @@ class Jitted:
                              "use .lower(*args).source to see the code for given arguments.")
         return self._last.text
 
+    def with_backend(self, backend):
+        """The same jit (static arguments, cache size) for another backend."""
+        new = Jitted(self.inner, (), (), self.donate, backend, self.cache_size)
+        new.static = self.static
+        return new
+
     def cache_info(self):
         """How many specializations are cached, and the limit."""
         return {"size": len(self._cache), "limit": self.cache_size}

@@ -1,4 +1,4 @@
-"""`python -m transpile dump module.py [-o out.py] [--apply "grad(loss)"]`.
+"""`python -m transpile dump module.py [-o out.py] [--apply "grad(loss)"] [--lower "f(x)"]`.
 
 Writes one importable module holding the generated code of every module-level transformed
 function of `module.py` (and of each `--apply` expression, evaluated in the module's
@@ -7,8 +7,10 @@ computes the same results.
 """
 import argparse
 import ast
+import copy
 import importlib.util
 import os
+import re
 import sys
 import types
 
@@ -29,8 +31,11 @@ commands:
 examples:
   python -m transpile dump model.py -o model_generated.py
   python -m transpile dump model.py --apply "grad(loss)" --apply "value_and_grad(loss, argnums=(0, 1))"
+  python -m transpile dump model.py --lower "predict(np.ones((128, 784)))" [--backend cuda]
 
-The dumped module imports numpy and `runtime` (shipped with transpile), never `transpile`.
+The dumped module imports numpy (or cupy, for --backend cuda) and `runtime` (shipped with
+transpile), never `transpile`. --lower writes jit's specialization for the given arguments'
+shapes and dtypes, fused kernels included (their CUDA source too).
 Functions decorated with @tp.transform or assigned from tp.grad(...) etc. at module level
 appear under their module-level names; --apply expressions under the generated names
 (e.g. grad_loss). Global arrays the code reads are written into the module as literals.
@@ -87,32 +92,50 @@ class Dump:
         self.functions = {}      # name -> source text
         self.constants = {}      # name -> (object, source)
         self.aliases = []        # lines defining the public names
+        self.backend = "numpy"   # "cupy" once a specialization for cupy arrays is added
 
     def add(self, public_name, transformed):
         gen = transformed.generated()
-        tree = ast.parse(gen.text)
+        entry = self._merge(gen.text, gen.namespace, gen.entry_name)
+        return self._alias(public_name, entry, transformed)
+
+    def add_specialization(self, public_name, jitted, spec):
+        """A jit specialization: its kernels and functions (for the example arguments'
+        kinds), under the jitted function's name."""
+        if spec.backend == "cupy":
+            self.backend = "cupy"
+        entry = self._merge(spec.text, spec.namespace, spec.entry.__name__)
+        return self._alias(public_name, entry, jitted.inner)
+
+    def _merge(self, text, namespace, entry_name):
+        """Add a generated module's definitions (renamed where a name is taken by a
+        different definition); the entry function's name in the dump."""
+        tree = ast.parse(text)
         renames = {}
-        for name, value in gen.namespace.items():
+        for name, value in namespace.items():
             new = name
             while new in self.constants and self.constants[new][0] is not value:
                 new += "_"
             renames[name] = new
             if new not in self.constants:
                 self.constants[new] = (value, _literal_source(value, name))
-        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-        for node in defs:
-            new = node.name
-            text = None
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) or
+                isinstance(n, ast.Assign) and len(n.targets) == 1 and
+                isinstance(n.targets[0], ast.Name)]
+        names = [_defined_name(n) for n in defs]
+        for node, name in zip(defs, names):
+            new = name
             while new in self.functions:
-                text = text or _rename(node, renames)
-                if self.functions[new] == _rename(node, {**renames, node.name: new}):
+                if self.functions[new] == _rename(node, {**renames, name: new}, text):
                     break
                 new += "_"
-            renames[node.name] = new
-        for node in defs:
-            if renames[node.name] not in self.functions:
-                self.functions[renames[node.name]] = _rename(node, renames)
-        entry = renames[gen.entry_name]
+            renames[name] = new
+        for node, name in zip(defs, names):
+            if renames[name] not in self.functions:
+                self.functions[renames[name]] = _rename(node, renames, text)
+        return renames[entry_name]
+
+    def _alias(self, public_name, entry, transformed):
         if public_name is None or public_name == entry:
             return entry
         root = transformed.root
@@ -135,6 +158,10 @@ class Dump:
                  "",
                  "Imports numpy and runtime only; edit the source module, not this file.",
                  '"""', "import math", "", "import numpy as np", "", "import runtime as rt"]
+        if self.backend == "cupy":
+            lines[lines.index("import numpy as np")] = \
+                "import cupy as np    # specialized for cupy arrays"
+            lines[2] = "Imports cupy and runtime only; edit the source module, not this file."
         body = "\n\n".join(self.functions.values())
         if "scipy." in body:
             lines.insert(lines.index("import numpy as np") + 1, "import scipy.special")
@@ -148,8 +175,20 @@ class Dump:
         return "\n".join(lines) + "\n"
 
 
-def _rename(node, renames):
-    import copy
+def _defined_name(node):
+    return node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id
+
+
+def _rename(node, renames, text):
+    """The source of a module-level definition with names renamed. A function is
+    unparsed; an assignment (a jit kernel) keeps its text, CUDA source included, with the
+    names replaced as words."""
+    if isinstance(node, ast.Assign):
+        segment = ast.get_source_segment(text, node)
+        for old, new in renames.items():
+            if old != new:
+                segment = re.sub(rf"\b{re.escape(old)}\b", new, segment)
+        return segment
 
     class R(ast.NodeTransformer):
         def visit_Name(self, n):
@@ -168,7 +207,7 @@ def _rename(node, renames):
 _DUMPABLE = ("transform", "grad", "vmap")
 
 
-def dump(path, applies=(), output=None):
+def dump(path, applies=(), output=None, lowers=(), backend=None):
     module = load_module(path)
     d = Dump()
     for name, value in list(vars(module).items()):
@@ -176,7 +215,9 @@ def dump(path, applies=(), output=None):
             d.add(name, value)
     env = dict(vars(module))
     env.update(grad=api.grad, value_and_grad=api.value_and_grad, transform=api.transform,
-               vmap=api.vmap)
+               vmap=api.vmap, jit=api.jit, np=np)
+    for expr in lowers:
+        _lower(d, expr, env, backend)
     for expr in applies:
         try:
             value = eval(expr, env)  # noqa: S307 - the user's own expression
@@ -195,6 +236,30 @@ def dump(path, applies=(), output=None):
     return text
 
 
+def _lower(d, expr, env, backend):
+    """`--lower "f(np.ones((5000, 5000), np.float32))"`: jit f (if it is not jitted yet)
+    for these arguments' kinds and add that specialization under f's name."""
+    try:
+        call = ast.parse(expr, mode="eval").body
+    except SyntaxError as e:
+        raise TransformError(f"--lower {expr!r}: not a Python expression ({e.msg})") from e
+    if not isinstance(call, ast.Call):
+        raise TransformError(f"--lower {expr!r} must be a call, e.g. "
+                             "\"f(np.ones((100, 100), np.float32))\"")
+    try:
+        fn = eval(compile(ast.Expression(call.func), "<--lower>", "eval"), env)  # noqa: S307
+        args = [eval(compile(ast.Expression(a), "<--lower>", "eval"), env) for a in call.args]
+        kwargs = {k.arg: eval(compile(ast.Expression(k.value), "<--lower>", "eval"), env)
+                  for k in call.keywords}
+    except Exception as e:
+        raise TransformError(f"--lower {expr!r}: {type(e).__name__}: {e}") from e
+    jitted = fn if isinstance(fn, api.Jitted) else api.jit(fn)
+    if backend is not None:
+        jitted = jitted.with_backend(backend)
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    d.add_specialization(name, jitted, jitted.lower(*args, **kwargs))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m transpile", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -206,12 +271,18 @@ def main(argv=None):
     p.add_argument("--apply", action="append", default=[], metavar="EXPR",
                    help='a transformation to apply, e.g. "grad(loss)" or '
                         '"value_and_grad(loss, argnums=(0, 1))"; may be repeated')
+    p.add_argument("--lower", action="append", default=[], metavar="CALL",
+                   help='a call whose arguments\' kinds to specialize for (jit), e.g. '
+                        '"slow_f(np.ones((5000, 5000), np.float32))"; may be repeated')
+    p.add_argument("--backend", choices=("cpu", "cuda"), default=None,
+                   help="what --lower specializes for: numpy arrays (cpu) or cupy arrays "
+                        "(cuda; the module then imports cupy as np)")
     args = parser.parse_args(argv)
     if args.command != "dump":
         parser.print_help()
         return 2
     try:
-        dump(args.path, args.apply, args.output)
+        dump(args.path, args.apply, args.output, args.lower, args.backend)
     except TransformError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -33,8 +33,9 @@ CPU_MIN_ELEMENTS = 1 << 16
 class Specialization:
     """The code for one kind of arguments: module text, entry function, kernels."""
 
-    def __init__(self, text, env, entry, kernels, backend):
+    def __init__(self, text, env, entry, kernels, backend, namespace):
         self.text = text
+        self.namespace = namespace  # objects the code refers to by name (not literals)
         self.env = env
         self.entry = entry
         self.kernels = kernels      # [fusion.Kernel]
@@ -92,7 +93,8 @@ def specialize(gen, args, static, backend, label, min_elements=None):
         import cupy
         namespace["np"] = cupy
     env, _ = emit.compile_module(text, namespace, f"jit_{gen.entry_name}")
-    return Specialization(text, env, env[entry.name], kernels, backend)
+    namespace.pop("np", None)
+    return Specialization(text, env, env[entry.name], kernels, backend, namespace)
 
 
 def describe_arguments(params, args, static):
