@@ -67,35 +67,48 @@ _COMPILED = {}     # loop function's code -> numba dispatcher (one compile per k
 class CpuKernel:
     """A fused elementwise kernel on numpy arrays: `kernel(*inputs)` returns a new result.
 
-    `loop(*inputs, out)` is compiled with numba on the first call; without numba,
-    `fallback(*inputs, out)` (the original numpy statements) runs instead. `kinds` says how
-    each input is passed ("array", "scalar", or "0-d": a numpy scalar or 0-d array, which
-    the loop reads from a one-element array).
+    `loop(*inputs, out)` is compiled with numba once the kernel has run `calls_before_compile`
+    times (about 0.2 s per kernel: a specialization called once or twice never pays it);
+    until then, and where numba is not installed, `fallback(*inputs, out)`, the original
+    numpy statements, runs instead. `kinds` says how each input is passed ("array",
+    "scalar", or "0-d": a numpy scalar or 0-d array, which the loop reads from a
+    one-element array).
     """
+
+    calls_before_compile = 2
 
     def __init__(self, loop, fallback, kinds, shape, dtype):
         self.loop, self.fallback = loop, fallback
         self.zero_d = tuple(i for i, kind in enumerate(kinds) if kind == "0-d")
         self.pool = OutputPool(shape, dtype)
-        self._run = None
+        self.calls = 0
+        self._compiled = None
 
-    def _compile(self):
-        numba = _get_numba()
-        if numba is None:
-            return self.fallback
-        key = self.loop.__code__
-        found = _COMPILED.get(key)
-        if found is None:
-            # error_model="numpy": a float division by zero gives inf/nan as numpy does
-            found = _COMPILED[key] = numba.njit(error_model="numpy")(self.loop)
-        return found
+    def compiled(self):
+        """The numba-compiled loop (compiling it now if needed), or None without numba."""
+        if self._compiled is None:
+            numba = _get_numba()
+            if numba is None:
+                return None
+            key = self.loop.__code__
+            found = _COMPILED.get(key)
+            if found is None:
+                # error_model="numpy": a float division by zero gives inf/nan as numpy does
+                found = _COMPILED[key] = numba.njit(error_model="numpy")(self.loop)
+            self._compiled = found
+        return self._compiled
 
     def __call__(self, *inputs):
-        run = self._run
+        run = self._compiled
         if run is None:
-            run = self._run = self._compile()
+            self.calls += 1
+            if self.calls <= self.calls_before_compile or self.compiled() is None:
+                out = self.pool.take()
+                self.fallback(*inputs, out)
+                return out
+            run = self._compiled
         out = self.pool.take()
-        if self.zero_d and run is not self.fallback:
+        if self.zero_d:
             inputs = list(inputs)
             for i in self.zero_d:
                 inputs[i] = np.reshape(inputs[i], 1)

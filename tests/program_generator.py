@@ -58,6 +58,7 @@ import numpy as np
 
 import transpile as tp
 import transpile.specialize.module as specialize_module
+from runtime.kernels import CpuKernel
 
 # =====================================================================================
 # 1. The generator
@@ -1696,14 +1697,15 @@ def check_vmap_of_grad(case):
 
 @contextmanager
 def fusing_small_arrays():
-    """jit fuses only large arrays on the CPU; the programs' arrays are small, so the jit
-    checks lower the threshold to fuse (and compile) every chain they can."""
-    old = specialize_module.CPU_MIN_ELEMENTS
-    specialize_module.CPU_MIN_ELEMENTS = 1
+    """jit fuses only large arrays on the CPU, and compiles a kernel once it is called
+    again and again; the programs' arrays are small and called once, so the jit checks
+    fuse every chain they can and compile each kernel on its first call."""
+    old = specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile
+    specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = 1, 0
     try:
         yield
     finally:
-        specialize_module.CPU_MIN_ELEMENTS = old
+        specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = old
 
 
 def check_jit(case):
@@ -2078,9 +2080,11 @@ def repro_text(program, outcome):
                  f"print(np.array([f({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})]))  # expected"],
         "vmap(grad)": [f"print(tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r})({batch_args if check.startswith('vmap') else ''}))",
                        f"print([tp.grad(f, argnums={argnums})({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})])  # expected, stacked"],
-        "jit": ["import transpile.specialize.module", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+        "jit": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+                "runtime.CpuKernel.calls_before_compile = 0",
                 f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
-        "jit(grad)": ["import transpile.specialize.module", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+        "jit(grad)": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+                      "runtime.CpuKernel.calls_before_compile = 0",
                       f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
                       f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
     }

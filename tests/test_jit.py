@@ -8,16 +8,18 @@ import pytest
 import transpile as tp
 import transpile.specialize.module as specialize_module
 from jit_programs import PROGRAMS, mlp_loss, newton_sqrt, selu, sine_loop, slow_f
+from runtime.kernels import CpuKernel, have_compiled_loops
 from runtime.trees import tree_leaves
 
 
 @pytest.fixture
 def fuse_small():
-    """Fuse (and compile) chains of any size, as on the GPU: the tests' arrays are small."""
-    old = specialize_module.CPU_MIN_ELEMENTS
-    specialize_module.CPU_MIN_ELEMENTS = 1
+    """Fuse chains of any size, as on the GPU (the tests' arrays are small), and compile
+    each kernel's loop on its first call."""
+    old = specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile
+    specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = 1, 0
     yield
-    specialize_module.CPU_MIN_ELEMENTS = old
+    specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = old
 
 
 def assert_tree_close(got, expected, rtol):
@@ -250,3 +252,19 @@ def test_devices_and_device_put_without_a_gpu():
     if tp.devices() == ["cpu"]:
         assert tp.device_put(x) is x
     assert tp.block_until_ready(x) is x
+
+
+def test_a_kernel_compiles_its_loop_once_it_is_called_again_and_again():
+    old = specialize_module.CPU_MIN_ELEMENTS
+    specialize_module.CPU_MIN_ELEMENTS = 1
+    try:
+        x = np.random.default_rng(17).standard_normal((6, 7))
+        j = tp.jit(selu)
+        kernel = j.lower(x).env["fused"]
+        for call in range(1, 5):
+            np.testing.assert_allclose(j(x), selu(x), rtol=1e-13)
+            compiled = kernel._compiled is not None
+            assert compiled == (call > CpuKernel.calls_before_compile and
+                                have_compiled_loops()), call
+    finally:
+        specialize_module.CPU_MIN_ELEMENTS = old
