@@ -81,6 +81,7 @@ if __name__ == "__main__" and _early_threads(sys.argv[1:]) not in ("0", ""):
 
 import numpy as np  # noqa: E402
 
+import runtime.kernels as rt_kernels  # noqa: E402
 import transpile as tp  # noqa: E402
 import transpile.api  # noqa: E402
 
@@ -624,6 +625,201 @@ def bench_vmap_branch(size, rounds, target_s, target_ratio=1.5):
                ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
 
 
+# ---------------------------------------------------------------------------- jit rows
+SINE_SRC = '''\
+def sine_loop(x):
+    for _ in range(10):
+        x = 0.5 * x + 0.1 * np.sin(x)
+    return np.sum(x)
+'''
+
+WHILE_SRC = '''\
+def decay(x, n):
+    i = 0
+    while i < n:
+        x = 0.999 * x + 0.001 * np.sin(x)
+        i = i + 1
+    return x * x
+'''
+
+FUSED_SRC = '''\
+def slow_f(x):
+    return x * x + x * 2.0
+'''
+
+
+def hand_sine_grad(x):
+    xs = []
+    for _ in range(10):
+        xs.append(x)
+        x = 0.5 * x + 0.1 * np.sin(x)
+    g = np.ones_like(x)
+    for x in reversed(xs):
+        g *= 0.5 + 0.1 * np.cos(x)
+    return g
+
+
+def _peak_mib(fn):
+    """Peak traced allocation of one call, MiB (numpy reports its buffers to tracemalloc)."""
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 2 ** 20
+
+
+def bench_jit_fused(rounds, target_s, n=5000, target_ratio=1.3):
+    """jit(x * x + x * 2.0), float32 n x n, against the copy floor (np.copyto of the same
+    size), plain numpy, hand-written in-place numpy, and the kernel without its pool."""
+    x = np.random.default_rng(3).random((n, n), dtype=np.float32)
+    f = compile_fn(FUSED_SRC, "slow_f", np)
+    jf = tp.jit(f)
+    jf_nopool = tp.jit(compile_fn(FUSED_SRC, "slow_f", np))
+    if not np.allclose(jf(x), f(x), rtol=1e-6):
+        fail("jit(x * x + x * 2.0) does not match numpy")
+    jf_nopool(x)
+    for k in jf_nopool.lower(x).kernels:
+        jf_nopool.lower(x).env[k.name].pool.keep = 0       # a fresh buffer every call
+    out, tmp = np.empty_like(x), np.empty_like(x)
+
+    def inplace():
+        np.multiply(x, x, out=out)
+        np.multiply(x, 2.0, out=tmp)
+        np.add(out, tmp, out=out)
+    fns = {"tp": lambda: jf(x), "copy": lambda: np.copyto(out, x), "plain": lambda: f(x),
+           "inplace": inplace, "nopool": lambda: jf_nopool(x)}
+    if jax is not None:
+        jx = jnp.asarray(x)
+        jjf = jax.jit(compile_fn(FUSED_SRC, "slow_f", jnp))
+        fns["jax"] = lambda: jax.block_until_ready(jjf(jx))
+    name = f"jit x*x + x*2.0, {n}x{n} (hand = np.copyto floor)"
+    print(f"check {name}: matches numpy; kernel: "
+          f"{'numba loop' if rt_kernels.have_compiled_loops() else 'numpy fallback'}",
+          flush=True)
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["copy"])
+    extra = {k: paired_ratio(s[k], s["plain"]) for k in ("tp", "inplace", "nopool", "copy")}
+    if "jax" in s:
+        extra["jax"] = paired_ratio(s["jax"], s["plain"])
+    return Row(name, "float32", ms["tp"], ms["copy"], ratio, None, ms.get("jax"),
+               f"ratio <= {target_ratio:g}", ratio <= target_ratio), extra, ms
+
+
+def bench_jit_mlp(label, sizes, batch, rounds, target_s, target_ratio):
+    """jit(grad(loss)) of the MLP against hand-written backprop (and jax.jit(grad))."""
+    fns = competitors(sizes, batch, np.float64)
+    params, x, y = make_problem(sizes, batch, np.float64)
+    jg = tp.jit(tp.grad(compile_fn(LOSS_SRC, "loss", np)))
+    ok, why = grads_match(jg(params, x, y), hand_grad(params, x, y), np.float64)
+    if not ok:
+        fail(f"{label}: tp.jit(tp.grad) does not match the hand-written gradient ({why})")
+    fns = {"tp": lambda: jg(params, x, y), "hand": fns["hand"],
+           **({"jax": fns["jax"]} if "jax" in fns else {})}
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(label + " jit(grad)", "float64", ms["tp"], ms["hand"], ratio, None,
+               ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
+def bench_jit_hessian(n, rounds, target_s, target_ratio=1.5):
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n)) / np.sqrt(n)
+    x = rng.standard_normal(n)
+    want = hand_hessian(A, x)
+    h = tp.jit(tp.hessian(compile_fn(HESSIAN_SRC, "tanh_sum", np, {"A": A})))
+    if not np.allclose(h(x), want, rtol=1e-10, atol=1e-12 * np.max(np.abs(want))):
+        fail(f"jit(hessian) n={n} does not match the hand-derived Hessian")
+    fns = {"tp": lambda: h(x), "hand": lambda: hand_hessian(A, x)}
+    if jax is not None:
+        jf = compile_fn(HESSIAN_SRC, "tanh_sum", jnp, {"A": jnp.asarray(A)})
+        jh = jax.jit(jax.jacfwd(jax.jacrev(jf)))
+        jx = jnp.asarray(x)
+        fns["jax"] = lambda: jax.block_until_ready(jh(jx))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(f"jit(hessian) sum(tanh(A x)), n={n}", "float64", ms["tp"], ms["hand"], ratio,
+               None, ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
+def bench_jit_sine(rounds, target_s, n=1000):
+    """grad of the 10-step sine loop, n x n: time and peak memory of hand-written backprop,
+    tp.grad and tp.jit(tp.grad)."""
+    x = np.random.default_rng(4).standard_normal((n, n))
+    f = compile_fn(SINE_SRC, "sine_loop", np)
+    g, jg = tp.grad(f), tp.jit(tp.grad(f))
+    want = hand_sine_grad(x)
+    for name, fn in (("tp.grad", g), ("tp.jit(tp.grad)", jg)):
+        if not np.allclose(fn(x), want, rtol=1e-12):
+            fail(f"{name} of the sine loop does not match the hand-written gradient")
+    fns = {"tp": lambda: jg(x), "hand": lambda: hand_sine_grad(x), "grad": lambda: g(x)}
+    if jax is not None:
+        jjg = jax.jit(jax.grad(compile_fn(SINE_SRC, "sine_loop", jnp)))
+        jx = jnp.asarray(x)
+        fns["jax"] = lambda: jax.block_until_ready(jjg(jx))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    mem = {k: _peak_mib(fns[k]) for k in ("tp", "hand", "grad")}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    target = ms.get("jax", ms["hand"])
+    row = Row(f"jit(grad) of 10 sine steps, {n}x{n}", "float64", ms["tp"], ms["hand"], ratio,
+              None, ms.get("jax"), "<= jax.jit time, <= hand memory",
+              ms["tp"] <= target and mem["tp"] <= mem["hand"] * 1.05)
+    return row, ms, mem
+
+
+def bench_jit_while(rounds, target_s, trips=1000):
+    """A scalar while loop under jit(grad): per-trip cost."""
+    f = compile_fn(WHILE_SRC, "decay", np)
+    jg = tp.jit(tp.grad(f), static_argnums=(1,))
+    x = 0.7
+    eps = 1e-6
+    fd = (f(x + eps, trips) - f(x - eps, trips)) / (2 * eps)
+    if not np.isclose(jg(x, trips), fd, rtol=1e-6):
+        fail("jit(grad) of the while loop does not match finite differences")
+    fns = {"tp": lambda: jg(x, trips), "hand": lambda: f(x, trips)}
+    if jax is not None:
+        def jax_decay(v):
+            def body(i, v):
+                return 0.999 * v + 0.001 * jnp.sin(v)
+            v = jax.lax.fori_loop(0, trips, body, v)
+            return v * v
+        jjg = jax.jit(jax.grad(jax_decay))
+        fns["jax"] = lambda: jax.block_until_ready(jjg(x))
+    s = measure(fns, rounds, target_s)
+    us = {k: 1e6 * med(v) / trips for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(f"jit(grad) scalar while loop, per trip [us] (hand = the loop itself)",
+               "float", us["tp"], us["hand"], ratio, None, us.get("jax"),
+               "<= 2x jax fori_loop" if "jax" in us else "report",
+               us["tp"] <= 2 * us["jax"] if "jax" in us else None)
+
+
+def bench_jit_first(sizes, batch, reps):
+    """First call of tp.jit(tp.grad(loss)): fresh function, caches cleared."""
+    params, x, y = make_problem(sizes, batch, np.float64)
+
+    def make():
+        transpile.api._CACHE.clear()
+        return tp.jit(tp.grad(compile_fn(LOSS_SRC, "loss", np)))
+
+    times = [_first_result_ms(make, lambda g: g(params, x, y)) for _ in range(reps + 1)][1:]
+    jax_times = []
+    if jax is not None:
+        jp, jx, jy = to_jax(params, x, y)
+        jax_times = [_first_result_ms(
+            lambda: jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp))),
+            lambda g: jax.block_until_ready(g(jp, jx, jy))) for _ in range(max(3, reps // 2))]
+    ms = med(times)
+    return Row(f"first call jit(grad) MLP {'-'.join(map(str, sizes))}", "float64", ms,
+               jax_ms=med(jax_times) if jax_times else None, target="<= 50 ms",
+               met=ms <= 50.0)
+
+
 def machine_info():
     lines = []
     model = "unknown"
@@ -727,7 +923,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
     ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
-                    "overhead, hessian, jvp, vmap (default: all)")
+                    "overhead, hessian, jvp, vmap, jit (default: all)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -780,9 +976,32 @@ def main(argv=None):
         rows.append(bench_per_example_grads(big, 32, rounds_hess, target_s))
         rows.append(bench_vmap_branch(10 ** 6, rounds_hess, target_s))
 
+    jit_notes = []
+    if want("jit"):
+        row, extra, fused_ms = bench_jit_fused(rounds_hess, target_s)
+        rows.append(row)
+        jit_notes.append("x*x + x*2.0, 5000x5000 float32, time / plain numpy: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in extra.items()) + " (nopool: the same kernel writing "
+            f"a fresh array every call; plain numpy {fused_ms['plain']:.1f} ms)")
+        rows.append(bench_jit_mlp("tiny MLP 10-32-32-1, batch 8", (10, 32, 32, 1), 8,
+                                  rounds_small, target_s, 1.2))
+        for n in (100, 500):
+            rows.append(bench_jit_hessian(n, rounds_hess, target_s))
+        row, ms, mem = bench_jit_sine(rounds_hess, target_s)
+        rows.append(row)
+        jit_notes.append("10 sine steps 1000x1000: tp.grad " f"{ms['grad']:.1f} ms, "
+                         "peak memory (tracemalloc) " + ", ".join(
+                             f"{k} {v:.0f} MiB" for k, v in mem.items()))
+        rows.append(bench_jit_while(rounds_hess, target_s))
+        rows.append(bench_jit_mlp("MLP 784-512-512-10, batch 128", big, 128, rounds_big,
+                                  target_s, 1.0))
+        rows.append(bench_jit_first(big, 128, reps_first))
+
     print()
     print_table(rows)
     print()
+    for line in jit_notes:
+        print(line)
     if first_times is not None:
         print("first transform (ms, each minus one steady call): "
               + ", ".join(f"{t:.1f}" for t in first_times)
