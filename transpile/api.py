@@ -471,6 +471,8 @@ class Jitted:
         functools.update_wrapper(self, self.inner, updated=())
 
     def _key(self, full):
+        if not self.static:
+            return tuple([jit_pass.argument_key(v) for v in full])
         nprefix = len(self.inner.root.prefix)
         static = {nprefix + i for i in self.static}
         key = []
@@ -515,7 +517,14 @@ class Jitted:
         full = self.inner.full_args(args, kwargs)
         if self.backend == "cupy":
             full = tuple(rt_device_put(v) for v in full)
-        return self._specialization(full).entry(*full)
+        key = self._key(full)
+        spec = self._cache.get(key)
+        if spec is None:
+            spec = self._specialization(full)
+        else:
+            self._cache.move_to_end(key)
+            self._last = spec
+        return spec.entry(*full)
 
     def lower(self, *args, **kwargs):
         """The specialization for these arguments, without running it: `.source` is its
@@ -524,7 +533,7 @@ class Jitted:
 
     @property
     def source(self):
-        """The code of the specialization made last (call the function, or use
+        """The code of the specialization the last call ran (or use
         `f.lower(*args).source` for given arguments)."""
         if self._last is None:
             raise ValueError(f"tp.jit({self.inner.__name__}) has no code yet: jit specializes "

@@ -80,23 +80,28 @@ def abstract_of(value):
 
 def argument_key(value):
     """The part of a specialization's cache key one argument contributes: what its code
-    may depend on (array type, shape, dtype; the type of a Python number; structure)."""
+    may depend on (array type, shape, dtype; the type of a Python number; structure).
+    Called on every call of a jitted function, so written for speed."""
     t = type(value)
-    if t is np.ndarray:
-        return (np.ndarray, value.shape, value.dtype.str)
+    if t is _ndarray:
+        return (value.shape, value.dtype)
+    if t is tuple or t is list:
+        return (t,) + tuple([(v.shape, v.dtype) if type(v) is _ndarray else argument_key(v)
+                             for v in value])
     if t in _PY_DTYPES:
         return t
-    if t in (tuple, list):
-        return (t,) + tuple(argument_key(v) for v in value)
     if t is dict:
         return (dict,) + tuple((k, argument_key(v)) for k, v in value.items())
     if t.__module__.startswith("cupy") and hasattr(value, "shape"):
-        return (t, value.shape, value.dtype.str)
+        return (t, value.shape, value.dtype)
     if isinstance(value, np.generic):
         return (t,)
     if value is None:
         return None
     return ("object", t)
+
+
+_ndarray = np.ndarray
 
 
 def array_module_name(values):

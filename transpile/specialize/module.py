@@ -72,7 +72,13 @@ def specialize(gen, args, static, backend, label, min_elements=None):
     _bind_statics(entry, {params[i]: v for i, v in static.items()}, namespace, namer)
     _fold_constants(entry)
     abstract = {p: abstract_of(args[i]) for i, p in enumerate(params) if i not in static}
-    _known_shapes(entry, infer(entry, abstract))
+    if _known_lengths(entry, infer(entry, abstract)):
+        _fold_constants(entry)
+        if _unroll(entry.body):
+            _fold_literals(entry)
+    for _ in range(4):       # a helper decided lets inference see further: again
+        if not _known_shapes(entry, infer(entry, abstract)):
+            break
     entry.body = optimize.dce(entry.body, set())
     _forward_copies(entry.body, _counts(entry))
     if min_elements is None:
@@ -248,11 +254,15 @@ def _fold_constants(fdef):
 
 
 class _Substitute(gast.NodeTransformer):
+    """Reads of `known` names -> their literal values (with `position`, only in top-level
+    statements after the one that assigns the name)."""
+
     def __init__(self, known, position, k):
         self.known, self.position, self.k = known, position, k
 
     def visit_Name(self, n):
-        if isinstance(n.ctx, gast.Load) and n.id in self.known and self.k > self.position[n.id]:
+        if isinstance(n.ctx, gast.Load) and n.id in self.known and \
+                (self.position is None or self.k > self.position[n.id]):
             return const(self.known[n.id])
         return n
 
@@ -284,19 +294,177 @@ def _fold_ifs(stmts):
     return out if changed else None
 
 
+# ------------------------------------------------------------------ short loops unrolled
+
+# A loop over a known, short range is written out trip by trip when its trips may see
+# values of different shapes (the layers of an MLP): each copy then has known shapes.
+UNROLL_TRIPS = 16
+UNROLL_STATEMENTS = 400
+
+
+def _known_lengths(fdef, inference):
+    """`len(seq)` of a tuple or list whose length inference knows -> that number."""
+    changed = False
+
+    class Lengths(gast.NodeTransformer):
+        def visit_Call(self, n):
+            nonlocal changed
+            self.generic_visit(n)
+            if dotted(n.func) == "len" and len(n.args) == 1 and not n.keywords:
+                seq = inference.of(n.args[0])
+                if isinstance(seq, Sequence):
+                    changed = True
+                    return const(len(seq.items))
+            return n
+    fdef.body = [Lengths().visit(s) for s in fdef.body]
+    return changed
+
+
+def _trips(loop):
+    """The values `i` takes in `for i in range(K)` / `reversed(range(K))` (K, and the
+    range's other bounds, literals), else None."""
+    it = loop.iter
+    backwards = False
+    if isinstance(it, gast.Call) and dotted(it.func) == "reversed" and len(it.args) == 1:
+        it, backwards = it.args[0], True
+    if not (isinstance(it, gast.Call) and dotted(it.func) == "range" and not it.keywords and
+            1 <= len(it.args) <= 3 and all(isinstance(a, gast.Constant) and
+                                           type(a.value) is int for a in it.args)):
+        return None
+    values = list(range(*(a.value for a in it.args)))
+    return values[::-1] if backwards else values
+
+
+def _unroll(stmts):
+    """Write out short literal-range loops (no break, continue or return inside); True if
+    any was."""
+    changed = False
+    out = []
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                changed |= _unroll(inner)
+        trips = _trips(s) if isinstance(s, gast.For) and not s.orelse and \
+            isinstance(s.target, gast.Name) else None
+        if trips is not None and len(trips) <= UNROLL_TRIPS and \
+                len(trips) * sum(1 for _ in gast.walk(s)) <= UNROLL_STATEMENTS * 8 and \
+                not any(isinstance(n, (gast.Break, gast.Continue, gast.Return, gast.FunctionDef,
+                                       gast.Lambda, gast.Yield)) for n in gast.walk(s)):
+            for value in trips:
+                out.append(gast.Assign(targets=[gast.Name(id=s.target.id, ctx=gast.Store(),
+                                                          annotation=None, type_comment=None)],
+                                       value=const(value), type_comment=None))
+                out.extend(copy.deepcopy(s.body))
+            changed = True
+            continue
+        out.append(s)
+    stmts[:] = out
+    return changed
+
+
+def _fold_literals(fdef):
+    """Propagate literals through straight-line code (a name assigned a literal is that
+    literal until it is assigned again), fold operators on them, keep the branch a literal
+    test takes; until nothing changes."""
+    for _ in range(10):
+        before = emit.function_source(fdef)
+        fdef.body = _propagate(fdef.body, {})
+        _fold_expressions(fdef)
+        folded = _fold_ifs(fdef.body)
+        if folded is not None:
+            fdef.body = folded
+        if emit.function_source(fdef) == before:
+            return
+
+
+def _propagate(stmts, env):
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.If):
+            s.test = _Substitute(env, None, None).visit(s.test)
+            s.body = _propagate(s.body, dict(env))
+            s.orelse = _propagate(s.orelse, dict(env))
+            for name in _stored_names(s):
+                env.pop(name, None)
+        elif isinstance(s, (gast.For, gast.While)):
+            for name in _stored_names(s):
+                env.pop(name, None)       # carried from trip to trip
+            if isinstance(s, gast.For):
+                s.iter = _Substitute(env, None, None).visit(s.iter)
+            else:
+                s.test = _Substitute(env, None, None).visit(s.test)
+            s.body = _propagate(s.body, dict(env))
+            s.orelse = _propagate(s.orelse, dict(env))
+        elif isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)):
+            value = getattr(s, "value", None)
+            if value is not None:
+                s.value = _Substitute(env, None, None).visit(value)
+            for name in _stored_names(s):
+                env.pop(name, None)
+            if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
+                    isinstance(s.targets[0], gast.Name):
+                ok, literal = _literal_value(s.value)
+                if ok and is_literal(literal):
+                    env[s.targets[0].id] = literal
+        else:
+            for name in _stored_names(s):
+                env.pop(name, None)
+        out.append(s)
+    return out
+
+
+def _fold_expressions(fdef):
+    class Fold(gast.NodeTransformer):
+        def generic_visit(self, n):
+            n = super().generic_visit(n)
+            if isinstance(n, (gast.BinOp, gast.Compare, gast.UnaryOp)):
+                ok, value = _fold_expr(n)
+                if ok and is_literal(value):
+                    return const(value)
+            return n
+    fdef.body = [Fold().visit(s) for s in fdef.body]
+
+
 # ------------------------------------------------------------------ known shapes
 
 def _known_shapes(fdef, inference):
     """Runtime helpers whose work is decided by shapes now known, done now."""
+    def known(node, weak=False):
+        a = inference.of(node)
+        return a if isinstance(a, Array) and (weak or not a.weak) else None
+
     class Simplify(gast.NodeTransformer):
         def visit_Call(self, n):
             self.generic_visit(n)
             spelling = dotted(n.func)
-            if spelling == "rt.unbroadcast" and len(n.args) == 2 and not n.keywords:
-                g, x = (inference.of(a) for a in n.args)
-                if isinstance(g, Array) and isinstance(x, Array) and not g.weak and \
-                        not x.weak and g.shape == x.shape:
-                    return n.args[0]
+            args = n.args
+            if n.keywords:
+                return n
+            if spelling == "rt.unbroadcast" and len(args) == 2:
+                g, x = known(args[0]), known(args[1])
+                if g is not None and x is not None:
+                    return _unbroadcast(args[0], g.shape, x.shape) or n
+            if spelling == "rt.expand" and 2 <= len(args) <= 4 and \
+                    all(isinstance(a, gast.Constant) and a.value in (None, False)
+                        for a in args[2:]):
+                g, x = known(args[0], weak=True), known(args[1])
+                if g is not None and x is not None and not g.shape:
+                    return _np_call("full", [const(x.shape), args[0]])
+            if spelling == "rt.reduced_size" and (len(args) == 1 or len(args) == 2 and
+                                                  isinstance(args[1], gast.Constant) and
+                                                  args[1].value is None):
+                x = known(args[0])
+                if x is not None:
+                    return const(x.size)
+            if spelling in ("rt.matmul_adj_x1", "rt.matmul_adj_x2") and len(args) == 3:
+                shapes = [known(a) for a in args]
+                if all(a is not None and len(a.shape) == 2 for a in shapes):
+                    if spelling == "rt.matmul_adj_x1":      # (g, x2, x1): g @ x2.T
+                        return gast.BinOp(left=args[0], op=gast.MatMult(),
+                                          right=_transposed(args[1]))
+                    return gast.BinOp(left=_transposed(args[0]), op=gast.MatMult(),
+                                      right=args[1])        # (x1, g, x2): x1.T @ g
             return n
 
     def is_float_input(a):
@@ -321,7 +489,9 @@ def _known_shapes(fdef, inference):
                     setattr(s, field, visit(inner) or [gast.Pass()])
             out.append(s)
         return out
+    before = emit.function_source(fdef)
     fdef.body = visit(fdef.body)
+    return emit.function_source(fdef) != before
 
 
 def _counts(fdef):
@@ -332,6 +502,32 @@ def _counts(fdef):
             table = stores if isinstance(n.ctx, (gast.Store, gast.Del)) else reads
             table[n.id] = table.get(n.id, 0) + 1
     return reads, stores
+
+
+def _np_call(name, args, keywords=()):
+    return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
+                                                         annotation=None, type_comment=None),
+                                         attr=name, ctx=gast.Load()),
+                     args=args, keywords=list(keywords))
+
+
+def _transposed(node):
+    return gast.Attribute(value=node, attr="T", ctx=gast.Load())
+
+
+def _unbroadcast(g, gshape, xshape):
+    """`rt.unbroadcast(g, x)` for known shapes, as runtime.adjoints.unbroadcast computes it:
+    g itself, or one np.sum over the axes broadcasting added (and a reshape)."""
+    if gshape == xshape:
+        return g
+    lead = len(gshape) - len(xshape)
+    if lead < 0:
+        return None
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(xshape)
+                                      if n == 1 and gshape[lead + i] != 1)
+    summed = tuple(d for i, d in enumerate(gshape) if i not in axes)
+    node = _np_call("sum", [g], [gast.keyword(arg="axis", value=const(axes))]) if axes else g
+    return node if summed == xshape else _np_call("reshape", [node, const(xshape)])
 
 
 def _forward_copies(stmts, counts):

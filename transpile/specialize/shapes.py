@@ -116,10 +116,13 @@ def _matmul(a, b):
 class Inference:
     """The abstract values of one function's names and assigned values (see module doc)."""
 
-    def __init__(self, stacks=()):
+    def __init__(self, stacks=(), unsafe_lists=()):
         self.at = {}          # id(node) -> abstract of every expression
-        # stacks of saved values (lists only pushed to and popped from): what they hold
-        self.stacks = {name: _EMPTY for name in stacks}
+        # stacks of saved values (lists only pushed to and popped from): their contents
+        # are followed in the environment, under _STACK + name
+        self.stacks = set(stacks)
+        # lists that may change where inference does not look (passed on, written into)
+        self.unsafe_lists = set(unsafe_lists)
         self._nodes = []      # keep annotated nodes alive so ids stay unique
 
     def of(self, node):
@@ -137,6 +140,22 @@ class Inference:
         return env
 
     def statement(self, s, env):
+        stack, op = _stack_operation(s, self.stacks)
+        if op == "push":
+            value = self.expr(s.value.args[1], env)
+            env = dict(env)
+            env[_STACK + stack] = _pushed(env.get(_STACK + stack), value)
+            return env
+        if op in ("pop", "new"):
+            env = dict(env)
+            if op == "pop":
+                value, env[_STACK + stack] = _popped(env.get(_STACK + stack))
+            else:
+                value, env[_STACK + stack] = None, ()
+            self._record(s.value, value)
+            for t in s.targets:
+                self._bind(t, value, env)
+            return env
         if isinstance(s, gast.Assign):
             value = self.expr(s.value, env)
             env = dict(env)
@@ -193,6 +212,9 @@ class Inference:
 
     def _bind(self, target, value, env):
         if isinstance(target, gast.Name):
+            if isinstance(value, Sequence) and value.kind is list and \
+                    target.id in self.unsafe_lists:
+                value = None
             env[target.id] = value
         elif isinstance(target, (gast.Tuple, gast.List)):
             items = value.items if isinstance(value, Sequence) and \
@@ -247,12 +269,20 @@ class Inference:
     def _subscript(self, node, env):
         base = self.expr(node.value, env)
         self.expr(node.slice, env)
-        if isinstance(base, Sequence) and base.kind is tuple:
-            index = _literal(node.slice)
-            if isinstance(index, int) and not isinstance(index, bool) and \
-                    -len(base.items) <= index < len(base.items):
-                return base.items[index]
-        return None
+        if not isinstance(base, Sequence):
+            return None
+        items = base.items
+        if isinstance(node.slice, gast.Slice):
+            bounds = [_literal(b) if b is not None else None
+                      for b in (node.slice.lower, node.slice.upper, node.slice.step)]
+            if all(b is None or type(b) is int for b in bounds) and bounds[2] != 0:
+                return Sequence(items[slice(*bounds)], base.kind)
+            return None
+        index = _literal(node.slice)
+        if type(index) is int:
+            return items[index] if -len(items) <= index < len(items) else None
+        # an index known only when it runs: what every item is, if they agree
+        return items[0] if items and all(i == items[0] for i in items) else None
 
     def _call(self, node, env):
         spelling = dotted(node.func)
@@ -277,16 +307,8 @@ class Inference:
         if spelling in ("np.matmul", "np.dot") and len(args) == 2 and \
                 all(isinstance(a, Array) and len(a.shape) in (1, 2) for a in args if a):
             return _matmul(*args)
-        if spelling == "rt.push" and len(args) == 2 and isinstance(node.args[0], gast.Name) \
-                and node.args[0].id in self.stacks:
-            name = node.args[0].id
-            seen = self.stacks[name]
-            self.stacks[name] = args[1] if seen is _EMPTY or seen == args[1] else None
-            return None
-        if spelling == "rt.pop" and len(args) == 1 and isinstance(node.args[0], gast.Name) \
-                and node.args[0].id in self.stacks:
-            seen = self.stacks[node.args[0].id]
-            return None if seen is _EMPTY else seen
+        if spelling == "len" and len(args) == 1 and isinstance(args[0], Sequence):
+            return Array((), np.int64, weak=True)
         if spelling == "rt.seed" and len(args) == 2:
             out = args[0]
             if isinstance(out, Array) and not out.shape and out.dtype.kind == "f":
@@ -301,19 +323,98 @@ class Inference:
         if spelling == "rt.unbroadcast" and len(args) == 2:
             g, x = args
             if isinstance(g, Array) and isinstance(x, Array) and not g.weak and \
-                    not x.weak and g.shape == x.shape:
-                return g                    # unbroadcast returns g itself: nothing to sum
+                    not x.weak:
+                if g.shape == x.shape:
+                    return g                # unbroadcast returns g itself: nothing to sum
+                try:
+                    if np.broadcast_shapes(g.shape, x.shape) == g.shape:
+                        return Array(x.shape, g.dtype)     # g summed to x's shape
+                except ValueError:
+                    pass
+            return None
+        if spelling in ("rt.matmul_adj_x1", "rt.matmul_adj_x2") and len(args) == 3:
+            shapes = [a for a in args if isinstance(a, Array) and not a.weak]
+            if len(shapes) == 3 and all(len(a.shape) == 2 for a in shapes):
+                g, other, x = args if spelling == "rt.matmul_adj_x1" else \
+                    (args[1], args[0], args[2])
+                return Array(x.shape, np.result_type(g.dtype, other.dtype))
+            return None
+        if spelling == "np.full" and len(args) == 2:
+            shape = _literal(node.args[0])
+            if isinstance(shape, tuple) and all(type(d) is int for d in shape) and \
+                    isinstance(args[1], Array) and not args[1].shape:
+                return Array(shape, np.full(1, args[1].dummy()).dtype)
             return None
         return None
 
 
-_EMPTY = object()      # a stack nothing was pushed to yet
+_STACK = "\0stack "   # environment key prefix of a stack's contents
+
+
+class _Homogeneous:
+    """A stack of any number of items, all of one abstract value (pushed in a loop)."""
+    __slots__ = ("item",)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __eq__(self, other):
+        return isinstance(other, _Homogeneous) and other.item == self.item
+
+    def __hash__(self):
+        return hash(("homogeneous", self.item))
+
+
+def _pushed(state, value):
+    if isinstance(state, tuple):
+        return state + (value,)
+    if isinstance(state, _Homogeneous) and state.item == value:
+        return state
+    return None
+
+
+def _popped(state):
+    """(the popped abstract value, the stack after)."""
+    if isinstance(state, tuple) and state:
+        return state[-1], state[:-1]
+    if isinstance(state, _Homogeneous):
+        return state.item, state
+    return None, None
+
+
+def _join_stacks(a, b):
+    if a is None or b is None:
+        return None
+    items = [i for s in (a, b) for i in (s if isinstance(s, tuple) else (s.item,))]
+    if not items:
+        return ()
+    if any(i is None or i != items[0] for i in items):
+        return None
+    return _Homogeneous(items[0])
+
+
+def _stack_operation(s, stacks):
+    """(stack name, "push" | "pop" | "new") for a statement on a followed stack, else
+    (None, None)."""
+    if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
+            dotted(s.value.func) == "rt.push" and len(s.value.args) == 2 and \
+            isinstance(s.value.args[0], gast.Name) and s.value.args[0].id in stacks:
+        return s.value.args[0].id, "push"
+    if isinstance(s, gast.Assign) and len(s.targets) == 1:
+        v = s.value
+        if isinstance(v, gast.Call) and dotted(v.func) == "rt.pop" and len(v.args) == 1 and \
+                isinstance(v.args[0], gast.Name) and v.args[0].id in stacks:
+            return v.args[0].id, "pop"
+        if isinstance(s.targets[0], gast.Name) and s.targets[0].id in stacks and \
+                isinstance(v, gast.List) and not v.elts:
+            return s.targets[0].id, "new"
+    return None, None
 
 
 def stack_names(fdef):
-    """Names bound to `[]` and otherwise only passed to rt.push/rt.pop as the stack: the
-    stacks of saved values that inference follows."""
-    candidates, other = set(), set()
+    """Names bound to `[]` once and otherwise only passed to rt.push/rt.pop as the stack:
+    the stacks of saved values whose contents inference follows."""
+    candidates = set()
     for n in gast.walk(fdef):
         if isinstance(n, gast.Assign) and len(n.targets) == 1 and \
                 isinstance(n.targets[0], gast.Name) and isinstance(n.value, gast.List) and \
@@ -324,7 +425,7 @@ def stack_names(fdef):
         if isinstance(n, gast.Call) and dotted(n.func) in ("rt.push", "rt.pop") and \
                 n.args and isinstance(n.args[0], gast.Name):
             used_as_stack.add(id(n.args[0]))
-    stores = {}
+    stores, other = {}, set()
     for n in gast.walk(fdef):
         if isinstance(n, gast.Name) and n.id in candidates:
             if isinstance(n.ctx, (gast.Store, gast.Del)):
@@ -332,6 +433,30 @@ def stack_names(fdef):
             elif id(n) not in used_as_stack:
                 other.add(n.id)
     return {name for name in candidates if name not in other and stores.get(name) == 1}
+
+
+# calls that only read the list passed at `position` (its structure and items)
+_READS_LIST = {"len": 0, "rt.zeros_like": 0, "rt.index_add": 1, "rt.index_add_into": 1,
+               "rt.as_grad": 1, "rt.check_float_input": 0}
+
+
+def unsafe_lists(fdef):
+    """Names whose list may change in a way inference does not follow: used anywhere but as
+    the base of a subscript read or an argument of a call in _READS_LIST."""
+    safe = set()
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Load) and \
+                isinstance(n.value, gast.Name):
+            safe.add(id(n.value))
+        elif isinstance(n, gast.Call) and dotted(n.func) in _READS_LIST:
+            k = _READS_LIST[dotted(n.func)]
+            if k < len(n.args) and isinstance(n.args[k], gast.Name):
+                safe.add(id(n.args[k]))
+    return {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name) and
+            (isinstance(n.ctx, gast.Load) and id(n) not in safe or
+             isinstance(n.ctx, gast.Del))} | \
+        {n.value.id for n in gast.walk(fdef) if isinstance(n, gast.Subscript) and
+         isinstance(n.ctx, (gast.Store, gast.Del)) and isinstance(n.value, gast.Name)}
 
 
 class _Range:
@@ -351,13 +476,18 @@ def _join(a, b):
     out = {}
     for name in set(a) | set(b):
         va, vb = a.get(name), b.get(name)
-        out[name] = va if va == vb else None
+        if va == vb:
+            out[name] = va
+        elif name.startswith(_STACK):
+            out[name] = _join_stacks(va, vb)
+        else:
+            out[name] = None
     return out
 
 
 def infer(fdef, params):
     """An Inference of `fdef` (gast FunctionDef) for parameter abstract values `params`
     (name -> abstract value or None)."""
-    inference = Inference(stack_names(fdef))
+    inference = Inference(stack_names(fdef), unsafe_lists(fdef))
     inference.block(fdef.body, dict(params))
     return inference
