@@ -62,7 +62,9 @@ def specialize(gen, args, static, backend, label, min_elements=None):
         src = anno.get(f, Anno.SOURCE)
         if src is not None:
             memo[id(src)] = src        # shared, not copied: it only names the user's lines
-    functions = [copy.deepcopy(f, memo) for f in gen.functions]
+    # only the entry function is rewritten: the functions it calls are emitted as they are
+    functions = [copy.deepcopy(f, memo) if f.name == gen.entry_name else f
+                 for f in gen.functions]
     entry = next(f for f in functions if f.name == gen.entry_name)
     params = [a.id for a in entry.args.args]
     namespace = dict(gen.namespace)
@@ -257,12 +259,15 @@ class _Substitute(gast.NodeTransformer):
     """Reads of `known` names -> their literal values (with `position`, only in top-level
     statements after the one that assigns the name)."""
 
-    def __init__(self, known, position, k):
+    def __init__(self, known, position, k, changes=None):
         self.known, self.position, self.k = known, position, k
+        self.changes = changes
 
     def visit_Name(self, n):
         if isinstance(n.ctx, gast.Load) and n.id in self.known and \
                 (self.position is None or self.k > self.position[n.id]):
+            if self.changes is not None:
+                self.changes.count += 1
             return const(self.known[n.id])
         return n
 
@@ -368,38 +373,47 @@ def _fold_literals(fdef):
     literal until it is assigned again), fold operators on them, keep the branch a literal
     test takes; until nothing changes."""
     for _ in range(10):
-        before = emit.function_source(fdef)
-        fdef.body = _propagate(fdef.body, {})
-        _fold_expressions(fdef)
+        changes = _Changes()
+        fdef.body = _propagate(fdef.body, {}, changes)
+        _fold_expressions(fdef, changes)
         folded = _fold_ifs(fdef.body)
         if folded is not None:
             fdef.body = folded
-        if emit.function_source(fdef) == before:
+        elif not changes.count:
             return
 
 
-def _propagate(stmts, env):
+class _Changes:
+    """How many rewrites a pass made (a pass that made none is done)."""
+
+    def __init__(self):
+        self.count = 0
+
+
+def _propagate(stmts, env, changes):
+    def substitute(node):
+        return _Substitute(env, None, None, changes).visit(node)
     out = []
     for s in stmts:
         if isinstance(s, gast.If):
-            s.test = _Substitute(env, None, None).visit(s.test)
-            s.body = _propagate(s.body, dict(env))
-            s.orelse = _propagate(s.orelse, dict(env))
+            s.test = substitute(s.test)
+            s.body = _propagate(s.body, dict(env), changes)
+            s.orelse = _propagate(s.orelse, dict(env), changes)
             for name in _stored_names(s):
                 env.pop(name, None)
         elif isinstance(s, (gast.For, gast.While)):
             for name in _stored_names(s):
                 env.pop(name, None)       # carried from trip to trip
             if isinstance(s, gast.For):
-                s.iter = _Substitute(env, None, None).visit(s.iter)
+                s.iter = substitute(s.iter)
             else:
-                s.test = _Substitute(env, None, None).visit(s.test)
-            s.body = _propagate(s.body, dict(env))
-            s.orelse = _propagate(s.orelse, dict(env))
+                s.test = substitute(s.test)
+            s.body = _propagate(s.body, dict(env), changes)
+            s.orelse = _propagate(s.orelse, dict(env), changes)
         elif isinstance(s, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)):
             value = getattr(s, "value", None)
             if value is not None:
-                s.value = _Substitute(env, None, None).visit(value)
+                s.value = substitute(value)
             for name in _stored_names(s):
                 env.pop(name, None)
             if isinstance(s, gast.Assign) and len(s.targets) == 1 and \
@@ -414,13 +428,14 @@ def _propagate(stmts, env):
     return out
 
 
-def _fold_expressions(fdef):
+def _fold_expressions(fdef, changes):
     class Fold(gast.NodeTransformer):
         def generic_visit(self, n):
             n = super().generic_visit(n)
             if isinstance(n, (gast.BinOp, gast.Compare, gast.UnaryOp)):
                 ok, value = _fold_expr(n)
                 if ok and is_literal(value):
+                    changes.count += 1
                     return const(value)
             return n
     fdef.body = [Fold().visit(s) for s in fdef.body]
@@ -434,9 +449,17 @@ def _known_shapes(fdef, inference):
         a = inference.of(node)
         return a if isinstance(a, Array) and (weak or not a.weak) else None
 
+    changes = _Changes()
+
     class Simplify(gast.NodeTransformer):
         def visit_Call(self, n):
             self.generic_visit(n)
+            new = self.simplified(n)
+            if new is not n:
+                changes.count += 1
+            return new
+
+        def simplified(self, n):
             spelling = dotted(n.func)
             args = n.args
             if n.keywords:
@@ -481,6 +504,7 @@ def _known_shapes(fdef, inference):
                     dotted(s.value.func) == "rt.check_float_input" and s.value.args and \
                     isinstance(s.value.args[0], gast.Name) and \
                     is_float_input(inference.of(s.value.args[0])):
+                changes.count += 1
                 continue                      # its kind is known to be right
             s = Simplify().visit(s)
             for field in ("body", "orelse"):
@@ -489,9 +513,8 @@ def _known_shapes(fdef, inference):
                     setattr(s, field, visit(inner) or [gast.Pass()])
             out.append(s)
         return out
-    before = emit.function_source(fdef)
     fdef.body = visit(fdef.body)
-    return emit.function_source(fdef) != before
+    return changes.count > 0
 
 
 def _counts(fdef):

@@ -34,10 +34,22 @@ def ufunc_of(spelling):
     return f if isinstance(f, np.ufunc) else None
 
 
+_ELEMENTWISE = {}      # (op, operands) -> result: numpy's answer, asked once
+
+
 def elementwise(op, operands):
     """The abstract result of elementwise `op` (a numpy callable) on abstract operands."""
     if any(not isinstance(a, Array) for a in operands):
         return None
+    key = (op, tuple(operands))
+    if key not in _ELEMENTWISE:
+        if len(_ELEMENTWISE) > 4096:
+            _ELEMENTWISE.clear()
+        _ELEMENTWISE[key] = _elementwise(op, operands)
+    return _ELEMENTWISE[key]
+
+
+def _elementwise(op, operands):
     try:
         shape = np.broadcast_shapes(*(a.shape for a in operands))
         with np.errstate(all="ignore"):
