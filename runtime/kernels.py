@@ -51,14 +51,26 @@ class OutputPool:
     def take(self):
         with self.lock:
             for buf in self.buffers:
-                # references: the list, `buf`, and getrefcount's argument
-                if sys.getrefcount(buf) == 3:
+                if sys.getrefcount(buf) <= _UNHELD:
                     self.reused += 1
                     return buf
             buf = self.xp.empty(self.shape, self.dtype)
             if len(self.buffers) < self.keep:
                 self.buffers.append(buf)
             return buf
+
+
+def _unheld_count():
+    """What sys.getrefcount reports, inside OutputPool.take's loop, for a buffer that only
+    the pool's list holds. Measured with the same loop rather than assumed (3 on CPython
+    3.11: the list, the loop variable, the argument), since interpreters differ in which
+    references they count."""
+    buffers = [object()]
+    for buf in buffers:
+        return sys.getrefcount(buf)
+
+
+_UNHELD = _unheld_count()
 
 
 _COMPILED = {}     # loop function's code -> numba dispatcher (one compile per kernel text)
@@ -98,16 +110,19 @@ class CpuKernel:
             self._compiled = found
         return self._compiled
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, out=None):
+        """The kernel on `inputs`, into a pooled buffer or into `out` (a donated input of
+        the result's shape and dtype: each element is read before it is written)."""
         run = self._compiled
         if run is None:
             self.calls += 1
             if self.calls <= self.calls_before_compile or self.compiled() is None:
-                out = self.pool.take()
+                out = self.pool.take() if out is None else out
                 self.fallback(*inputs, out)
                 return out
             run = self._compiled
-        out = self.pool.take()
+        if out is None:
+            out = self.pool.take()
         if self.zero_d:
             inputs = list(inputs)
             for i in self.zero_d:
@@ -132,7 +147,7 @@ class CudaKernel:
         self._kernel = None
         self.pool = None
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, out=None):
         import cupy
         if self._kernel is None:
             # no contraction into fused multiply-adds: each operation rounds as numpy's does
@@ -140,7 +155,8 @@ class CudaKernel:
             self.pool = OutputPool(self.shape, self.dtype, cupy)
         args = [np.float64(v) if kind == "scalar" else cupy.ascontiguousarray(v)
                 for v, kind in zip(inputs, self.kinds)]
-        out = self.pool.take()
+        if out is None or not out.flags.c_contiguous:
+            out = self.pool.take()
         grid = max(1, min((self.size + self.block - 1) // self.block, 65535 * 8))
         self._kernel((grid,), (self.block,), (*args, out))
         return out

@@ -268,3 +268,45 @@ def test_a_kernel_compiles_its_loop_once_it_is_called_again_and_again():
                                 have_compiled_loops()), call
     finally:
         specialize_module.CPU_MIN_ELEMENTS = old
+
+
+def donated_update(w, g, lr):
+    return w - lr * g * (1.0 + g * g)
+
+
+def donated_but_returned(w, g):
+    new = w * 0.5 + g
+    return new, w                     # the caller gets w back: it must keep its values
+
+
+def donated_but_aliased(w, g):
+    v = w[0]                          # a view of w, read after the update
+    new = w * 0.5 + g
+    return new, v * 2.0
+
+
+def test_a_donated_argument_receives_the_result(fuse_small):
+    rng = np.random.default_rng(18)
+    w, g = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    expected = donated_update(w, g, 0.1)
+    j = tp.jit(donated_update, donate_argnums=0)
+    got = j(w, g, 0.1)
+    assert got is w                    # written in place: no new buffer
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+    assert "out=w" in j.source
+
+
+@pytest.mark.parametrize("fn", [donated_but_returned, donated_but_aliased])
+def test_a_donated_argument_still_seen_elsewhere_is_not_written(fuse_small, fn):
+    rng = np.random.default_rng(19)
+    w, g = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    before = w.copy()
+    expected = fn(w.copy(), g)
+    got = tp.jit(fn, donate_argnums=(0,))(w, g)
+    assert_tree_close(got, expected, 1e-14)
+    np.testing.assert_array_equal(w, before)
+
+
+def test_donate_argnums_are_checked():
+    with pytest.raises(TypeError, match="donate_argnums entry 3"):
+        tp.jit(donated_update, donate_argnums=3)

@@ -459,8 +459,13 @@ class Jitted:
                                 f"{self.inner.__name__} (parameters: {', '.join(names)})")
             static.add(names.index(a))
         self.static = tuple(sorted(static))
-        self.donate = tuple(sorted(a % n for a in ((donate_argnums,) if isinstance(
-            donate_argnums, int) else donate_argnums)))
+        donate = (donate_argnums,) if isinstance(donate_argnums, int) else \
+            tuple(donate_argnums)
+        for a in donate:
+            if not isinstance(a, int) or not -n <= a < n:
+                raise TypeError(f"tp.jit: donate_argnums entry {a!r} is not the position of "
+                                f"a parameter of {self.inner.__name__} ({n} parameters)")
+        self.donate = tuple(sorted({a % n for a in donate} - static))
         if backend not in (None, "cpu", "numpy", "cuda", "gpu", "cupy"):
             raise ValueError(f"tp.jit: backend must be None, 'cpu' or 'cuda', got {backend!r}")
         self.backend = {None: None, "cpu": "numpy", "numpy": "numpy"}.get(backend, "cupy")
@@ -511,7 +516,8 @@ class Jitted:
         label = getattr(self.inner.target, "__qualname__", self.inner.__name__)
         return jit_pass.specialize(self.inner.generated(), full,
                                    {nprefix + i: full[nprefix + i] for i in self.static},
-                                   backend, label)
+                                   backend, label,
+                                   donated={nprefix + i for i in self.donate})
 
     def __call__(self, *args, **kwargs):
         full = self.inner.full_args(args, kwargs)
@@ -569,8 +575,8 @@ def jit(f=None, static_argnums=(), static_argnames=(), donate_argnums=(), backen
       f: a Python function or any transformed function (jit(grad(f)), jit(vmap(...))).
       static_argnums, static_argnames: arguments whose values (hashable) are constants of
         the code: `if`s on them are decided when it is generated.
-      donate_argnums: arguments the caller will not use again (accepted; their buffers are
-        not yet reused).
+      donate_argnums: arguments the caller gives up: a fused kernel may write its result
+        into one (the result is then that array), where no other name can see it.
       backend: None (numpy or cupy, from the arguments), "cpu" or "cuda".
       cache_size: how many specializations are kept (least recently used dropped first).
     Returns:
