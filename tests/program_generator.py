@@ -1700,12 +1700,15 @@ def fusing_small_arrays():
     """jit fuses only large arrays on the CPU, and compiles a kernel once it is called
     again and again; the programs' arrays are small and called once, so the jit checks
     fuse every chain they can and compile each kernel on its first call."""
-    old = specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile
+    old = (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
+           tp.Jitted.calls_before_specializing)
     specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = 1, 0
+    tp.Jitted.calls_before_specializing = 0
     try:
         yield
     finally:
-        specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = old
+        (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
+         tp.Jitted.calls_before_specializing) = old
 
 
 def check_jit(case):
@@ -2081,10 +2084,10 @@ def repro_text(program, outcome):
         "vmap(grad)": [f"print(tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r})({batch_args if check.startswith('vmap') else ''}))",
                        f"print([tp.grad(f, argnums={argnums})({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})])  # expected, stacked"],
         "jit": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
-                "runtime.CpuKernel.calls_before_compile = 0",
+                "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
                 f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
         "jit(grad)": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
-                      "runtime.CpuKernel.calls_before_compile = 0",
+                      "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
                       f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
                       f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
     }

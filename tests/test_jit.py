@@ -12,6 +12,16 @@ from runtime.kernels import CpuKernel, have_compiled_loops
 from runtime.trees import tree_leaves
 
 
+@pytest.fixture(autouse=True)
+def specialize_at_once():
+    """Specialize on the first call of each kind of arguments (by default that waits for
+    the second call: see test_the_first_call_runs_the_general_code)."""
+    old = tp.Jitted.calls_before_specializing
+    tp.Jitted.calls_before_specializing = 0
+    yield
+    tp.Jitted.calls_before_specializing = old
+
+
 @pytest.fixture
 def fuse_small():
     """Fuse chains of any size, as on the GPU (the tests' arrays are small), and compile
@@ -310,3 +320,16 @@ def test_a_donated_argument_still_seen_elsewhere_is_not_written(fuse_small, fn):
 def test_donate_argnums_are_checked():
     with pytest.raises(TypeError, match="donate_argnums entry 3"):
         tp.jit(donated_update, donate_argnums=3)
+
+
+def test_the_first_call_runs_the_general_code(monkeypatch):
+    monkeypatch.setattr(tp.Jitted, "calls_before_specializing", 1)
+    x = np.random.default_rng(20).standard_normal((4, 3))
+    j = tp.jit(selu)
+    np.testing.assert_allclose(j(x), selu(x), rtol=1e-15)
+    assert j.cache_info()["size"] == 0           # nothing specialized yet
+    assert "float64[4, 3]" in j.source           # .source specializes for that call's kind
+    j2 = tp.jit(selu)
+    j2(x)
+    np.testing.assert_allclose(j2(x * 2), selu(x * 2), rtol=1e-15)
+    assert j2.cache_info()["size"] == 1          # the second call of the kind specialized

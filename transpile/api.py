@@ -430,7 +430,15 @@ class _ApiCallees(Callees):
 
 
 class Jitted:
-    """A function specialized to each kind of arguments it is called with (see `jit`)."""
+    """A function specialized to each kind of arguments it is called with (see `jit`).
+
+    The first call with a new kind of arguments runs the general code the inner
+    transformation generated (as fast to get as `tp.grad`'s first call); the next one with
+    that kind specializes (`calls_before_specializing`), so a function called once never
+    pays for specialization. `.lower(*args)` and `.source` specialize at once.
+    """
+
+    calls_before_specializing = 1
 
     def __init__(self, target, static_argnums=(), static_argnames=(), donate_argnums=(),
                  backend=None, cache_size=64):
@@ -472,6 +480,8 @@ class Jitted:
         self.cache_size = cache_size
         self._cache = collections.OrderedDict()
         self._last = None
+        self._calls = {}          # key -> calls that ran the general code
+        self._pending = None      # (stand-in arguments, backend) of such a call
         self._nparams = n
         functools.update_wrapper(self, self.inner, updated=())
 
@@ -510,9 +520,9 @@ class Jitted:
         self._last = spec
         return spec
 
-    def _specialize(self, full):
+    def _specialize(self, full, backend=None):
         nprefix = len(self.inner.root.prefix)
-        backend = self.backend or jit_pass.array_module_name(full)
+        backend = backend or self.backend or jit_pass.array_module_name(full)
         label = getattr(self.inner.target, "__qualname__", self.inner.__name__)
         return jit_pass.specialize(self.inner.generated(), full,
                                    {nprefix + i: full[nprefix + i] for i in self.static},
@@ -526,6 +536,18 @@ class Jitted:
         key = self._key(full)
         spec = self._cache.get(key)
         if spec is None:
+            calls = self._calls.get(key, 0)
+            backend = self.backend or jit_pass.array_module_name(full)
+            if calls < self.calls_before_specializing and backend == "numpy":
+                # run the general code this time; specialize if this kind comes again
+                # (cupy arrays need the module that binds np to cupy: specialized now)
+                if len(self._calls) > 4 * self.cache_size:
+                    self._calls.clear()
+                self._calls[key] = calls + 1
+                self._pending = (jit_pass.stand_in(full), backend)
+                self._last = None
+                gen = self.inner.generated()
+                return gen.call(self.inner, full)
             spec = self._specialization(full)
         else:
             self._cache.move_to_end(key)
@@ -541,6 +563,9 @@ class Jitted:
     def source(self):
         """The code of the specialization the last call ran (or use
         `f.lower(*args).source` for given arguments)."""
+        if self._last is None and self._pending is not None:
+            stand_in, backend = self._pending       # the kind of the last call's arguments
+            self._last = self._specialize(stand_in, backend)
         if self._last is None:
             raise ValueError(f"tp.jit({self.inner.__name__}) has no code yet: jit specializes "
                              "to the arguments' shapes and dtypes.\n  hint: call it once, or "

@@ -800,24 +800,37 @@ def bench_jit_while(rounds, target_s, trips=1000):
 
 
 def bench_jit_first(sizes, batch, reps):
-    """First call of tp.jit(tp.grad(loss)): fresh function, caches cleared."""
+    """First call of tp.jit(tp.grad(loss)) (fresh function, caches cleared; it runs the
+    general code), and the second (it specializes), each minus one steady call."""
     params, x, y = make_problem(sizes, batch, np.float64)
-
-    def make():
+    first, second = [], []
+    for _ in range(reps + 1):
+        gc.collect()
         transpile.api._CACHE.clear()
-        return tp.jit(tp.grad(compile_fn(LOSS_SRC, "loss", np)))
-
-    times = [_first_result_ms(make, lambda g: g(params, x, y)) for _ in range(reps + 1)][1:]
+        t0 = clock()
+        g = tp.jit(tp.grad(compile_fn(LOSS_SRC, "loss", np)))
+        g(params, x, y)
+        t1 = clock()
+        g(params, x, y)
+        t2 = clock()
+        steady = []
+        for _ in range(5):
+            t = clock()
+            g(params, x, y)
+            steady.append(clock() - t)
+        first.append(1e3 * (t1 - t0 - med(steady)))
+        second.append(1e3 * (t2 - t1 - med(steady)))
+    first, second = first[1:], second[1:]          # the first pays for imports
     jax_times = []
     if jax is not None:
         jp, jx, jy = to_jax(params, x, y)
         jax_times = [_first_result_ms(
             lambda: jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp))),
             lambda g: jax.block_until_ready(g(jp, jx, jy))) for _ in range(max(3, reps // 2))]
-    ms = med(times)
+    ms = med(first)
     return Row(f"first call jit(grad) MLP {'-'.join(map(str, sizes))}", "float64", ms,
                jax_ms=med(jax_times) if jax_times else None, target="<= 50 ms",
-               met=ms <= 50.0)
+               met=ms <= 50.0), med(second)
 
 
 def machine_info():
@@ -995,7 +1008,10 @@ def main(argv=None):
         rows.append(bench_jit_while(rounds_hess, target_s))
         rows.append(bench_jit_mlp("MLP 784-512-512-10, batch 128", big, 128, rounds_big,
                                   target_s, 1.0))
-        rows.append(bench_jit_first(big, 128, reps_first))
+        row, second_ms = bench_jit_first(big, 128, reps_first)
+        rows.append(row)
+        jit_notes.append(f"jit(grad) MLP 784-512-512-10: the second call, which specializes, "
+                         f"costs {second_ms:.1f} ms more than a steady call")
 
     print()
     print_table(rows)

@@ -7,7 +7,7 @@ chains fused into one kernel each (a compiled loop on the CPU, CUDA C on a GPU).
     kernels.py      the kernels' text: CPU loop, numpy fallback, CUDA C
     module.py       the pass: statics, known shapes, fusion, emission (`specialize`)
 """
-from .abstract import argument_key, array_module_name
+from .abstract import argument_key, array_module_name, stand_in
 from .module import Specialization, specialize
 
-__all__ = ["argument_key", "array_module_name", "Specialization", "specialize"]
+__all__ = ["argument_key", "array_module_name", "stand_in", "Specialization", "specialize"]

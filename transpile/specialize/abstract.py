@@ -118,3 +118,21 @@ def array_module_name(values):
         elif t.__module__.startswith("cupy") and hasattr(v, "shape"):
             return "cupy"
     return "numpy"
+
+
+def stand_in(values):
+    """Values of the same kind as `values` (arrays as zero-stride views of one element,
+    so no data is kept alive), for specializing later to the kind of a call already
+    made."""
+    def one(v):
+        t = type(v)
+        if t is np.ndarray:
+            return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+        if t in (tuple, list):
+            return t(one(x) for x in v)
+        if t is dict:
+            return {k: one(x) for k, x in v.items()}
+        if t.__module__.startswith("cupy") and hasattr(v, "shape"):
+            return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+        return v
+    return tuple(one(v) for v in values)
