@@ -333,3 +333,77 @@ def test_the_first_call_runs_the_general_code(monkeypatch):
     j2(x)
     np.testing.assert_allclose(j2(x * 2), selu(x * 2), rtol=1e-15)
     assert j2.cache_info()["size"] == 1          # the second call of the kind specialized
+
+
+# JAX's documentation on jit and control flow lists functions that jax.jit refuses
+# (TracerBoolConversionError, ConcretizationTypeError) or needs static arguments for. Here
+# they run as written, and give what the plain call gives.
+
+def piecewise(x):
+    if x < 3:
+        return 3. * x ** 2
+    else:
+        return -4 * x
+
+
+def in_range(x):
+    return (x < 3) and (x > 0)
+
+
+def smaller_sum(x, y):
+    return x if x.sum() < y.sum() else y
+
+
+def maybe_normalized(x, normalize=True):
+    if normalize:
+        return x / x.sum()
+    return x
+
+
+def count_to(x, n):
+    i = 0
+    while i < n:
+        i += 1
+    return x + i
+
+
+def doubled_thrice(x):
+    for i in range(3):
+        x = 2 * x
+    return x
+
+
+def summed_by_index(x):
+    y = 0.
+    for i in range(x.shape[0]):
+        y = y + x[i]
+    return y
+
+
+def minimum_along(x, axis):
+    return x.min(axis)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (piecewise, (2.0,)), (piecewise, (4.5,)), (piecewise, (np.float64(2.5),)),
+    (in_range, (2.0,)), (in_range, (-1.0,)),
+    (smaller_sum, (np.ones(4), np.zeros(4))), (smaller_sum, (np.zeros(4), np.ones(4))),
+    (maybe_normalized, (np.arange(1.0, 6.0), True)),
+    (maybe_normalized, (np.arange(1.0, 6.0), False)),
+    (count_to, (np.ones(3), 5)), (count_to, (2.5, 0)),
+    (doubled_thrice, (3.0,)), (summed_by_index, (np.array([1., 2., 3.]),)),
+    (minimum_along, (np.arange(12.0).reshape(3, 4), 0)),
+    (minimum_along, (np.arange(12.0).reshape(3, 4), 1)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_jax_documented_refusals_run_here(fn, args):
+    jitted = tp.jit(fn)
+    for _ in range(2):                  # the general code, then the specialization
+        got, expected = jitted(*args), fn(*args)
+        assert_tree_close(got, expected, 1e-15)
+
+
+def test_jax_documented_control_flow_differentiates_under_jit():
+    for x in (2.0, 4.5):
+        expected = 6.0 * x if x < 3 else -4.0
+        assert tp.jit(tp.grad(piecewise))(x) == pytest.approx(expected)
+    assert tp.jit(tp.grad(count_to))(1.5, 4) == 1.0
