@@ -1,5 +1,6 @@
 """tp.jit against the plain call: specialization, static arguments, the cache, fusion, the
 output pool, composition with the other transformations, and Python control flow kept."""
+import functools
 import gc
 
 import numpy as np
@@ -407,3 +408,27 @@ def test_jax_documented_control_flow_differentiates_under_jit():
         expected = 6.0 * x if x < 3 else -4.0
         assert tp.jit(tp.grad(piecewise))(x) == pytest.approx(expected)
     assert tp.jit(tp.grad(count_to))(1.5, 4) == 1.0
+
+
+def _affine(x, a, b):
+    return a * x + b * x * x
+
+
+def test_closures_partials_keywords_and_other_dtypes(fuse_small):
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((4, 3))
+    scale = float(rng.uniform(1, 2))
+
+    def closure(v):
+        return np.exp(-v * scale) + v
+    np.testing.assert_allclose(tp.jit(closure)(x), closure(x), rtol=1e-14)
+    partial = functools.partial(_affine, a=2.0)
+    np.testing.assert_allclose(tp.jit(partial)(x, b=3.0), _affine(x, 2.0, 3.0), rtol=1e-14)
+    np.testing.assert_allclose(tp.jit(selu)(x, lmbda=2.0), selu(x, lmbda=2.0), rtol=1e-14)
+    ints = np.arange(12).reshape(3, 4)
+    got = tp.jit(slow_f)(ints)                 # integers: not fused, numpy's result
+    assert got.dtype == ints.dtype and np.array_equal(got, slow_f(ints))
+    z = x + 1j * rng.standard_normal((4, 3))
+    np.testing.assert_allclose(tp.jit(slow_f)(z), slow_f(z), rtol=1e-14)
+    mixed = tp.jit(lambda v: np.where(v > 0, v, 0.0) + (v > 1))
+    np.testing.assert_array_equal(mixed(x), np.where(x > 0, x, 0.0) + (x > 1))

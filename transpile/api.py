@@ -449,6 +449,10 @@ class Jitted:
         if self.inner.kind == "vjp":
             raise TypeError("tp.jit: jit the function, then take its vjp")
         self.signature = self.inner.signature
+        target = self.inner.target
+        self._name = getattr(target, "__qualname__", None) or \
+            getattr(getattr(target, "func", None), "__qualname__", None) or \
+            type(target).__name__
         names = list(self.signature.parameters)
         n = len(names)
         argnums = (static_argnums,) if isinstance(static_argnums, int) else \
@@ -459,12 +463,12 @@ class Jitted:
         for a in argnums:
             if not isinstance(a, int) or not -n <= a < n:
                 raise TypeError(f"tp.jit: static_argnums entry {a!r} is not the position of "
-                                f"a parameter of {self.inner.__name__} ({n} parameters)")
+                                f"a parameter of {self._name} ({n} parameters)")
             static.add(a % n)
         for a in argnames:
             if a not in names:
                 raise TypeError(f"tp.jit: static_argnames entry {a!r} is not a parameter of "
-                                f"{self.inner.__name__} (parameters: {', '.join(names)})")
+                                f"{self._name} (parameters: {', '.join(names)})")
             static.add(names.index(a))
         self.static = tuple(sorted(static))
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else \
@@ -472,7 +476,7 @@ class Jitted:
         for a in donate:
             if not isinstance(a, int) or not -n <= a < n:
                 raise TypeError(f"tp.jit: donate_argnums entry {a!r} is not the position of "
-                                f"a parameter of {self.inner.__name__} ({n} parameters)")
+                                f"a parameter of {self._name} ({n} parameters)")
         self.donate = tuple(sorted({a % n for a in donate} - static))
         if backend not in (None, "cpu", "numpy", "cuda", "gpu", "cupy"):
             raise ValueError(f"tp.jit: backend must be None, 'cpu' or 'cuda', got {backend!r}")
@@ -498,7 +502,7 @@ class Jitted:
                 except TypeError:
                     name = list(self.signature.parameters)[i - nprefix]
                     raise TypeError(
-                        f"tp.jit: static argument {name!r} of {self.inner.__name__} must be "
+                        f"tp.jit: static argument {name!r} of {self._name} must be "
                         f"hashable (its value is part of the cache key), got "
                         f"{type(v).__name__} {v!r}; pass a tuple instead of a list, or make "
                         f"it a regular argument") from None
@@ -523,7 +527,7 @@ class Jitted:
     def _specialize(self, full, backend=None):
         nprefix = len(self.inner.root.prefix)
         backend = backend or self.backend or jit_pass.array_module_name(full)
-        label = getattr(self.inner.target, "__qualname__", self.inner.__name__)
+        label = self._name
         return jit_pass.specialize(self.inner.generated(), full,
                                    {nprefix + i: full[nprefix + i] for i in self.static},
                                    backend, label,
@@ -567,7 +571,7 @@ class Jitted:
             stand_in, backend = self._pending       # the kind of the last call's arguments
             self._last = self._specialize(stand_in, backend)
         if self._last is None:
-            raise ValueError(f"tp.jit({self.inner.__name__}) has no code yet: jit specializes "
+            raise ValueError(f"tp.jit({self._name}) has no code yet: jit specializes "
                              "to the arguments' shapes and dtypes.\n  hint: call it once, or "
                              "use .lower(*args).source to see the code for given arguments.")
         return self._last.text
@@ -588,7 +592,7 @@ class Jitted:
         return functools.partial(self, obj)
 
     def __repr__(self):
-        return f"<transpile.jit of {getattr(self.inner.target, '__qualname__', self.inner)}>"
+        return f"<transpile.jit of {self._name}>"
 
 
 def jit(f=None, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None,
