@@ -23,7 +23,8 @@ _BINOPS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
 _CMPOPS = {gast.Gt: np.greater, gast.GtE: np.greater_equal, gast.Lt: np.less,
            gast.LtE: np.less_equal, gast.Eq: np.equal, gast.NotEq: np.not_equal}
 _UNARY = {gast.USub: np.negative, gast.UAdd: np.positive}
-_REDUCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.amax", "np.amin"}
+_REDUCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.amax", "np.amin",
+               "np.add.reduce"}
 
 
 def ufunc_of(spelling):
