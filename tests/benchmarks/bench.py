@@ -409,6 +409,16 @@ def _first_result_ms(make, call):
     return 1e3 * (first - med(steady))
 
 
+def _jax_first_ms(params, x, y, reps):
+    """First-result times of jax.jit(jax.grad(loss)) on fresh functions ([] without jax)."""
+    if jax is None:
+        return []
+    jp, jx, jy = to_jax(params, x, y)
+    return [_first_result_ms(lambda: jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp))),
+                             lambda g: jax.block_until_ready(g(jp, jx, jy)))
+            for _ in range(max(3, reps // 2))]
+
+
 def bench_first_transform(sizes, batch, reps):
     """Median of `reps` times: fresh function, cleared cache, tp.grad(f)(...) first result."""
     params, x, y = make_problem(sizes, batch, np.float64)
@@ -420,12 +430,7 @@ def bench_first_transform(sizes, batch, reps):
 
     times = [_first_result_ms(make_tp, lambda g: g(params, x, y)) for _ in range(reps + 1)]
     cold, times = times[0], times[1:]                 # the first one pays for imports
-    jax_times = []
-    if jax is not None:
-        jp, jx, jy = to_jax(params, x, y)
-        jax_times = [_first_result_ms(
-            lambda: jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp))),
-            lambda g: jax.block_until_ready(g(jp, jx, jy))) for _ in range(max(3, reps // 2))]
+    jax_times = _jax_first_ms(params, x, y, reps)
     gen_ms = []                                       # the code generation alone
     for _ in range(reps):
         g = make_tp()
@@ -821,12 +826,7 @@ def bench_jit_first(sizes, batch, reps):
         first.append(1e3 * (t1 - t0 - med(steady)))
         second.append(1e3 * (t2 - t1 - med(steady)))
     first, second = first[1:], second[1:]          # the first pays for imports
-    jax_times = []
-    if jax is not None:
-        jp, jx, jy = to_jax(params, x, y)
-        jax_times = [_first_result_ms(
-            lambda: jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp))),
-            lambda g: jax.block_until_ready(g(jp, jx, jy))) for _ in range(max(3, reps // 2))]
+    jax_times = _jax_first_ms(params, x, y, reps)
     ms = med(first)
     return Row(f"first call jit(grad) MLP {'-'.join(map(str, sizes))}", "float64", ms,
                jax_ms=med(jax_times) if jax_times else None, target="<= 50 ms",
