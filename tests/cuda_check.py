@@ -115,3 +115,39 @@ def host_run(source, inputs, kinds, out, grid=3, block=32):
     args = (ctypes.c_void_p * len(pointers))(*pointers)
     lib.launch(args, ctypes.c_uint(grid), ctypes.c_uint(block))
     return out
+
+
+def host_cupy():
+    """A stand-in for the `cupy` module that runs on the CPU: numpy's functions, and a
+    `RawKernel` that compiles CUDA source with the host C++ compiler (`host_library`) and
+    runs every thread in turn. With it in sys.modules["cupy"], code jit specialized for
+    cupy arrays runs end to end here: the module that binds np to cupy, the launcher in
+    runtime.kernels.CudaKernel, and the kernels' own numbers."""
+    import types
+    module = types.ModuleType("cupy")
+    for name in dir(np):
+        if not name.startswith("__"):
+            setattr(module, name, getattr(np, name))
+
+    class RawKernel:
+        def __init__(self, source, name, options=()):
+            self.source, self.name, self.options = source, name, tuple(options)
+            self.lib, self.params = host_library(source)
+
+        def __call__(self, grid, block, args):
+            keep, pointers = [], []
+            for value in args:
+                if isinstance(value, np.ndarray):
+                    pointers.append(value.ctypes.data)
+                else:
+                    d = ctypes.c_double(float(value))
+                    keep.append(d)
+                    pointers.append(ctypes.addressof(d))
+            packed = (ctypes.c_void_p * len(pointers))(*pointers)
+            self.lib.launch(packed, ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]))
+
+    module.RawKernel = RawKernel
+    module.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 0),
+        get_current_stream=lambda: types.SimpleNamespace(synchronize=lambda: None))
+    return module

@@ -2,11 +2,13 @@
 tests/jit_programs.py produce under `tp.jit(f, backend="cuda")` must compile with NVRTC for
 two architectures, and, compiled with the host C++ compiler (tests/cuda_check.py), compute
 what numpy computes. On a machine with a GPU, the same programs also run on cupy arrays."""
+import sys
+
 import numpy as np
 import pytest
 
 import transpile as tp
-from cuda_check import host_compiler, host_run, nvrtc_available, nvrtc_compile
+from cuda_check import host_compiler, host_cupy, host_run, nvrtc_available, nvrtc_compile
 from jit_programs import PROGRAMS
 from runtime.trees import tree_leaves
 from transpile.specialize import kernels as kernel_text
@@ -112,3 +114,27 @@ def test_jit_on_cupy_arrays_matches_numpy(name):
     assert len(got_leaves) == len(expected_leaves)
     for g, e in zip(got_leaves, expected_leaves):
         np.testing.assert_allclose(cupy.asnumpy(g), e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(host_compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_cuda_specializations_run_end_to_end_through_the_host_compiler(name, monkeypatch):
+    # the cupy module replaced by numpy plus host-compiled kernels: the specialized module
+    # (np bound to "cupy"), CudaKernel's launcher and pool, and the kernels run as on a GPU
+    monkeypatch.setitem(sys.modules, "cupy", host_cupy())
+    fn, make_args, options = PROGRAMS[name]
+    jitted = tp.jit(fn, backend="cuda", **options)
+    for seed in (1, 2):
+        args = make_args(seed)
+        expected = fn(*args)
+        got = jitted(*args)
+        got_leaves, expected_leaves = tree_leaves(got), tree_leaves(expected)
+        assert len(got_leaves) == len(expected_leaves)
+        for g, e in zip(got_leaves, expected_leaves):
+            g, e = np.asarray(g), np.asarray(e)
+            assert g.shape == e.shape and g.dtype == e.dtype
+            rtol = 4e-6 if e.dtype == np.float32 else 1e-12
+            scale = max(1.0, float(np.max(np.abs(e[np.isfinite(e)]), initial=0)))
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    if name not in ("grad_mlp", "vmap_grad_mlp"):
+        assert "rt.CudaKernel(" in jitted.source and "import cupy as np" in jitted.source
