@@ -432,3 +432,49 @@ def test_closures_partials_keywords_and_other_dtypes(fuse_small):
     np.testing.assert_allclose(tp.jit(slow_f)(z), slow_f(z), rtol=1e-14)
     mixed = tp.jit(lambda v: np.where(v > 0, v, 0.0) + (v > 1))
     np.testing.assert_array_equal(mixed(x), np.where(x > 0, x, 0.0) + (x > 1))
+
+
+def _mean_over_rows(x):
+    return np.sum(x * np.mean(x, axis=0)) + np.sum(np.sum(x, axis=0) ** 2)
+
+
+def test_a_reduction_along_axis_zero_is_not_taken_for_a_full_one(fuse_small):
+    # `axis=0` once passed a test meant for `axis=None` (0 == False): np.mean(x, axis=0)
+    # became the mean of every element, and the adjoint of np.sum(x, axis=0) a np.full
+    # (random programs, seed 9107)
+    x = np.random.default_rng(9107).standard_normal((3, 2))
+    np.testing.assert_allclose(tp.jit(_mean_over_rows)(x), _mean_over_rows(x), rtol=1e-14)
+    np.testing.assert_allclose(tp.jit(tp.grad(_mean_over_rows))(x),
+                               tp.grad(_mean_over_rows)(x), rtol=1e-14)
+
+
+def _layer(x, W, b):
+    return np.tanh(x @ W + b) * 0.5 + x @ W * 0.1
+
+
+def _network(params, x):
+    for W, b in params:
+        x = _layer(x, W, b)
+    return np.sum(x * x)
+
+
+def _countdown(x, n):
+    if n == 0:
+        return x
+    return _countdown(x * 0.5 + 1.0, n - 1)
+
+
+def test_called_helpers_are_specialized_too(fuse_small):
+    rng = np.random.default_rng(22)
+    params = [(rng.standard_normal((4, 4)), rng.standard_normal(4)) for _ in range(3)]
+    x = rng.standard_normal((5, 4))
+    j = tp.jit(_network)
+    np.testing.assert_allclose(j(params, x), _network(params, x), rtol=1e-13)
+    helper = j.source.split("def _layer_1(")[1]
+    assert "= fused(" in helper                       # the helper's chain is one kernel
+    assert "_layer_1(x, W, b)" in j.source.split("def _network(")[1]
+    g = tp.jit(tp.grad(_network))(params, x)
+    for (gw, gb), (ew, eb) in zip(g, tp.grad(_network)(params, x)):
+        np.testing.assert_allclose(gw, ew, rtol=1e-12)
+        np.testing.assert_allclose(gb, eb, rtol=1e-12)
+    np.testing.assert_allclose(tp.jit(_countdown)(x, 6), _countdown(x, 6), rtol=1e-14)

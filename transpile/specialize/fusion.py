@@ -65,6 +65,7 @@ class Kernel:
         self.inputs = inputs          # [Leaf] with a name: arrays and named numbers
         self.out = tree.abstract
         self.statements = statements  # the statements it replaces, in order
+        self.owner = None             # the FunctionDef it is called from
 
     def describe(self):
         return "; ".join(source_text(s) for s in self.statements)

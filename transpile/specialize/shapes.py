@@ -129,8 +129,10 @@ def _matmul(a, b):
 class Inference:
     """The abstract values of one function's names and assigned values (see module doc)."""
 
-    def __init__(self, stacks=(), unsafe_lists=()):
+    def __init__(self, stacks=(), unsafe_lists=(), returns=None):
         self.at = {}          # id(node) -> abstract of every expression
+        # specialized helpers' results: function name -> abstract value (or None)
+        self.returns = returns or {}
         # stacks of saved values (lists only pushed to and popped from): their contents
         # are followed in the environment, under _STACK + name
         self.stacks = set(stacks)
@@ -304,6 +306,8 @@ class Inference:
             self.expr(k.value, env)
         if spelling == "range":
             return _Range()
+        if spelling in self.returns and not node.keywords:
+            return self.returns[spelling]
         if node.keywords and spelling not in _REDUCTIONS:
             return None
         ufunc = ufunc_of(spelling)
@@ -328,7 +332,7 @@ class Inference:
                 return out            # one of the output's own type
             return None
         if spelling == "rt.expand" and 2 <= len(node.args) <= 4 and not node.keywords and \
-                all(_literal(a) in (None, False) for a in node.args[2:]):
+                all(_literal(a) is None or _literal(a) is False for a in node.args[2:]):
             g, x = args[:2]
             if isinstance(g, Array) and isinstance(x, Array) and not g.shape and not x.weak:
                 return Array(x.shape, np.full(1, g.dummy()).dtype)     # np.full(shape, g)
@@ -498,9 +502,9 @@ def _join(a, b):
     return out
 
 
-def infer(fdef, params):
+def infer(fdef, params, returns=None):
     """An Inference of `fdef` (gast FunctionDef) for parameter abstract values `params`
-    (name -> abstract value or None)."""
-    inference = Inference(stack_names(fdef), unsafe_lists(fdef))
+    (name -> abstract value or None); `returns`: what calls of specialized helpers give."""
+    inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns)
     inference.block(fdef.body, dict(params))
     return inference
