@@ -1,0 +1,233 @@
+"""What known shapes decide, and the clean-ups after it.
+
+    decide_helpers   runtime helpers whose work known shapes decide, done now:
+                     rt.unbroadcast -> g or one np.add.reduce, rt.expand -> np.full,
+                     rt.reduced_size -> a number, 2-D matmul adjoints -> `g @ W.T`,
+                     np.mean of a float array -> its sum divided, a float input's check
+                     -> nothing
+    forward_copies   `a = b; f(a)` -> `f(b)` within a block (chains fuse across copies)
+    donate           a kernel writes its result into a donated argument nobody else sees
+"""
+import gast
+import numpy as np
+
+from ..ir.nodes import const
+from ..ir.templates import dotted
+from .abstract import Array, Sequence
+from .constants import Changes, stored_names
+
+
+def decide_helpers(fdef, inference):
+    """Runtime helpers whose work is decided by shapes now known, done now."""
+    def known(node, weak=False):
+        a = inference.of(node)
+        return a if isinstance(a, Array) and (weak or not a.weak) else None
+
+    changes = Changes()
+
+    class Simplify(gast.NodeTransformer):
+        def visit_Call(self, n):
+            self.generic_visit(n)
+            new = self.simplified(n)
+            if new is not n:
+                changes.count += 1
+            return new
+
+        def simplified(self, n):
+            spelling = dotted(n.func)
+            args = n.args
+            if n.keywords and spelling != "np.mean":
+                return n
+            if spelling == "rt.unbroadcast" and len(args) == 2:
+                g, x = known(args[0]), known(args[1])
+                if g is not None and x is not None:
+                    return _unbroadcast(args[0], g.shape, x.shape) or n
+            if spelling == "rt.expand" and 2 <= len(args) <= 4 and \
+                    all(isinstance(a, gast.Constant) and (a.value is None or a.value is False)
+                        for a in args[2:]):
+                g, x = known(args[0], weak=True), known(args[1])
+                if g is not None and x is not None and not g.shape:
+                    return _np_call("full", [const(x.shape), args[0]])
+            if spelling == "np.mean" and len(args) == 1 and all(
+                    k.arg in ("axis", "dtype", "keepdims") and
+                    isinstance(k.value, gast.Constant) and
+                    (k.value.value is None or k.value.value is False)   # not 0 == False
+                    for k in n.keywords):
+                x = known(args[0])
+                if x is not None and x.dtype in (np.float32, np.float64) and x.size:
+                    # what np.mean computes for a float array: the sum, divided
+                    return gast.BinOp(left=_add_reduce(args[0], const(None)), op=gast.Div(),
+                                      right=const(x.size))
+            if spelling == "rt.reduced_size" and (len(args) == 1 or len(args) == 2 and
+                                                  isinstance(args[1], gast.Constant) and
+                                                  args[1].value is None):
+                x = known(args[0])
+                if x is not None:
+                    return const(x.size)
+            if spelling in ("rt.matmul_adj_x1", "rt.matmul_adj_x2") and len(args) == 3:
+                shapes = [known(a) for a in args]
+                if all(a is not None and len(a.shape) == 2 for a in shapes):
+                    if spelling == "rt.matmul_adj_x1":      # (g, x2, x1): g @ x2.T
+                        return gast.BinOp(left=args[0], op=gast.MatMult(),
+                                          right=_transposed(args[1]))
+                    return gast.BinOp(left=_transposed(args[0]), op=gast.MatMult(),
+                                      right=args[1])        # (x1, g, x2): x1.T @ g
+            return n
+
+    def is_float_input(a):
+        if isinstance(a, Array):
+            return not a.weak and a.dtype.kind in "fc" or a.weak and a.dtype.kind == "f"
+        if isinstance(a, Sequence):
+            return all(is_float_input(i) for i in a.items)
+        return False
+
+    def visit(stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
+                    dotted(s.value.func) == "rt.check_float_input" and s.value.args and \
+                    isinstance(s.value.args[0], gast.Name) and \
+                    is_float_input(inference.of(s.value.args[0])):
+                changes.count += 1
+                continue                      # its kind is known to be right
+            s = Simplify().visit(s)
+            for field in ("body", "orelse"):
+                inner = getattr(s, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                    setattr(s, field, visit(inner) or [gast.Pass()])
+            out.append(s)
+        return out
+    fdef.body = visit(fdef.body)
+    return changes.count > 0
+
+
+def donate(fdef, kernels, donated):
+    """Let a kernel write its result into a donated argument `p` (`fused(p, y, out=p)`)
+    where that is invisible: the call is a top-level statement, `p` is one of its inputs
+    with the result's shape and dtype, `p` is never assigned before it or read after it,
+    and every earlier read of `p` makes a new array (an operator or numpy function on it:
+    no alias, view, container or saved value of it can see the write). The kernel reads
+    each element before it writes it, so its input and output may be one array."""
+    by_name = {k.name: k for k in kernels}
+    body = fdef.body
+    for j, s in enumerate(body):
+        if not (isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) and
+                isinstance(s.value.func, gast.Name) and s.value.func.id in by_name):
+            continue
+        kernel = by_name[s.value.func.id]
+        for leaf in kernel.inputs:
+            p = leaf.name
+            if p not in donated or leaf.abstract != kernel.out or \
+                    any(p in stored_names(t) for t in body[:j]) or \
+                    any(isinstance(n, gast.Name) and n.id == p
+                        for t in body[j + 1:] for n in gast.walk(t)) or \
+                    not all(_makes_new_array(t, p) for t in body[:j]):
+                continue
+            s.value.keywords = [gast.keyword(arg="out", value=gast.Name(
+                id=p, ctx=gast.Load(), annotation=None, type_comment=None))]
+            donated = donated - {p}
+            break
+
+
+def _makes_new_array(stmt, p):
+    """Every read of `p` in `stmt` is an operand of an operator, or an argument of a numpy
+    function that returns a new array, whose result is not `p` itself."""
+    reads = [n for n in gast.walk(stmt) if isinstance(n, gast.Name) and n.id == p]
+    if not reads:
+        return True
+    if not isinstance(stmt, gast.Assign) or isinstance(stmt.value, gast.Name):
+        return False
+    allowed = set()
+    for n in gast.walk(stmt.value):
+        if isinstance(n, (gast.BinOp, gast.UnaryOp, gast.Compare)):
+            operands = [n.left, n.right] if isinstance(n, gast.BinOp) else \
+                [n.operand] if isinstance(n, gast.UnaryOp) else [n.left] + n.comparators
+            allowed |= {id(o) for o in operands if isinstance(o, gast.Name)}
+        elif isinstance(n, gast.Call) and dotted(n.func) in _NEW_ARRAY_FUNCTIONS:
+            allowed |= {id(a) for a in n.args if isinstance(a, gast.Name)}
+    return all(id(n) in allowed for n in reads)
+
+
+# numpy functions whose result never shares memory with their arguments
+_NEW_ARRAY_FUNCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.exp",
+                        "np.log", "np.sin", "np.cos", "np.tanh", "np.sqrt", "np.abs",
+                        "np.square", "np.maximum", "np.minimum", "np.where", "np.dot",
+                        "np.matmul", "np.full_like", "np.zeros_like", "np.ones_like"}
+
+
+def counts(fdef):
+    """(reads, stores): how often each name is read and assigned in `fdef`."""
+    reads, stores = {}, {}
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Name):
+            table = stores if isinstance(n.ctx, (gast.Store, gast.Del)) else reads
+            table[n.id] = table.get(n.id, 0) + 1
+    return reads, stores
+
+
+def _np_call(name, args, keywords=()):
+    return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
+                                                         annotation=None, type_comment=None),
+                                         attr=name, ctx=gast.Load()),
+                     args=args, keywords=list(keywords))
+
+
+def _add_reduce(node, axis):
+    reduce = gast.Attribute(value=gast.Attribute(
+        value=gast.Name(id="np", ctx=gast.Load(), annotation=None, type_comment=None),
+        attr="add", ctx=gast.Load()), attr="reduce", ctx=gast.Load())
+    return gast.Call(func=reduce, args=[node], keywords=[gast.keyword(arg="axis", value=axis)])
+
+
+def _transposed(node):
+    return gast.Attribute(value=node, attr="T", ctx=gast.Load())
+
+
+def _unbroadcast(g, gshape, xshape):
+    """`rt.unbroadcast(g, x)` for known shapes, as runtime.adjoints.unbroadcast computes it:
+    g itself, or one np.sum over the axes broadcasting added (and a reshape)."""
+    if gshape == xshape:
+        return g
+    lead = len(gshape) - len(xshape)
+    if lead < 0:
+        return None
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(xshape)
+                                      if n == 1 and gshape[lead + i] != 1)
+    summed = tuple(d for i, d in enumerate(gshape) if i not in axes)
+    # np.add.reduce is what np.sum calls, without np.sum's Python-level dispatch
+    node = _add_reduce(g, const(axes)) if axes else g
+    return node if summed == xshape else _np_call("reshape", [node, const(xshape)])
+
+
+def forward_copies(stmts, name_counts):
+    """`a = b; ...; f(a)` -> `...; f(b)` within one block, when `a` is assigned once and read
+    once, there, and `b` is not assigned in between (so chains fuse across the copies that
+    known shapes leave)."""
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                forward_copies(inner, name_counts)
+    reads, stores = name_counts
+    drop = set()
+    for i, s in enumerate(stmts):
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and
+                isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)):
+            continue
+        a, b = s.targets[0].id, s.value.id
+        if stores.get(a) != 1 or reads.get(a) != 1 or a == b:
+            continue
+        for j in range(i + 1, len(stmts)):
+            later = stmts[j]
+            uses = [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == a
+                    and isinstance(n.ctx, gast.Load)]
+            if uses:
+                if isinstance(later, (gast.If, gast.For, gast.While)):
+                    break               # read inside a nested block: leave it
+                for n in uses:
+                    n.id = b
+                drop.add(i)
+                break
+            if b in stored_names(later):
+                break
+    stmts[:] = [s for i, s in enumerate(stmts) if i not in drop]
