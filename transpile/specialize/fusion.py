@@ -235,7 +235,7 @@ def _load(name):
     return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
-# numpy functions that write into an argument without `out=`
+# numpy functions that write into an argument without `out=` (and every `ufunc.at`)
 _WRITES_INTO = {"np.copyto", "np.put", "np.place", "np.putmask", "np.fill_diagonal",
                 "np.put_along_axis", "np.random.shuffle"}
 
@@ -254,7 +254,7 @@ def _harmless(s):
         if isinstance(n, gast.Call):
             spelling = dotted(n.func) or ""
             if not spelling.startswith("np.") or spelling in _WRITES_INTO or \
-                    any(k.arg == "out" for k in n.keywords):
+                    spelling.endswith(".at") or any(k.arg == "out" for k in n.keywords):
                 return False
     return True
 
