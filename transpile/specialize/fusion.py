@@ -1,7 +1,7 @@
 """Fusion: a chain of elementwise statements becomes one kernel, one pass over memory.
 
-    multiply = x * x                      out = fused_0(x)
-    multiply_1 = x * 2.0          ->      (fused_0 computes x * x + x * 2.0 element by
+    multiply = x * x                      out = fused(x)
+    multiply_1 = x * 2.0          ->      (fused computes x * x + x * 2.0 element by
     out = multiply + multiply_1            element: one read of x, one write of out)
 
 A statement joins the expression of the statement that reads its value when: both are
@@ -9,8 +9,11 @@ elementwise operations numpy would compute in float32, float64 or bool (shape in
 knows their shapes and dtypes), the value is assigned once and read once in the whole
 function, by a later statement of the same block, with the same shape (a smaller operand
 stays an input: inlining it would recompute it for every element of the larger result),
-and nothing it reads is assigned in between. The last statement of a chain (its *root*)
-keeps its target; the others disappear. The kernels themselves are written by kernels.py.
+and nothing between the two can change what it reads: no assignment of a name it reads,
+and only statements that cannot write into an array (assignments of operators, numpy
+calls without `out=` that write into no argument, pushes of saved values). The last
+statement of a chain (its *root*) keeps its target; the others disappear. The kernels
+themselves are written by kernels.py.
 """
 import ast
 
@@ -46,8 +49,9 @@ class Leaf:
 
 
 class Op:
-    """One elementwise operation of a fused expression; `dtype` is the dtype numpy gives
-    its result (every operand is converted to it first, as numpy does)."""
+    """One elementwise operation of a fused expression; `abstract` holds the shape and the
+    dtype numpy gives its result (kernels.py converts every operand to it first, as numpy
+    does); `node` is the statement it came from (None inside a statement)."""
 
     def __init__(self, op, operands, abstract, node):
         self.op, self.operands, self.abstract, self.node = op, operands, abstract, node
