@@ -324,12 +324,22 @@ def any_lane(cond):
     return bool(np.any(cond))
 
 
-def max_trips(n):
-    """How many trips a loop with a per-example trip count needs: the largest one."""
+def max_trips(n, active=None):
+    """How many trips a loop with a per-example trip count needs: the largest one among
+    the examples that run it (`active`: the lanes of an enclosing loop still running; the
+    other lanes' counts are left from trips they took earlier, and the trips of this loop
+    must match the trips that saved values for it)."""
+    if active is not None:
+        n = array_module(n).where(active, n, 0)
     return int(np.max(n)) if np.size(n) else 0
 
 
-def min_start(start):
+def min_start(start, active=None):
+    """The smallest start among the examples that run the loop (`active`, as in max_trips)."""
+    if active is not None:
+        if not np.any(active):
+            return 0
+        start = np.asarray(start)[np.broadcast_to(np.asarray(active), np.shape(start))]
     return int(np.min(start)) if np.size(start) else 0
 
 

@@ -819,3 +819,24 @@ def test_a_helper_returning_a_rebound_parameter_may_return_a_new_array():
                                [_writes_after_a_helper_that_returns_its_argument(v) for v in xs])
     np.testing.assert_allclose(tp.grad(_writes_after_a_helper_that_returns_its_argument)(x),
                                np.sum(np.linspace(-0.6, 0.8, 2) * [1, 2]))
+
+
+def _nested_while_with_saved_indexing(x):
+    k1 = 0
+    while np.sum(x * x) > 0.05 and k1 < 2:
+        while np.sum(x * x) > 0.5:
+            x = 0.9 * np.tanh(np.concatenate([x[-1] * x[0:1], -x[0:1]]))
+        k1 += 1
+    return np.mean(x * x)
+
+
+def test_vmap_of_grad_pops_as_many_values_as_each_outer_trip_pushed():
+    # under vmap, the backward loop of an inner while made as many trips as the largest
+    # count of *any* example, also of examples whose outer loop had ended (their counts
+    # were left from earlier trips): it popped more than that trip pushed (IndexError,
+    # or values of another trip; seed 91694)
+    xs = np.array([[-0.1, 0.3], [-0.1, -0.2], [1.3, -0.0], [0.9, 0.8]])
+    expected = [tp.grad(_nested_while_with_saved_indexing)(x) for x in xs]
+    got = tp.vmap(tp.grad(_nested_while_with_saved_indexing))(xs)
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+    check_grads(_nested_while_with_saved_indexing, (xs[3],), order=1, modes=("rev",))

@@ -201,10 +201,14 @@ class ControlFlowRules:
         start = it.args[0] if len(it.args) == 2 else const(0)
         stop = it.args[-1]
         i = s.target.id
-        lo = call("rt.min_start", [_copy.deepcopy(start)]) if batched(self.expr_spec(start)) \
-            else _copy.deepcopy(start)
-        hi = call("rt.max_trips", [_copy.deepcopy(stop)]) if batched(self.expr_spec(stop)) \
-            else _copy.deepcopy(stop)
+        # only the lanes an enclosing loop still runs count: the others' trip counts are
+        # left from earlier trips, and this loop must make as many trips as the loop that
+        # saved values for it (seed 91694: the backward loop popped more than was pushed)
+        running = [name(self.mask)] if self.mask is not None else []
+        lo = call("rt.min_start", [_copy.deepcopy(start)] + running) \
+            if batched(self.expr_spec(start)) else _copy.deepcopy(start)
+        hi = call("rt.max_trips", [_copy.deepcopy(stop)] + running) \
+            if batched(self.expr_spec(stop)) else _copy.deepcopy(stop)
         rng = call("rt.reversed_range" if backwards else "range", [lo, hi])
         active = gast.Compare(left=name(i), ops=[gast.Lt()],
                               comparators=[_copy.deepcopy(stop)])
