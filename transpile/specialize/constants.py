@@ -19,8 +19,19 @@ from .abstract import Sequence
 
 
 def stored_names(node):
+    """The names `node` (a statement or a whole function) assigns or deletes."""
     return {n.id for n in gast.walk(node)
             if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del))}
+
+
+def name_counts(fdef):
+    """(reads, stores): how often each name is read and assigned in `fdef`."""
+    reads, stores = {}, {}
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Name):
+            table = stores if isinstance(n.ctx, (gast.Store, gast.Del)) else reads
+            table[n.id] = table.get(n.id, 0) + 1
+    return reads, stores
 
 
 def bind_statics(fdef, values, namespace, namer):

@@ -23,6 +23,7 @@ import numpy as np
 from ..ir import anno
 from ..ir.templates import dotted
 from .abstract import Array
+from .constants import name_counts, stored_names
 
 # Elementwise operations fusion knows, by the names kernels.py writes them in.
 BINARY = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply",
@@ -113,28 +114,12 @@ def _leaf_ok(abstract):
     return abstract.dtype in DTYPES
 
 
-class _Counts(gast.NodeVisitor):
-    def __init__(self):
-        self.reads, self.stores = {}, {}
-
-    def visit_Name(self, n):
-        table = self.stores if isinstance(n.ctx, (gast.Store, gast.Del)) else self.reads
-        table[n.id] = table.get(n.id, 0) + 1
-
-
-def _stored(stmts):
-    return {n.id for s in stmts for n in gast.walk(s)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del))}
-
-
 class Fusion:
     def __init__(self, fdef, inference, min_elements, namer):
         self.inference = inference
         self.min_elements = min_elements
         self.namer = namer
-        counts = _Counts()
-        counts.visit(fdef)
-        self.reads, self.stores = counts.reads, counts.stores
+        self.reads, self.stores = name_counts(fdef)
         self.params = {a.id for a in fdef.args.args}
         self.kernels = []
 
@@ -216,7 +201,7 @@ class Fusion:
         between = stmts[i + 1:j]
         if not all(_harmless(s) for s in between):
             return False
-        return not (_tree_names(tree) & _stored(between))
+        return not any(_tree_names(tree) & stored_names(s) for s in between)
 
     def _replace(self, old, tree):
         """The kernel call (and a comment naming what it computes) that replaces `old`."""

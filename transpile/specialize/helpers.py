@@ -155,16 +155,6 @@ _NEW_ARRAY_FUNCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.
                         "np.matmul", "np.full_like", "np.zeros_like", "np.ones_like"}
 
 
-def counts(fdef):
-    """(reads, stores): how often each name is read and assigned in `fdef`."""
-    reads, stores = {}, {}
-    for n in gast.walk(fdef):
-        if isinstance(n, gast.Name):
-            table = stores if isinstance(n.ctx, (gast.Store, gast.Del)) else reads
-            table[n.id] = table.get(n.id, 0) + 1
-    return reads, stores
-
-
 def _np_call(name, args, keywords=()):
     return gast.Call(func=gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(),
                                                          annotation=None, type_comment=None),

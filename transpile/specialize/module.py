@@ -24,9 +24,10 @@ from ..ir.naming import Namer
 from ..ir.program import is_literal
 from . import kernels as kernel_text
 from .abstract import abstract_of
-from .constants import bind_statics, fold_constants, fold_literals, known_lengths, unroll
+from .constants import (bind_statics, fold_constants, fold_literals, known_lengths,
+                        name_counts, unroll)
 from .fusion import fuse
-from .helpers import counts, decide_helpers, donate, forward_copies
+from .helpers import decide_helpers, donate, forward_copies
 from .shapes import infer
 
 # Fuse on the CPU only from this many elements: below it numpy's per-call cost is small and
@@ -156,7 +157,7 @@ def _specialize_function(fdef, abstract, ctx):
         if not changed:
             break
     fdef.body = optimize.dce(fdef.body, set())
-    forward_copies(fdef.body, counts(fdef))
+    forward_copies(fdef.body, name_counts(fdef))
     inference = inferred()
     kernels = fuse(fdef, inference, ctx.min_elements, ctx.namer)
     for k in kernels:
