@@ -51,3 +51,5 @@ __all__ = _export(_MODULES)
 from .batching import HELPERS as _HELPERS  # noqa: E402  (filled now that all are exported)
 
 _HELPERS.update((name, globals()[name]) for name in __all__)
+
+from . import random  # noqa: E402,F401  (tp.random: generated code calls rt.random.<name>)

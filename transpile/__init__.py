@@ -10,6 +10,7 @@ from .errors import TransformError
 from .jacobians import hessian, jacfwd, jacrev
 from runtime.collectives import all_gather, axis_index, pmax, pmean, pmin, psum
 from runtime.kernels import block_until_ready, device_put, devices
+from runtime import random
 
-__all__ = ["Jitted", "block_until_ready", "device_put", "devices", "jit", "all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
+__all__ = ["random", "Jitted", "block_until_ready", "device_put", "devices", "jit", "all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
 __version__ = "0.1.0"
