@@ -298,10 +298,18 @@ def _erfinv(x):
     return out.astype(dtype, copy=False)
 
 
+def _scipy_special(what):
+    try:
+        import scipy.special
+    except ImportError:  # pragma: no cover - scipy is in the test extra
+        raise ImportError(f"tp.random.{what} needs scipy (pip install scipy)") from None
+    return scipy.special
+
+
 def _erf(x):
     xp = array_module(x)
     if xp is np:
-        from scipy.special import erf
+        erf = _scipy_special("truncated_normal").erf
     else:  # pragma: no cover - cupy
         from cupyx.scipy.special import erf
     return erf(x)
@@ -488,7 +496,8 @@ def gamma_grad(a, x):
     the regularized incomplete gamma function P(a, x) (the implicit reparameterization).
     dP/da comes from the series P = sum_n exp((a+n) log x - x - lgamma(a+n+1)), summed
     until its terms stop mattering."""
-    from scipy.special import digamma, gammaln
+    special = _scipy_special("gamma's derivative")
+    digamma, gammaln = special.digamma, special.gammaln
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
     log_x = np.log(np.where(x > 0, x, 1.0))
     total = np.zeros(a.shape)

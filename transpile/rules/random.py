@@ -12,7 +12,7 @@ Batching: every draw takes an array of keys (shape (*K, 2)) and draws for each k
 once, so per-example keys need nothing more than the call. Parameters that differ between
 examples are drawn example by example (`rt.random.lanes`).
 """
-from .core import batch, batch_elementwise, fwd, nondiff, rev
+from .core import batch, batch_elementwise, batch_same, fwd, nondiff, rev
 import numpy as np  # noqa: F401  (templates name it)
 import runtime as rt  # noqa: F401
 
@@ -90,6 +90,15 @@ def beta(dout, out, key, a, b, shape=None, dtype=None):
     db = rt.unbroadcast(-spread * rt.random.gamma_grad(b, gb) / gb, b)
 
 
+@fwd("rt.random.beta")
+def beta_fwd(out, key, a, b, shape=None, dtype=None):
+    halves = rt.random.split(key)
+    ga = np.exp(rt.random.loggamma(halves[0], a, np.shape(out), dtype))
+    gb = np.exp(rt.random.loggamma(halves[1], b, np.shape(out), dtype))
+    dout = da * rt.random.gamma_grad(a, ga) / ga * out * (1.0 - out)
+    dout = -db * rt.random.gamma_grad(b, gb) / gb * out * (1.0 - out)
+
+
 @rev("rt.random.dirichlet")
 def dirichlet(dout, out, key, alpha, shape=None, dtype=None):
     """out = softmax(log G): d alpha_k = out_k r_k (dout_k - sum_i dout_i out_i), with
@@ -98,6 +107,13 @@ def dirichlet(dout, out, key, alpha, shape=None, dtype=None):
     r = rt.random.gamma_grad(alpha, g) / g
     dalpha = rt.unbroadcast(out * r * (dout - np.sum(dout * out, axis=-1, keepdims=True)),
                             alpha)
+
+
+@fwd("rt.random.dirichlet")
+def dirichlet_fwd(out, key, alpha, shape=None, dtype=None):
+    g = np.exp(rt.random.loggamma(key, alpha, np.shape(out), dtype))
+    r = rt.random.gamma_grad(alpha, g) / g
+    dout = out * (dalpha * r - np.sum(out * dalpha * r, axis=-1, keepdims=True))
 
 
 @rev("rt.random.multivariate_normal")
@@ -124,6 +140,12 @@ def permutation(dout, out, key, x, axis=0, independent=False):
                           "then x[i] is differentiable")
 
 
+@fwd("rt.random.permutation")
+def permutation_fwd(out, key, x, axis=0, independent=False):
+    dout = rt.no_derivative("tp.random.permutation with respect to the array it shuffles",
+                            "shuffle indices instead: i = tp.random.permutation(key, n)", dx)
+
+
 @rev("rt.random.choice")
 def choice(dout, out, key, a, shape=(), replace=True, p=None, axis=0):
     da = rt.no_derivative("tp.random.choice with respect to the array it draws from",
@@ -134,7 +156,18 @@ def choice(dout, out, key, a, shape=(), replace=True, p=None, axis=0):
                           "or relaxed (Gumbel-softmax) estimator")
 
 
+@fwd("rt.random.choice")
+def choice_fwd(out, key, a, shape=(), replace=True, p=None, axis=0):
+    dout = rt.no_derivative("tp.random.choice with respect to the array it draws from",
+                            "draw indices instead: i = tp.random.choice(key, n, shape)", da)
+    dout = rt.no_derivative("tp.random.choice with respect to p", "a discrete draw has no "
+                            "pathwise derivative", dp)
+
+
 # ---------------------------------------------------------------- batching
+
+batch_same("rt.random.key_data", "rt.random.wrap_key_data")     # keys are their words
+
 
 # Draws with no array parameter: a batched key is all there is to batch.
 @batch("rt.random.normal")
@@ -333,9 +366,49 @@ def multivariate_normal_batch(key, mean, cov, shape=None, dtype=None, method="ch
         out = rt.random.multivariate_normal(key, mean, cov, shape, dtype, method)
 
 
-# gamma_grad has no derivative rule (a second derivative through a gamma draw refuses), and
-# lanes none either (grad of a vmapped draw with per-example parameters refuses): marking
-# them nondiff would make those derivatives zero.
+# Derivatives the rules above would need next refuse (a zero would be wrong): a second
+# derivative through a gamma draw, and grad of a vmap of a draw whose parameters differ
+# between examples (rt.random.lanes).
+@rev("rt.random.gamma_grad")
+def gamma_grad(dout, out, a, x):
+    da = rt.no_derivative("a second derivative through tp.random.gamma (beta, dirichlet)",
+                          "take first derivatives of gamma draws only")
+    dx = rt.no_derivative("a second derivative through tp.random.gamma (beta, dirichlet)",
+                          "take first derivatives of gamma draws only")
+
+
+@fwd("rt.random.gamma_grad")
+def gamma_grad_fwd(out, a, x):
+    dout = rt.no_derivative("a second derivative through tp.random.gamma", "take first "
+                            "derivatives of gamma draws only", da)
+    dout = rt.no_derivative("a second derivative through tp.random.gamma", "take first "
+                            "derivatives of gamma draws only", dx)
+
+
+@rev("rt.random.lanes")
+def lanes(dout, out, name, n, flags, a=None, b=None, c=None, d=None, e=None, f=None):
+    db = rt.no_derivative("grad of a vmap of tp.random." + name + " whose parameters differ "
+                          "between examples", "put vmap outside: tp.vmap(tp.grad(f))")
+    dc = rt.no_derivative("grad of a vmap of tp.random." + name + " whose parameters differ "
+                          "between examples", "put vmap outside: tp.vmap(tp.grad(f))")
+    dd = rt.no_derivative("grad of a vmap of tp.random." + name + " whose parameters differ "
+                          "between examples", "put vmap outside: tp.vmap(tp.grad(f))")
+    de = rt.no_derivative("grad of a vmap of tp.random." + name + " whose parameters differ "
+                          "between examples", "put vmap outside: tp.vmap(tp.grad(f))")
+
+
+@fwd("rt.random.lanes")
+def lanes_fwd(out, name, n, flags, a=None, b=None, c=None, d=None, e=None, f=None):
+    dout = rt.no_derivative("jvp of a vmap of tp.random." + name + " whose parameters differ "
+                            "between examples", "put vmap outside: tp.vmap(tp.jvp(...))", db)
+    dout = rt.no_derivative("jvp of a vmap of tp.random." + name + " whose parameters differ "
+                            "between examples", "put vmap outside: tp.vmap(tp.jvp(...))", dc)
+    dout = rt.no_derivative("jvp of a vmap of tp.random." + name + " whose parameters differ "
+                            "between examples", "put vmap outside: tp.vmap(tp.jvp(...))", dd)
+    dout = rt.no_derivative("jvp of a vmap of tp.random." + name + " whose parameters differ "
+                            "between examples", "put vmap outside: tp.vmap(tp.jvp(...))", de)
+
+
 batch_elementwise("rt.random.gamma_grad")
 
 
