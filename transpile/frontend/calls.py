@@ -119,6 +119,10 @@ class CallNormalizer:
                                  "pass the arguments one by one.")
             return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]],
                                 [(k.arg, self.atom(k.value, stmts)) for k in node.keywords])
+        if isinstance(callee, Static) and self.is_user_function(callee.value):
+            bound = self.function_arguments(callee.value, node, stmts)
+            if bound:
+                return self.specialized_call(callee.value, bound, node, stmts)
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
         if isinstance(callee, LocalPartial):
@@ -147,6 +151,91 @@ class CallNormalizer:
                                              k)) for k in bound] + list(keywords)
             return self.call_static(value.func, pargs + args, keywords, node, stmts)
         return self.call_static(value, args, keywords, node, stmts)
+
+    # ------------------------------------------------------------------ function arguments
+    # A user function called with functions among its arguments (`fori_loop(0, n, body,
+    # x)`, `apply(np.tanh, x)`, a lambda) is normalized once per such call as a copy in
+    # which those parameters name the functions passed: calls through them are then
+    # resolved while transforming, like any call. The parameters themselves receive None.
+    # A lambda's free variables become extra parameters of the copy, passed at the call.
+
+    def is_user_function(self, value):
+        return inspect.isfunction(value) and rules.lookup_object(value) is None and \
+            self.callees.transformed_call(value) is None and \
+            self.callees.transformation(value) is None
+
+    def function_value(self, node, stmts):
+        """The function `node` denotes (Static or LocalFunction), or None for data."""
+        if isinstance(node, gast.Lambda):
+            return self.expr_Lambda(node, stmts)
+        if not isinstance(node, (gast.Name, gast.Attribute)):
+            return None
+        found = self.static(node)
+        if isinstance(found, LocalFunction):
+            return found
+        if isinstance(found, Static) and _is_function(found.value):
+            return found
+        return None
+
+    def function_arguments(self, fn, node, stmts):
+        """parameter -> function value, for the parameters of `fn` that this call (or a
+        default) gives a function."""
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return {}
+        params = list(signature.parameters.values())
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+            return {}
+        bound = {}
+        for p, a in zip(params, node.args):
+            value = self.function_value(a, stmts)
+            if value is not None:
+                bound[p.name] = value
+        given = {p.name for p in params[:len(node.args)]}
+        for k in node.keywords:
+            given.add(k.arg)
+            value = self.function_value(k.value, stmts)
+            if value is not None:
+                bound[k.arg] = value
+        for p in params:
+            if p.name not in given and p.default is not inspect.Parameter.empty and \
+                    _is_function(p.default):
+                bound[p.name] = Static(p.default)
+        return bound
+
+    def specialized_call(self, fn, bound, node, stmts):
+        from .normalize import normalize_function
+        from .parse import parse_function
+        fdef, _ = parse_function(fn)
+        taken = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)} | \
+            {a.id for a in fdef.args.args}
+        presets, extra_params, extra_args = {}, [], []
+        for p, value in bound.items():
+            if isinstance(value, LocalFunction) and value.freevars:
+                renamed = []
+                for v in value.freevars:
+                    new = f"{p}_{v}"
+                    while new in taken:
+                        new += "_"
+                    taken.add(new)
+                    renamed.append(new)
+                own = value.params[:len(value.params) - len(value.freevars)]
+                value = LocalFunction(value.ir_name, own + renamed, renamed, value.defaults)
+                extra_params += renamed
+                extra_args += [_name(v) for v in bound[p].freevars]
+            presets[p] = value
+        ir_name, params, defaults = normalize_function(
+            fn, self.program, node, self.src, bound_functions=presets,
+            extra_params=extra_params)
+        names = list(inspect.signature(fn).parameters)
+        args = [_const(None) if i < len(names) and names[i] in bound else self.atom(a, stmts)
+                for i, a in enumerate(node.args)]
+        keywords = [(k.arg, _const(None) if k.arg in bound else self.atom(k.value, stmts))
+                    for k in node.keywords]
+        defaults = {k: (None if k in bound else v) for k, v in defaults.items()}
+        return self.user_call(ir_name, params, defaults, args, keywords, node,
+                              extra=extra_args)
 
     def atom_of(self, value, stmts, hint):
         """A fresh name assigned `value` (for reading a partial object's bound arguments)."""
@@ -349,6 +438,12 @@ class CallNormalizer:
         self.program.functions[name] = inner.normalize(fdef)
         params = [a.id for a in fdef.args.args]
         return LocalFunction(name, params + free, free, defaults)
+
+
+def _is_function(value):
+    """A function passed as a value (not a class, module or array)."""
+    return callable(value) and not isinstance(value, type) and not inspect.ismodule(value) \
+        and not hasattr(value, "dtype") and not hasattr(value, "__array__")
 
 
 def _literal(node):

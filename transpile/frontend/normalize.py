@@ -852,8 +852,14 @@ def defaults_of(fn):
     return out
 
 
-def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=False):
-    """(ir_name, params, defaults) of `fn` inside `program`, normalizing it if new."""
+def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=False,
+                       bound_functions=None, extra_params=()):
+    """(ir_name, params, defaults) of `fn` inside `program`, normalizing it if new.
+
+    bound_functions: parameter -> the function value a call passes it (`Static` or
+    `LocalFunction`), for a copy of `fn` specialized to those functions (their parameters
+    then receive None); extra_params: parameters added at the end for the free variables
+    of the lambdas among them."""
     bound_self = None
     if inspect.ismethod(fn):
         bound_self, fn = fn.__self__, fn.__func__
@@ -861,14 +867,16 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         raise TransformError(f"cannot transform {fn!r}: expected a Python function.")
     closure = closure_values(fn)
     lifted = lifted_closure_names(fn) if lift_closure else []
+    bound_functions = bound_functions or {}
     key = (id(fn.__code__), fn.__code__, tuple(id(v) for k, v in closure.items() if k not in lifted),
-           tuple(lifted))
+           tuple(lifted), tuple((p, _function_identity(v)) for p, v in bound_functions.items()))
     name, new = program.function_name(key, _hint(fn))
     if new:
         fdef, src = parse_function(fn)
         static_closure = {k: v for k, v in closure.items() if k not in lifted}
         normalizer = Normalizer(program, src, fn.__globals__, static_closure, name,
-                                lifted=lifted)
+                                lifted=lifted + list(extra_params))
+        normalizer.local_fns.update(bound_functions)
         program.functions[name] = None
         program.functions[name] = normalizer.normalize(fdef)
     params = list(inspect.signature(fn).parameters)
@@ -876,7 +884,14 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         raise TransformError(f"calling the bound method {fn.__qualname__} from transformed "
                              "code is not supported yet.\n  hint: call it as a plain function "
                              "with the object as an argument.")
-    return name, params + lifted, defaults_of(fn)
+    return name, params + lifted + list(extra_params), defaults_of(fn)
+
+
+def _function_identity(value):
+    """What tells two function values apart in the key of a specialized function."""
+    if isinstance(value, LocalFunction):
+        return value.ir_name, tuple(value.freevars)
+    return id(value.value)
 
 
 def _hint(fn):
