@@ -208,6 +208,11 @@ def copy(x):
     return x.copy() if hasattr(x, "copy") else x
 
 
+def stop_gradient(x):
+    """`x`, as a value that carries no derivative (tp.lax.stop_gradient); a tree stays a tree."""
+    return x
+
+
 def astype(x, dtype):
     return x.astype(dtype)
 

@@ -293,6 +293,66 @@ def pop(stack):
     return stack.pop()
 
 
+def scan_length(xs, length, outer=0):
+    """The number of steps of tp.lax.scan: `length`, or the leading axis of xs' first leaf
+    (after `outer` batch axes: the same in every example)."""
+    if length is not None:
+        return length
+    while isinstance(xs, (tuple, list)):
+        xs = xs[0]
+    return np.shape(xs)[outer]
+
+
+def _leafwise(fn, tree, *rest):
+    """fn on every leaf of `tree` (tuples, lists, dicts), None leaves staying None."""
+    return tree_map(lambda leaf, *r: None if leaf is None else fn(leaf, *r), tree, *rest)
+
+
+def tree_stack(trees, axis=0):
+    """A list of trees of one structure as one tree whose leaves are stacked along `axis`
+    (tp.lax.scan's outputs)."""
+    if hasattr(trees, "shape"):      # vmap holds a list of arrays as one array, stacked
+        return trees
+    if not trees:
+        return None
+    xp = array_module(*[leaf for t in trees for leaf in tree_leaves(t) if leaf is not None])
+    return tree_map(lambda *leaves: None if leaves[0] is None else
+                    xp.stack([xp.asarray(v) for v in leaves], axis), *trees)
+
+
+def tree_unstack(tree, like, axis=0):
+    """The adjoint of `tree_stack`: a list (as long as `like`) of the slices of each leaf."""
+    if hasattr(like, "shape"):       # a list that vmap holds as one array: so is its adjoint
+        return tree
+    xp = array_module(*[leaf for leaf in tree_leaves(tree) if leaf is not None])
+    return [_leafwise(lambda leaf: xp.take(leaf, i, axis=axis), tree) for i in range(len(like))]
+
+
+def tree_index(tree, i, axis=0):
+    """Every leaf's slice i along `axis` (tp.lax.scan's inputs of one step)."""
+    return _leafwise(lambda leaf: array_module(leaf).take(leaf, i, axis=axis), tree)
+
+
+def tree_index_adj(g, tree, i, axis=0):
+    """The adjoint of `tree_index`: zeros shaped like `tree`, with slice i set to g's."""
+    def leaf(x, gx):
+        xp = array_module(x)
+        out = xp.zeros(np.shape(x), dtype=np.result_type(x, gx, np.float64) if
+                       np.iscomplexobj(gx) else np.result_type(x, np.float64))
+        index = (slice(None),) * axis + (i,)
+        if gx is not None:
+            out[index] = gx
+        return out
+    return tree_map(lambda x, gx: None if x is None else leaf(x, gx), tree,
+                    _like_tree(g, tree))
+
+
+def _like_tree(g, tree):
+    if g is None and is_container(tree):
+        return tree_map(lambda _: None, tree)
+    return g
+
+
 def tree_vdot(a, b):
     """Sum over matching leaves of np.sum(a * b): the inner product of two pytrees."""
     if isinstance(a, (tuple, list)):

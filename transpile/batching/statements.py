@@ -743,7 +743,9 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.basis_like", "rt.cast_like", "r
                      "rt.reversed_range", "rt.concatenate_adj", "rt.stack_adj",
                      "rt.vstack_adj", "rt.hstack_adj", "rt.copy", "rt.copy_stack",
                      "rt.zeros_like", "rt.tangent_zeros", "rt.zero_tangent", "rt.astype",
-                     "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint"}
+                     "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint",
+                     "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
+                     "rt.stop_gradient"}
 
 
 def _reads_arrays(spelling, rule):

@@ -119,6 +119,16 @@ class CallNormalizer:
                                  "pass the arguments one by one.")
             return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]],
                                 [(k.arg, self.atom(k.value, stmts)) for k in node.keywords])
+        variant = getattr(callee.value, "__transpile_variant__", None) \
+            if isinstance(callee, Static) else None
+        if variant is not None:
+            # a function with *args (tp.lax.cond) names the fixed-arity function that
+            # transformed code calls for this many arguments
+            fixed = variant(len(node.args), [k.arg for k in node.keywords])
+            if fixed is None:
+                raise self.error(node, f"{callee.value.__name__} cannot be called with these "
+                                 "arguments in transformed code.", fixed_hint(callee.value))
+            callee = Static(fixed)
         if isinstance(callee, Static) and self.is_user_function(callee.value):
             bound = self.function_arguments(callee.value, node, stmts)
             if bound:
@@ -438,6 +448,11 @@ class CallNormalizer:
         self.program.functions[name] = inner.normalize(fdef)
         params = [a.id for a in fdef.args.args]
         return LocalFunction(name, params + free, free, defaults)
+
+
+def fixed_hint(fn):
+    doc = (fn.__doc__ or "").strip().splitlines()
+    return f"see {fn.__module__}.{fn.__name__}: {doc[0]}" if doc else None
 
 
 def _is_function(value):

@@ -96,7 +96,11 @@ class Normalizer(CallNormalizer):
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.appended = _appended_names(fdef)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
-        body = self.block(fdef.body)
+        self.program.open_namers.append(self.namer)
+        try:
+            body = self.block(fdef.body)
+        finally:
+            self.program.open_namers.remove(self.namer)
         if not body or not isinstance(body[-1], gast.Return):
             body.append(gast.Return(value=_const(None)))
         all_params = params + [v for v in self.lifted if v not in params]
@@ -890,7 +894,9 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
 def _function_identity(value):
     """What tells two function values apart in the key of a specialized function."""
     if isinstance(value, LocalFunction):
-        return value.ir_name, tuple(value.freevars)
+        # by the lifted function alone: a recursive call passing it on reuses the copy
+        # (its free variables arrive in the same order, under the copy's own names)
+        return value.ir_name, len(value.freevars)
     return id(value.value)
 
 

@@ -32,6 +32,9 @@ class Program:
         self.keys = {}                # identity of a user function -> IR name
         self.namespace = {}           # name -> object referenced by generated code
         self.namer = Namer(["np", "rt", "math", "scipy"])
+        # namers of the functions being normalized now: a constant named while they are
+        # must not take a name they use, and they must not take it afterwards
+        self.open_namers = []
         self.in_progress = set()
         self.custom = {}              # IR name -> custom_vjp / custom_jvp object
 
@@ -39,8 +42,14 @@ class Program:
         """A name under which generated code can refer to the non-literal object `obj`."""
         for name, value in self.namespace.items():
             if value is obj:
+                for namer in self.open_namers:
+                    namer.reserve(name)
                 return name
         name = self.namer.fresh(hint)
+        while any(name in namer.taken for namer in self.open_namers):
+            name = self.namer.fresh(hint)
+        for namer in self.open_namers:
+            namer.reserve(name)
         self.namespace[name] = obj
         return name
 

@@ -294,6 +294,8 @@ batch_lanes("rt.batched_dot_adj_a", ("dout", "a", "b"), each=True, param="outer_
 batch_lanes("rt.batched_dot_adj_b", ("dout", "a", "b"), each=True, param="outer_adj")
 
 batch_lanes("rt.lane_len", ("x",), out_batched=False)
+nondiff("rt.scan_length")
+batch_lanes("rt.scan_length", ("xs",), out_batched=False)
 # Jacobians (transpile/jacobians.py): the basis depends only on the per-example shape
 nondiff("rt.basis_of")
 batch_lanes("rt.basis_of", ("x",), out_batched=False)

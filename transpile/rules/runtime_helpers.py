@@ -35,6 +35,83 @@ def cast_like(dout, out, g, x):
     dg = rt.cast_like(dout, g)
 
 
+# Trees of tp.lax.scan: one step's slices of every leaf, and the steps' outputs stacked.
+@rev("rt.tree_index")
+def tree_index(dout, out, tree, i, axis=0):
+    dtree = rt.tree_index_adj(dout, tree, i, axis)
+
+
+@fwd("rt.tree_index")
+def tree_index_fwd(out, tree, i, axis=0):
+    dout = rt.tree_index(dtree, i, axis)
+
+
+@batch("rt.tree_index")
+def tree_index_batch(tree, i, axis=0):
+    if i_batched or axis_batched:
+        out = rt.tree_index(tree, rt.uniform_lanes(i, i_spec, "tp.lax.scan", "step"),
+                            rt.lane_axis(rt.uniform_lanes(axis, axis_spec, "tp.lax.scan",
+                                                          "axis"), tree))
+    else:
+        out = rt.tree_index(rt.broadcast_batch(tree, batch_size, tree_spec), i,
+                            rt.lane_axis(axis, tree))
+
+
+@rev("rt.tree_index_adj")
+def tree_index_adj(dout, out, g, tree, i, axis=0):
+    dg = rt.tree_index(dout, i, axis)
+
+
+@fwd("rt.tree_index_adj")
+def tree_index_adj_fwd(out, g, tree, i, axis=0):
+    dout = rt.tree_index_adj(dg, tree, i, axis)
+
+
+@batch("rt.tree_index_adj")
+def tree_index_adj_batch(g, tree, i, axis=0):
+    out = rt.tree_index_adj(rt.broadcast_batch(g, batch_size, g_spec),
+                            rt.broadcast_batch(tree, batch_size, tree_spec),
+                            rt.uniform_lanes(i, i_spec, "tp.lax.scan", "step"),
+                            rt.lane_axis(axis, tree))
+
+
+@rev("rt.tree_stack")
+def tree_stack(dout, out, trees, axis=0):
+    dtrees = rt.tree_unstack(dout, trees, axis)
+
+
+@fwd("rt.tree_stack")
+def tree_stack_fwd(out, trees, axis=0):
+    dout = rt.tree_stack(dtrees, axis)
+
+
+@batch("rt.tree_stack")
+def tree_stack_batch(trees, axis=0):
+    out = rt.tree_stack(rt.broadcast_batch(trees, batch_size, trees_spec),
+                        rt.lane_axis(axis, trees))
+
+
+@rev("rt.tree_unstack", container_out=True)
+def tree_unstack(dout, out, tree, like, axis=0):
+    dtree = rt.tree_stack(dout, axis)
+
+
+@fwd("rt.tree_unstack")
+def tree_unstack_fwd(out, tree, like, axis=0):
+    dout = rt.tree_unstack(dtree, like, axis)
+
+
+@batch("rt.tree_unstack")
+def tree_unstack_batch(tree, like, axis=0):
+    out = rt.tree_unstack(rt.broadcast_batch(tree, batch_size, tree_spec), like,
+                          rt.lane_axis(axis, tree))
+
+
+# stop_gradient: its result carries no derivative (nondiff), in both modes and at every order.
+nondiff("rt.stop_gradient", view=True)
+batch_same("rt.stop_gradient")
+
+
 @rev("rt.copy", "np.copy")
 def copy(dout, out, x):
     dx = dout

@@ -1,0 +1,184 @@
+"""tp.lax (structured control flow, written as the Python it stands for) and what it rests
+on: user functions called with functions among their arguments. Derivatives against finite
+differences (both modes, second order), vmap against a loop, jit against the plain call."""
+import numpy as np
+import pytest
+
+import transpile as tp
+from transpile import lax
+from transpile.test_util import check_grads
+
+
+def _rng():
+    return np.random.default_rng()
+
+
+# ---------------------------------------------------------------- function arguments
+
+def apply_twice(f, x):
+    return f(f(x))
+
+
+def compose(f, g, x):
+    return apply_twice(f, g(x))        # a function argument passed on
+
+
+def scale_by(x, k=2.0, act=np.tanh):   # a function as a default
+    return act(x) * k
+
+
+def power_tower(f, x, n):
+    if n == 0:
+        return x
+    return f(power_tower(f, x, n - 1))  # recursion with a function argument
+
+
+def global_step(x):
+    return np.sin(x) * 1.5 + x
+
+
+def test_function_arguments_in_every_form():
+    rng = _rng()
+    x, w = rng.standard_normal(4), rng.standard_normal(4)
+
+    def f(x, w):
+        a = apply_twice(np.tanh, x)                    # a numpy function
+        b = apply_twice(global_step, x)                # a global user function
+        c = apply_twice(lambda v: v * w + 0.5, x)      # a lambda with a free variable
+        d = compose(np.cos, lambda v: v * w, x)
+        e = scale_by(x) + scale_by(x, 3.0, act=np.sin)
+        g = power_tower(lambda v: np.sin(v) * w, x, 3)
+
+        def inner(v):                                  # a nested def reading w
+            return v * v * w
+        h = apply_twice(inner, x)
+        return np.sum(a * b + c * d + e * g + h)
+
+    check_grads(f, (x, w), order=2, modes=("rev", "fwd"))
+    xs = rng.standard_normal((3, 4))
+    assert np.allclose(tp.vmap(f, in_axes=(0, None))(xs, w), [f(r, w) for r in xs])
+    jitted = tp.jit(f)
+    for _ in range(3):
+        assert np.allclose(jitted(x, w), f(x, w))
+
+
+def test_function_arguments_show_in_the_generated_code():
+    source = tp.grad(lambda x: np.sum(apply_twice(np.tanh, x))).source
+    assert "def apply_twice" in source and "np.tanh(" in source
+
+
+# ---------------------------------------------------------------- tp.lax
+
+def newton_sqrt(a):
+    return lax.while_loop(lambda x: np.max(np.abs(x * x - a)) > 1e-10,
+                          lambda x: 0.5 * (x + a / x), a)
+
+
+def rnn(params, xs):
+    w, u = params
+
+    def step(h, x):
+        h = np.tanh(h @ w + x * u)
+        return h, np.sum(h * h)
+    h, losses = lax.scan(step, np.zeros(w.shape[0]), xs)
+    return np.sum(h) + np.sum(losses)
+
+
+def two_streams(x, w):
+    def step(carry, pair):
+        a, b = pair
+        carry = carry * 0.9 + a * b * w
+        return carry, (carry * a, np.sin(b))
+    c, (p, q) = lax.scan(step, np.zeros_like(w), (x, 2.0 * x), reverse=True)
+    return np.sum(c) + np.sum(p * q)
+
+
+def counted(x, w):
+    return np.sum(lax.fori_loop(1, 4, lambda i, v: np.sin(v * w) + v / i, x))
+
+
+def branchy(x, w):
+    y = lax.cond(np.sum(x) > 0.0, lambda a, b: a * b, lambda a, b: np.cos(a) - b, x, w)
+    z = lax.cond(np.max(x) > 0.5, lambda a: a ** 2, lambda a: -a, y)
+    return np.sum(z + lax.select(x > 0, x * w, w))
+
+
+def mapped(x, w):
+    return np.sum(lax.map(lambda row: row * np.sum(row * w), x)) + \
+        np.sum(lax.scan(lambda c, _: (c * 1.1, c), w, None, length=3)[1])
+
+
+@pytest.mark.parametrize("f,shapes", [
+    (counted, [(4,), (4,)]), (branchy, [(4,), (4,)]), (mapped, [(3, 4), (4,)]),
+    (two_streams, [(5, 3), (3,)])], ids=["fori_loop", "cond_select", "map_scan_length",
+                                         "scan_tuples_reverse"])
+def test_lax_derivatives_batching_and_jit(f, shapes):
+    rng = _rng()
+    args = tuple(rng.standard_normal(s) for s in shapes)
+    check_grads(f, args, order=2, modes=("rev", "fwd"))
+    batch = rng.standard_normal((3,) + shapes[0])
+    want = [f(b, *args[1:]) for b in batch]
+    assert np.allclose(tp.vmap(f, in_axes=(0,) + (None,) * (len(args) - 1))(batch, *args[1:]),
+                       want)
+    per_example = tp.vmap(tp.grad(f), in_axes=(0,) + (None,) * (len(args) - 1))
+    assert np.allclose(per_example(batch, *args[1:]),
+                       [tp.grad(f)(b, *args[1:]) for b in batch])
+    jitted = tp.jit(f)
+    for _ in range(3):
+        assert np.allclose(jitted(*args), f(*args))
+
+
+def test_scan_rnn_against_a_hand_written_loop():
+    rng = _rng()
+    w, u = rng.standard_normal((3, 3)) * 0.5, rng.standard_normal(3)
+    xs = rng.standard_normal((6, 3))
+    params = (w, u)
+    check_grads(rnn, (params, xs), order=1, modes=("rev", "fwd"))
+    h, total = np.zeros(3), 0.0
+    for x in xs:
+        h = np.tanh(h @ w + x * u)
+        total += np.sum(h * h)
+    assert np.isclose(rnn(params, xs), np.sum(h) + total)
+
+
+def test_while_loop_stops_on_a_value():
+    """JAX's while_loop is not reverse-differentiable; this one is (a Python while)."""
+    a = _rng().uniform(1.0, 4.0, 5)
+    assert np.allclose(newton_sqrt(a), np.sqrt(a))
+    assert np.allclose(tp.grad(lambda a: np.sum(newton_sqrt(a)))(a), 0.5 / np.sqrt(a))
+    assert np.allclose(tp.vmap(newton_sqrt)(np.stack([a, a * 2])), np.sqrt([a, a * 2]))
+
+
+def test_cond_under_vmap_with_a_per_example_predicate():
+    xs = _rng().standard_normal((6, 3))
+    f = lambda x: lax.cond(np.sum(x) > 0, lambda v: np.sin(v), lambda v: v * 3.0, x)  # noqa
+    assert np.allclose(tp.vmap(f)(xs), [np.sin(x) if np.sum(x) > 0 else 3 * x for x in xs])
+
+
+def test_stop_gradient():
+    x = _rng().standard_normal(4)
+    g = tp.grad(lambda x: np.sum(lax.stop_gradient(x) * x))(x)
+    assert np.allclose(g, x)                       # d/dx of c * x with c = x held
+    _, t = tp.jvp(lambda x: np.sum(tp.stop_gradient(x ** 2) + x), (x,), (np.ones(4),))
+    assert np.isclose(t, 4.0)
+    assert np.allclose(tp.hessian(lambda x: np.sum(lax.stop_gradient(x) * x ** 2))(x),
+                       np.diag(2 * x))
+
+
+def test_plain_calls_are_jax_semantics():
+    x = np.arange(5.0)
+    assert lax.fori_loop(0, 5, lambda i, c: c + i, 0) == 10
+    assert lax.switch(7, [lambda v: v + 1, lambda v: v * 10], 2) == 20     # clipped index
+    assert lax.switch(-3, [lambda v: v + 1, lambda v: v * 10], 2) == 3
+    carry, ys = lax.scan(lambda c, x: (c + x, c * x), 0.0, x)
+    assert carry == 10.0 and np.array_equal(ys, [0, 0, 2, 9, 24])
+    carry, ys = lax.scan(lambda c, x: (c + x, c), 0.0, x, reverse=True)
+    assert np.array_equal(ys, [10, 9, 7, 4, 0])
+    assert lax.cond(False, lambda: 1, lambda: 2) == 2
+    assert lax.cond(True, lambda a, b: a - b, lambda a, b: a + b, 5, 3) == 2
+
+
+def test_cond_with_too_many_operands_is_a_clear_error():
+    f = lambda x: lax.cond(True, lambda *v: v[0], lambda *v: v[0], x, x, x, x, x)  # noqa
+    with pytest.raises(tp.TransformError, match="cond cannot be called with these"):
+        tp.grad(lambda x: np.sum(f(x)))(np.ones(2))

@@ -1,0 +1,143 @@
+"""tp.lax: JAX's structured control flow, as the Python it stands for.
+
+    tp.lax.fori_loop(0, n, body, x)      the loop `for i in range(0, n): x = body(i, x)`
+    tp.lax.scan(step, carry, xs)         a loop over xs' leading axis, outputs stacked
+
+Code written for JAX runs with its import changed. Each function here is plain Python that
+transformations read like the user's own code: a call with functions among its arguments is
+normalized as a copy specialized to those functions (transpile/frontend/calls.py), so
+`grad`, `vmap`, `jit` and the rest see an ordinary loop or `if`. Unlike JAX, nothing here
+needs fixed shapes or a traced predicate: `while_loop` can stop on a value, and `cond`
+takes a Python bool. Under vmap a predicate that differs between examples runs both
+branches and selects per example, as JAX's does.
+
+`cond` takes any number of operands; in transformed code it is one of the fixed-arity
+versions below (up to four operands), chosen by `__transpile_variant__`. `switch` runs in
+plain code; in transformed code write its branches as an if/elif chain.
+"""
+import numpy as np
+
+import runtime as rt
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "select",
+           "stop_gradient"]
+
+
+def fori_loop(lower, upper, body_fun, init_val, unroll=None):
+    """`val = body_fun(i, val)` for i in range(lower, upper); returns val."""
+    val = init_val
+    for i in range(lower, upper):
+        val = body_fun(i, val)
+    return val
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """`val = body_fun(val)` while cond_fun(val); returns val."""
+    val = init_val
+    while cond_fun(val):
+        val = body_fun(val)
+    return val
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=None):
+    """true_fun(*operands) if pred else false_fun(*operands)."""
+    if operand is not None:                  # JAX's old single-operand keyword
+        operands = operands + (operand,)
+    if pred:
+        return true_fun(*operands)
+    return false_fun(*operands)
+
+
+def _cond_0(pred, true_fun, false_fun):
+    if pred:
+        out = true_fun()
+    else:
+        out = false_fun()
+    return out
+
+
+def _cond_1(pred, true_fun, false_fun, a):
+    if pred:
+        out = true_fun(a)
+    else:
+        out = false_fun(a)
+    return out
+
+
+def _cond_2(pred, true_fun, false_fun, a, b):
+    if pred:
+        out = true_fun(a, b)
+    else:
+        out = false_fun(a, b)
+    return out
+
+
+def _cond_3(pred, true_fun, false_fun, a, b, c):
+    if pred:
+        out = true_fun(a, b, c)
+    else:
+        out = false_fun(a, b, c)
+    return out
+
+
+def _cond_4(pred, true_fun, false_fun, a, b, c, d):
+    if pred:
+        out = true_fun(a, b, c, d)
+    else:
+        out = false_fun(a, b, c, d)
+    return out
+
+
+_COND = (_cond_0, _cond_1, _cond_2, _cond_3, _cond_4)
+
+
+def _cond_variant(n_positional, keywords):
+    n = n_positional - 3 + (1 if "operand" in keywords else 0)
+    if set(keywords) - {"operand"} or not 0 <= n < len(_COND):
+        return None
+    return _COND[n]
+
+
+cond.__transpile_variant__ = _cond_variant
+
+
+def switch(index, branches, *operands):
+    """branches[clip(index, 0, len(branches) - 1)](*operands)."""
+    index = int(np.clip(index, 0, len(branches) - 1))
+    return branches[index](*operands)
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+    """carry, y = f(carry, x) for each x along xs' leading axis (every leaf of a tuple or
+    list of arrays; xs None: `length` steps with x None); returns (carry, the ys stacked)."""
+    n = rt.scan_length(xs, length)
+    carry = init
+    ys = []
+    for t in range(n):
+        if reverse:
+            i = n - 1 - t
+        else:
+            i = t
+        carry, y = f(carry, rt.tree_index(xs, i))
+        ys.append(y)
+    if reverse:
+        ys = ys[::-1]
+    return carry, rt.tree_stack(ys)
+
+
+def map(f, xs):
+    """f applied along xs' leading axis, results stacked (a loop, as JAX's lax.map)."""
+    ys = []
+    for i in range(rt.scan_length(xs, None)):
+        ys.append(f(rt.tree_index(xs, i)))
+    return rt.tree_stack(ys)
+
+
+def select(pred, on_true, on_false):
+    """on_true where pred, else on_false (elementwise)."""
+    return np.where(pred, on_true, on_false)
+
+
+def stop_gradient(x):
+    """x, as a constant of every derivative taken through it."""
+    return rt.stop_gradient(x)
