@@ -96,11 +96,12 @@ class Normalizer(CallNormalizer):
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.appended = _appended_names(fdef)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
-        self.program.open_namers.append(self.namer)
+        scope = (self.namer, self.locals)
+        self.program.open_scopes.append(scope)
         try:
             body = self.block(fdef.body)
         finally:
-            self.program.open_namers.remove(self.namer)
+            self.program.open_scopes.remove(scope)
         if not body or not isinstance(body[-1], gast.Return):
             body.append(gast.Return(value=_const(None)))
         all_params = params + [v for v in self.lifted if v not in params]

@@ -24,6 +24,8 @@ class Namer:
 
     def __init__(self, taken=()):
         self.taken = set(taken)
+        self.generated = set()      # the names fresh() handed out
+
 
     def reserve(self, name):
         self.taken.add(name)
@@ -36,6 +38,7 @@ class Namer:
             base += "_"     # never shadow a builtin (`sum`, `max`) in generated code
         if base not in self.taken:
             self.taken.add(base)
+            self.generated.add(base)
             return base
         stem = re.sub(r"_\d+$", "", base)
         k = 1
@@ -43,6 +46,7 @@ class Namer:
             k += 1
         name = f"{stem}_{k}"
         self.taken.add(name)
+        self.generated.add(name)
         return name
 
     def adjoint(self, name):

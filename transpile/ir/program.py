@@ -32,9 +32,9 @@ class Program:
         self.keys = {}                # identity of a user function -> IR name
         self.namespace = {}           # name -> object referenced by generated code
         self.namer = Namer(["np", "rt", "math", "scipy"])
-        # namers of the functions being normalized now: a constant named while they are
-        # must not take a name they use, and they must not take it afterwards
-        self.open_namers = []
+        # (namer, local names) of the functions being normalized now: a constant named
+        # while they are must not take a name they bind, and they must not take it later
+        self.open_scopes = []
         self.in_progress = set()
         self.custom = {}              # IR name -> custom_vjp / custom_jvp object
 
@@ -42,16 +42,19 @@ class Program:
         """A name under which generated code can refer to the non-literal object `obj`."""
         for name, value in self.namespace.items():
             if value is obj:
-                for namer in self.open_namers:
-                    namer.reserve(name)
+                self._reserve(name)
                 return name
         name = self.namer.fresh(hint)
-        while any(name in namer.taken for namer in self.open_namers):
+        while any(name in namer.generated or name in local
+                  for namer, local in self.open_scopes):
             name = self.namer.fresh(hint)
-        for namer in self.open_namers:
-            namer.reserve(name)
+        self._reserve(name)
         self.namespace[name] = obj
         return name
+
+    def _reserve(self, name):
+        for namer, _ in self.open_scopes:
+            namer.reserve(name)
 
     def function_namer(self, fir):
         """A Namer for new names inside `fir` that avoids every name already in use."""
