@@ -255,6 +255,18 @@ def _finish_tree(g, x):
     return _finish_leaf(g, x)
 
 
+def check_iterable(seq, where):
+    """Refuse a `for` loop of transformed code over a dict or set: the loop is lowered to
+    `seq[i]` for i in range(len(seq)), which gives a dict's values (or fails) where Python
+    gives its keys."""
+    if isinstance(seq, (dict, set, frozenset)) or type(seq).__name__ in (
+            "dict_keys", "dict_values", "dict_items"):
+        raise located(where, f"a for loop over a {type(seq).__name__} is not supported in "
+                      "transformed code (it would be walked by index).",
+                      "loop over a list: `for k in list(d)` for a dict's keys, "
+                      "`for k in sorted(s)` for a set.")
+
+
 def check_float_input(x, name, where):
     """Reject differentiation with respect to a non-float value (ints, bools, strings)."""
     t = type(x)

@@ -840,3 +840,29 @@ def test_vmap_of_grad_pops_as_many_values_as_each_outer_trip_pushed():
     got = tp.vmap(tp.grad(_nested_while_with_saved_indexing))(xs)
     np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
     check_grads(_nested_while_with_saved_indexing, (xs[3],), order=1, modes=("rev",))
+
+
+def test_a_loop_over_a_dict_is_refused_not_walked_by_index():
+    """`for k in d` was lowered to d[i] for i in range(len(d)): a dict with keys 0..n-1 gave
+    its values where Python gives its keys, a silent wrong answer (found writing tp.lax)."""
+    def f(x, d):
+        s = 0.0
+        for k in d:
+            s = s + k * x
+        return s
+
+    d = {0: 10.0, 1: 20.0}
+    calls = [lambda: tp.grad(f)(2.0, d), lambda: tp.jit(f)(2.0, d),
+             lambda: tp.vmap(f, in_axes=(0, None))(np.array([2.0, 3.0]), d)]
+    for call in calls:
+        with pytest.raises(tp.TransformError, match="for loop over a dict"):
+            call()
+
+    def g(x, d):                   # what the hint says works, and is Python's meaning
+        s = 0.0
+        for k in list(d):
+            s = s + k * x + d[k]
+        return s
+
+    assert tp.grad(g)(2.0, d) == 1.0
+    assert np.allclose(tp.vmap(g, in_axes=(0, None))(np.array([2.0, 3.0]), d), [32.0, 33.0])

@@ -745,7 +745,7 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.basis_like", "rt.cast_like", "r
                      "rt.zeros_like", "rt.tangent_zeros", "rt.zero_tangent", "rt.astype",
                      "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint",
                      "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
-                     "rt.stop_gradient"}
+                     "rt.stop_gradient", "rt.check_iterable"}
 
 
 def _reads_arrays(spelling, rule):

@@ -362,6 +362,8 @@ class Normalizer(CallNormalizer):
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
             seqs = [self._pinned(self.atom(a, stmts, hint="seq"), node, stmts)
                     for a in it.args]
+            for s in seqs:
+                stmts.append(self._checked_iterable(s, it))
             if fn is builtins.enumerate and len(it.args) != 1:
                 raise self.error(it, "enumerate(xs, start) is not supported.",
                                  "add the offset to the index in the loop body.")
@@ -394,6 +396,7 @@ class Normalizer(CallNormalizer):
                     and it.func.attr in ("items", "keys", "values"):
                 raise self.error(it, "loops over dict views are not supported yet.",
                                  "loop over `for k in sorted(d)` keys held in a list.")
+            stmts.append(self._checked_iterable(seq, it))
             n = self.namer.fresh("n")
             stmts.append(_assign(n, prim_call("len", [seq]), it))
             bounds = [_name(n)]
@@ -406,6 +409,15 @@ class Normalizer(CallNormalizer):
         gast.copy_location(loop, node)
         stmts.append(loop)
         return stmts
+
+    def _checked_iterable(self, seq, where):
+        """`rt.check_iterable(seq, ...)`: the loop below walks `seq` by index, which a dict
+        (whose iteration gives keys, its indexing values) or a set would get wrong."""
+        line = self.src.line_of(where)
+        check = gast.Expr(value=prim_call("rt.check_iterable", [
+            seq, _const(f"{self.src.filename}:{line} ({self.src.name})")]))
+        gast.copy_location(check, where)
+        return check
 
     def _pinned(self, seq, loop, stmts):
         """The sequence a `for` walks, under a name of its own where the loop body binds

@@ -146,6 +146,8 @@ batch_same("rt.zeros_like")
 batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", side_effect=True)
+nondiff("rt.check_iterable", side_effect=True)
+batch_same("rt.check_iterable", out_batched=False)
 batch_same("rt.check_float_input")
 # the rule of a variant with no derivative rule: it raises where generated code reaches it
 nondiff("rt.no_derivative", side_effect=True)
