@@ -26,6 +26,8 @@ def unbroadcast(g, x):
             return zeros_like(x)
         if type(x) is float and getattr(g, "ndim", 0) == 0:
             return g
+        if isinstance(x, (tuple, list, dict)):
+            return g        # a container stored whole (`d[k] = (w, b)`): nothing broadcast
     shape = np.shape(x)
     gshape = np.shape(g)
     if gshape == shape:
@@ -317,6 +319,10 @@ def to_list(x):
 
 def to_like(g, x):
     """Adjoint of tuple(x)/list(x): the adjoint in the container type of `x`."""
+    if isinstance(x, dict):
+        return None         # list(d) is d's keys: they carry no derivative
+    if isinstance(x, tuple) and hasattr(x, "_fields"):       # a namedtuple
+        return type(x)(*g)
     if isinstance(x, (tuple, list)):
         return type(x)(g)
     if not isinstance(g, (tuple, list)):
@@ -351,6 +357,8 @@ def broadcast_like(t, out):
         if t.shape == out.shape:
             return t
     except AttributeError:
+        if isinstance(out, (tuple, list, dict)):
+            return t        # a container: its adjoint has its structure already
         if np.ndim(out) == 0:
             return t
     return np.broadcast_to(t, np.shape(out)) * 1  # a writable copy, owned by the caller

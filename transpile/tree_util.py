@@ -1,0 +1,267 @@
+"""tp.tree_util: pytrees, as in JAX's jax.tree_util.
+
+A pytree is a nest of containers (tuples, lists, dicts, namedtuples, None, and classes
+registered here: dataclasses or any class with a flatten/unflatten pair) whose leaves are
+arrays or numbers. Every transformation already takes and returns nests of tuples, lists
+and dicts; these functions are for the code around it (optimizer updates, parameter
+initialization, reading structures).
+
+In transformed code (`tp.jit(update)`, a loss under `tp.grad`), `tree_map` with one to
+three trees of tuples, lists, dicts, namedtuples and None is the plain Python below
+(`_tree_map_1` ...), which transformations read like any code; classes registered here and
+`is_leaf` are handled in plain code only.
+"""
+import dataclasses
+
+import runtime as rt
+
+__all__ = ["PyTreeDef", "tree_map", "tree_leaves", "tree_flatten", "tree_unflatten",
+           "tree_structure", "tree_transpose", "register_pytree_node", "register_dataclass",
+           "all_leaves"]
+
+_NODES = {}      # registered class -> (flatten: x -> (children, aux), unflatten: (aux, children) -> x)
+
+
+def register_pytree_node(nodetype, flatten_func, unflatten_func):
+    """Make instances of `nodetype` pytree nodes: flatten_func(x) -> (children, aux_data),
+    unflatten_func(aux_data, children) -> x (JAX's signature)."""
+    _NODES[nodetype] = (flatten_func, unflatten_func)
+    return nodetype
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None):
+    """A dataclass as a pytree node: `data_fields` are children, `meta_fields` (static) are
+    part of its structure. With no lists given, every field is data. Usable as a
+    decorator."""
+    if data_fields is None:
+        data_fields = [f.name for f in dataclasses.fields(nodetype)]
+        meta_fields = []
+    meta_fields = list(meta_fields or [])
+    data_fields = list(data_fields)
+
+    def flatten(x):
+        return [getattr(x, n) for n in data_fields], tuple(getattr(x, n) for n in meta_fields)
+
+    def unflatten(aux, children):
+        values = dict(zip(data_fields, children))
+        values.update(zip(meta_fields, aux))
+        return nodetype(**values)
+
+    return register_pytree_node(nodetype, flatten, unflatten)
+
+
+class PyTreeDef:
+    """The structure of a pytree: a node's kind and static data, and its children's."""
+
+    def __init__(self, kind, aux, children):
+        self.kind, self.aux, self.children = kind, aux, tuple(children)
+
+    @property
+    def num_leaves(self):
+        if self.kind == "leaf":
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    @property
+    def num_nodes(self):
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def unflatten(self, leaves):
+        return tree_unflatten(self, leaves)
+
+    def __eq__(self, other):
+        return isinstance(other, PyTreeDef) and (self.kind, self.aux, self.children) == \
+            (other.kind, other.aux, other.children)
+
+    def __hash__(self):
+        return hash((repr(self.kind), self.children))
+
+    def __repr__(self):
+        if self.kind == "leaf":
+            return "*"
+        if self.kind is None:
+            return "None"
+        inner = ", ".join(map(repr, self.children))
+        if self.kind is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        if self.kind is list:
+            return f"[{inner}]"
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children)) \
+                + "}"
+        return f"{getattr(self.kind, '__name__', self.kind)}({inner})"
+
+
+def _node(x):
+    """(kind, aux, children) of a container node, or None for a leaf."""
+    if x is None:
+        return None, None, ()
+    t = type(x)
+    if t in _NODES:
+        children, aux = _NODES[t][0](x)
+        return t, aux, list(children)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return t, None, list(x)
+    if t is tuple or t is list:
+        return t, None, list(x)
+    if t is dict or isinstance(x, dict):
+        keys = sorted(x, key=_sort_key)      # JAX orders a dict's children by key
+        return dict, tuple(keys), [x[k] for k in keys]
+    return "leaf", None, ()
+
+
+def _sort_key(k):
+    return (type(k).__name__, k) if not isinstance(k, (int, float)) else ("", k)
+
+
+def _build(kind, aux, children):
+    if kind is None:
+        return None
+    if kind in _NODES:
+        return _NODES[kind][1](aux, children)
+    if kind is dict:
+        return dict(zip(aux, children))
+    if kind is tuple or kind is list:
+        return kind(children)
+    return kind(*children)                   # a namedtuple
+
+
+def tree_flatten(tree, is_leaf=None):
+    """(leaves, treedef): the leaves left to right, and the structure to rebuild it."""
+    leaves = []
+
+    def walk(x):
+        if is_leaf is not None and is_leaf(x):
+            leaves.append(x)
+            return PyTreeDef("leaf", None, ())
+        kind, aux, children = _node(x)
+        if kind == "leaf":
+            leaves.append(x)
+            return PyTreeDef("leaf", None, ())
+        return PyTreeDef(kind, aux, [walk(c) for c in children])
+
+    treedef = walk(tree)
+    return leaves, treedef
+
+
+def tree_unflatten(treedef, leaves):
+    """The pytree of structure `treedef` holding `leaves` (left to right)."""
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"tree_unflatten: {treedef} takes {treedef.num_leaves} leaves, "
+                         f"got {len(leaves)}")
+    it = iter(leaves)
+
+    def build(d):
+        if d.kind == "leaf":
+            return next(it)
+        return _build(d.kind, d.aux, [build(c) for c in d.children])
+
+    return build(treedef)
+
+
+def tree_leaves(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def all_leaves(iterable, is_leaf=None):
+    """True when every item is a leaf."""
+    return all(tree_structure(x, is_leaf).kind == "leaf" for x in iterable)
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
+    """f applied leaf by leaf to `tree` and the trees in `rest` (of the same structure, or
+    with `tree`'s structure as a prefix), in `tree`'s structure."""
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = [_flatten_up_to(treedef, r) for r in rest]
+    return tree_unflatten(treedef, [f(x, *xs) for x, *xs in zip(leaves, *others)])
+
+
+def _flatten_up_to(treedef, tree):
+    out = []
+
+    def walk(d, x):
+        if d.kind == "leaf":
+            out.append(x)
+            return
+        kind, aux, children = _node(x)
+        if kind != d.kind or (kind is dict and tuple(aux) != tuple(d.aux)) or \
+                len(children) != len(d.children):
+            raise ValueError(f"tree_map: trees of different structure ({d} and "
+                             f"{tree_structure(x)})")
+        for c, y in zip(d.children, children):
+            walk(c, y)
+
+    walk(treedef, tree)
+    return out
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """A tree of structure outer(inner(leaves)) as inner(outer(leaves)) (JAX's signature)."""
+    flat = _flatten_up_to(outer_treedef, pytree_to_transpose)
+    inner = [_flatten_up_to(inner_treedef, x) for x in flat]
+    columns = [tree_unflatten(outer_treedef, list(col)) for col in zip(*inner)]
+    return tree_unflatten(inner_treedef, columns)
+
+
+# ---------------------------------------------------------------- in transformed code
+
+def _tree_map_1(f, a):
+    if a is None:
+        return None
+    if isinstance(a, (tuple, list)):
+        items = []
+        for i in range(len(a)):
+            items.append(_tree_map_1(f, a[i]))
+        return rt.to_like(items, a)
+    if isinstance(a, dict):
+        out = {}
+        for k in list(a):
+            out[k] = _tree_map_1(f, a[k])
+        return out
+    return f(a)
+
+
+def _tree_map_2(f, a, b):
+    if a is None:
+        return None
+    if isinstance(a, (tuple, list)):
+        items = []
+        for i in range(len(a)):
+            items.append(_tree_map_2(f, a[i], b[i]))
+        return rt.to_like(items, a)
+    if isinstance(a, dict):
+        out = {}
+        for k in list(a):
+            out[k] = _tree_map_2(f, a[k], b[k])
+        return out
+    return f(a, b)
+
+
+def _tree_map_3(f, a, b, c):
+    if a is None:
+        return None
+    if isinstance(a, (tuple, list)):
+        items = []
+        for i in range(len(a)):
+            items.append(_tree_map_3(f, a[i], b[i], c[i]))
+        return rt.to_like(items, a)
+    if isinstance(a, dict):
+        out = {}
+        for k in list(a):
+            out[k] = _tree_map_3(f, a[k], b[k], c[k])
+        return out
+    return f(a, b, c)
+
+
+def _tree_map_variant(n_positional, keywords):
+    if keywords:
+        return None
+    return {2: _tree_map_1, 3: _tree_map_2, 4: _tree_map_3}.get(n_positional)
+
+
+tree_map.__transpile_variant__ = _tree_map_variant
