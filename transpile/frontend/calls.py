@@ -21,6 +21,7 @@ from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
 from ..ir.program import is_literal
 from ..ir.templates import dotted
+from .parse import parse_function
 from .resolved import LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names
 
 ARRAY_METHODS = {
@@ -215,8 +216,6 @@ class CallNormalizer:
         return bound
 
     def specialized_call(self, fn, bound, node, stmts):
-        from .normalize import normalize_function
-        from .parse import parse_function
         fdef, _ = parse_function(fn)
         taken = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)} | \
             {a.id for a in fdef.args.args}
@@ -235,9 +234,8 @@ class CallNormalizer:
                 extra_params += renamed
                 extra_args += [_name(v) for v in bound[p].freevars]
             presets[p] = value
-        ir_name, params, defaults = normalize_function(
-            fn, self.program, node, self.src, bound_functions=presets,
-            extra_params=extra_params)
+        ir_name, params, defaults = self.function_ir(fn, node, bound_functions=presets,
+                                                     extra_params=extra_params)
         names = list(inspect.signature(fn).parameters)
         args = [_const(None) if i < len(names) and names[i] in bound else self.atom(a, stmts)
                 for i, a in enumerate(node.args)]

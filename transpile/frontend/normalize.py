@@ -125,10 +125,13 @@ class Normalizer(CallNormalizer):
     def error(self, node, message, hint=None):
         return error_at(node, self.src, message, hint, pass_name="normalize")
 
-    def function_ir(self, fn, node=None):
+    def function_ir(self, fn, node=None, bound_functions=None, extra_params=()):
         """(ir_name, params, defaults) of the Python function `fn` in this program,
-        normalized on its first use; `node`: the call, for errors that point at it."""
-        return normalize_function(fn, self.program, node, None if node is None else self.src)
+        normalized on its first use; `node`: the call, for errors that point at it;
+        bound_functions, extra_params: a copy specialized to function arguments
+        (`normalize_function`)."""
+        return normalize_function(fn, self.program, node, None if node is None else self.src,
+                                  bound_functions=bound_functions, extra_params=extra_params)
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts):
