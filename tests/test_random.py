@@ -294,3 +294,18 @@ def test_grad_of_vmap_with_per_example_parameters_refuses():
     # the other order works, and is the loop
     per = tp.vmap(tp.grad(lambda l, k: np.sum(jr.uniform(k, (2,), None, l, 2.0))))(lo, keys)
     assert np.allclose(per, [np.sum(1.0 - jr.uniform(k, (2,))) for k in keys])
+
+
+def test_compiled_paths_give_the_numpy_paths_numbers(monkeypatch):
+    """Large draws run threefry and the fused multiply-adds through numba where it is
+    installed; they must be the numbers of the numpy code that the reference tests check."""
+    from runtime import random as R
+    key = jr.PRNGKey(int(np.random.default_rng().integers(2 ** 31)))
+    fast = [jr.normal(key, (20000,)), jr.uniform(key, (9000,), None, -2.0, 3.0),
+            jr.bits(key, (5000,), np.uint32)]
+    monkeypatch.setattr(R, "_compiled_threefry", False)
+    monkeypatch.setattr(R, "_horner_kernel", [None])
+    slow = [jr.normal(key, (20000,)), jr.uniform(key, (9000,), None, -2.0, 3.0),
+            jr.bits(key, (5000,), np.uint32)]
+    for a, b in zip(fast, slow):
+        assert np.array_equal(a, b)

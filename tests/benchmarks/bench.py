@@ -35,6 +35,9 @@ What it measures (docs/benchmarks.md has the numbers and notes):
      `tp.grad(loss)` (target: >= 10x faster; the "hand numpy" column is that loop) and
      jax.jit(jax.vmap(jax.grad)); `tp.vmap(relu_or_square)` on 10^6 elements vs a
      hand-written np.where (target <= 1.5).
+  8. tp.random: uniform and normal, 10^6 float64 draws, against numpy's Generator (another
+     generator: what a numpy user pays today; target: at most 3x) and jax.random under jit
+     (checked bit-identical first).
 
 Method: every competitor is warmed up, then timed in interleaved rounds (the order rotates
 each round); one sample is a loop of calls long enough to dwarf the timer, the garbage
@@ -630,6 +633,36 @@ def bench_vmap_branch(size, rounds, target_s, target_ratio=1.5):
                ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
 
 
+def bench_random(size, rounds, target_s, target_ratio=3.0):
+    """tp.random draws against numpy's Generator (the hand column: a different generator,
+    the cost a numpy user pays today) and jax.random under jit, same key, float64."""
+    from transpile import random as tr
+    key = tr.PRNGKey(0)
+    rng = np.random.default_rng(0)
+    rows = []
+    for what, ours, hand, theirs in [
+            ("uniform", lambda: tr.uniform(key, (size,)), lambda: rng.random(size),
+             "uniform"),
+            ("normal", lambda: tr.normal(key, (size,)), lambda: rng.standard_normal(size),
+             "normal")]:
+        fns = {"tp": ours, "hand": hand}
+        if jax is not None:
+            jkey = jax.random.PRNGKey(0)
+            jf = jax.jit(lambda k, f=getattr(jax.random, theirs): f(k, (size,), jnp.float64))
+            if not np.array_equal(np.asarray(jf(jkey)), ours()):
+                fail(f"tp.random.{what} differs from jax.random.{theirs}")
+            fns["jax"] = lambda jf=jf, jkey=jkey: jax.block_until_ready(jf(jkey))
+        print(f"check tp.random.{what}: " + ("bit-identical to jax.random" if jax is not None
+                                             else "jax not installed"), flush=True)
+        s = measure(fns, rounds, target_s)
+        ms = {k: 1e3 * med(v) for k, v in s.items()}
+        ratio = paired_ratio(s["tp"], s["hand"])
+        rows.append(Row(f"tp.random.{what}, {size:.0e} draws (hand: numpy Generator)",
+                        "float64", ms["tp"], ms["hand"], ratio, None, ms.get("jax"),
+                        f"ratio <= {target_ratio:g}", ratio <= target_ratio))
+    return rows
+
+
 # ---------------------------------------------------------------------------- jit rows
 SINE_SRC = '''\
 def sine_loop(x):
@@ -936,7 +969,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
     ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
-                    "overhead, hessian, jvp, vmap, jit (default: all)")
+                    "overhead, hessian, jvp, vmap, random, jit (default: all)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -988,6 +1021,9 @@ def main(argv=None):
         rows.append(bench_vmap_predict(big, 256, rounds_big, target_s))
         rows.append(bench_per_example_grads(big, 32, rounds_hess, target_s))
         rows.append(bench_vmap_branch(10 ** 6, rounds_hess, target_s))
+
+    if want("random"):
+        rows.extend(bench_random(10 ** 6, rounds_hess, target_s))
 
     jit_notes = []
     if want("jit"):
