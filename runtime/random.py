@@ -462,15 +462,23 @@ def normal(key, shape=(), dtype=None):
     return _standard_normal(key, shape, dtype)
 
 
+def _two_parameters(what, key, a, b, shape, dtype):
+    """The checked key, dtype, the two parameters as arrays of it, and the draw's shape
+    (theirs broadcast when not given)."""
+    xp, key = _check_key(key, what)
+    dtype = _float_dtype(dtype, what)
+    a = xp.asarray(a).astype(dtype, copy=False)
+    b = xp.asarray(b).astype(dtype, copy=False)
+    shape = _shape(shape, what)
+    if shape is None:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    return xp, key, dtype, a, b, shape
+
+
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Normal draws conditioned on lower < x < upper."""
-    xp, key = _check_key(key, "truncated_normal")
-    dtype = _float_dtype(dtype, "truncated_normal")
-    lower = xp.asarray(lower).astype(dtype, copy=False)
-    upper = xp.asarray(upper).astype(dtype, copy=False)
-    shape = _shape(shape, "truncated_normal")
-    if shape is None:
-        shape = np.broadcast_shapes(lower.shape, upper.shape)
+    xp, key, dtype, lower, upper, shape = _two_parameters("truncated_normal", key, lower,
+                                                          upper, shape, dtype)
     sqrt2 = np.array(np.sqrt(2), dtype)
     a = _erf(lower / sqrt2).astype(dtype, copy=False)
     b = _erf(upper / sqrt2).astype(dtype, copy=False)
@@ -583,13 +591,7 @@ def loggamma(key, a, shape=None, dtype=None):
 
 def beta(key, a, b, shape=None, dtype=None):
     """Beta draws, as Ga / (Ga + Gb) of two gamma draws (in log space)."""
-    xp, key = _check_key(key, "beta")
-    dtype = _float_dtype(dtype, "beta")
-    a = xp.asarray(a).astype(dtype, copy=False)
-    b = xp.asarray(b).astype(dtype, copy=False)
-    shape = _shape(shape, "beta")
-    if shape is None:
-        shape = np.broadcast_shapes(a.shape, b.shape)
+    xp, key, dtype, a, b, shape = _two_parameters("beta", key, a, b, shape, dtype)
     pair = split(key)
     log_a = loggamma(pair[..., 0, :], xp.broadcast_to(a, shape), shape, dtype)
     log_b = loggamma(pair[..., 1, :], xp.broadcast_to(b, shape), shape, dtype)
