@@ -29,6 +29,11 @@ def _get_numba():
     return _numba
 
 
+def numba_module():
+    """numba, when it is installed (the optional extra `fast`), else None."""
+    return _get_numba()
+
+
 def have_compiled_loops():
     """True when CPU kernels compile to machine code (numba is installed)."""
     return _get_numba() is not None

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .backend import array_module
+from .kernels import numba_module
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = np.uint32(0x1BD11BDA)      # Threefry's key-schedule constant
@@ -75,8 +76,7 @@ def _threefry_flat(k1, k2, x0, x1):
 
 
 def _compile_threefry():
-    from .kernels import _get_numba
-    numba = _get_numba()
+    numba = numba_module()
     if numba is None:
         return False
 
@@ -313,8 +313,7 @@ def _compiled_horner():
     the exact emulation above on a probe, else None (the emulation then runs)."""
     if not _horner_kernel:
         _horner_kernel.append(None)
-        from .kernels import _get_numba
-        numba = _get_numba()
+        numba = numba_module()
         if numba is None:
             return None
 
