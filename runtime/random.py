@@ -75,42 +75,43 @@ def _threefry_flat(k1, k2, x0, x1):
     return threefry_2x32(k1, k2, x0, x1)
 
 
+def _threefry_loop(k1, k2, x0, x1, out0, out1):    # pragma: no cover - runs compiled
+    # numba widens uint32 arithmetic: it runs in uint64, masked back to 32 bits
+    m = np.uint64(0xFFFFFFFF)
+    for j in range(x0.shape[0]):
+        a, b = np.uint64(k1[j]), np.uint64(k2[j])
+        c = a ^ b ^ np.uint64(0x1BD11BDA)
+        v0 = (np.uint64(x0[j]) + a) & m
+        v1 = (np.uint64(x1[j]) + b) & m
+        for step in range(5):
+            if step % 2 == 0:
+                r0, r1, r2, r3 = 13, 15, 26, 6
+            else:
+                r0, r1, r2, r3 = 17, 29, 16, 24
+            for r in (r0, r1, r2, r3):
+                v0 = (v0 + v1) & m
+                v1 = ((v1 << np.uint64(r)) | (v1 >> np.uint64(32 - r))) & m
+                v1 = v1 ^ v0
+            if step == 0:
+                v0, v1 = (v0 + b) & m, (v1 + c + np.uint64(1)) & m
+            elif step == 1:
+                v0, v1 = (v0 + c) & m, (v1 + a + np.uint64(2)) & m
+            elif step == 2:
+                v0, v1 = (v0 + a) & m, (v1 + b + np.uint64(3)) & m
+            elif step == 3:
+                v0, v1 = (v0 + b) & m, (v1 + c + np.uint64(4)) & m
+            else:
+                v0, v1 = (v0 + c) & m, (v1 + a + np.uint64(5)) & m
+        out0[j] = np.uint32(v0)
+        out1[j] = np.uint32(v1)
+
+
 def _compile_threefry():
     numba = numba_module()
     if numba is None:
         return False
-
-    def loop(k1, k2, x0, x1, out0, out1):    # pragma: no cover - runs compiled
-        # numba widens uint32 arithmetic: it runs in uint64, masked back to 32 bits
-        m = np.uint64(0xFFFFFFFF)
-        for j in range(x0.shape[0]):
-            a, b = np.uint64(k1[j]), np.uint64(k2[j])
-            c = a ^ b ^ np.uint64(0x1BD11BDA)
-            v0 = (np.uint64(x0[j]) + a) & m
-            v1 = (np.uint64(x1[j]) + b) & m
-            for step in range(5):
-                if step % 2 == 0:
-                    r0, r1, r2, r3 = 13, 15, 26, 6
-                else:
-                    r0, r1, r2, r3 = 17, 29, 16, 24
-                for r in (r0, r1, r2, r3):
-                    v0 = (v0 + v1) & m
-                    v1 = ((v1 << np.uint64(r)) | (v1 >> np.uint64(32 - r))) & m
-                    v1 = v1 ^ v0
-                if step == 0:
-                    v0, v1 = (v0 + b) & m, (v1 + c + np.uint64(1)) & m
-                elif step == 1:
-                    v0, v1 = (v0 + c) & m, (v1 + a + np.uint64(2)) & m
-                elif step == 2:
-                    v0, v1 = (v0 + a) & m, (v1 + b + np.uint64(3)) & m
-                elif step == 3:
-                    v0, v1 = (v0 + b) & m, (v1 + c + np.uint64(4)) & m
-                else:
-                    v0, v1 = (v0 + c) & m, (v1 + a + np.uint64(5)) & m
-            out0[j] = np.uint32(v0)
-            out1[j] = np.uint32(v1)
-    try:
-        compiled = numba.njit(cache=False, nogil=True)(loop)
+    try:            # cache=True: a later process loads the machine code instead
+        compiled = numba.njit(cache=True, nogil=True)(_threefry_loop)
         probe = [np.arange(8, dtype=np.uint32) * np.uint32(2654435761) for _ in range(4)]
         got = [np.empty(8, np.uint32), np.empty(8, np.uint32)]
         compiled(*probe, *got)
@@ -307,6 +308,14 @@ def _horner(w, coefficients):
 _horner_kernel = []
 
 
+def _horner_loop(w, c, out):    # pragma: no cover - runs compiled
+    for j in range(w.shape[0]):
+        p = c[0]
+        for k in range(1, c.shape[0]):
+            p = p * w[j] + c[k]
+        out[j] = p
+
+
 def _compiled_horner():
     """Horner's rule compiled by numba with contraction allowed, so that LLVM emits the
     hardware's fused multiply-add (as XLA does): kept only if it agrees bit for bit with
@@ -317,14 +326,8 @@ def _compiled_horner():
         if numba is None:
             return None
 
-        def loop(w, c, out):               # pragma: no cover - runs compiled
-            for j in range(w.shape[0]):
-                p = c[0]
-                for k in range(1, c.shape[0]):
-                    p = p * w[j] + c[k]
-                out[j] = p
         try:
-            compiled = numba.njit(fastmath={"contract"}, nogil=True)(loop)
+            compiled = numba.njit(fastmath={"contract"}, nogil=True, cache=True)(_horner_loop)
             probe = np.random.default_rng(0).uniform(-4.0, 12.0, 20000)
             for coefficients in (_ERFINV64_CENTRE, _ERFINV64_TAIL, _LOG1P_NUMERATOR):
                 got = np.empty_like(probe)
