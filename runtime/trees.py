@@ -323,8 +323,6 @@ def _leafwise(fn, tree, *rest):
 def tree_stack(trees, axis=0):
     """A list of trees of one structure as one tree whose leaves are stacked along `axis`
     (tp.lax.scan's outputs)."""
-    if hasattr(trees, "shape"):      # vmap holds a list of arrays as one array, stacked
-        return trees
     if not trees:
         return None
     xp = array_module(*[leaf for t in trees for leaf in tree_leaves(t) if leaf is not None])
@@ -334,8 +332,6 @@ def tree_stack(trees, axis=0):
 
 def tree_unstack(tree, like, axis=0):
     """The adjoint of `tree_stack`: a list (as long as `like`) of the slices of each leaf."""
-    if hasattr(like, "shape"):       # a list that vmap holds as one array: so is its adjoint
-        return tree
     xp = array_module(*[leaf for leaf in tree_leaves(tree) if leaf is not None])
     return [_leafwise(lambda leaf: xp.take(leaf, i, axis=axis), tree) for i in range(len(like))]
 
