@@ -52,4 +52,5 @@ from .batching import HELPERS as _HELPERS  # noqa: E402  (filled now that all ar
 
 _HELPERS.update((name, globals()[name]) for name in __all__)
 
-from . import random  # noqa: E402,F401  (tp.random: generated code calls rt.random.<name>)
+# tp.nn's patches and tp.random: generated code calls rt.nn.<name> and rt.random.<name>
+from . import nn, random  # noqa: E402,F401

@@ -16,6 +16,7 @@ import transpile as tp
 from transpile import rules
 from transpile.errors import TransformError
 from transpile.test_util import check_grads
+import runtime as rt
 from runtime.trees import is_float_leaf, tangent_zeros, tree_leaves, tree_map
 
 try:
@@ -570,6 +571,37 @@ SHAPE_OPS = [
 @pytest.mark.parametrize("f,make", SHAPE_OPS,
                          ids=[f"{c[0].__name__}{i}" for i, c in enumerate(SHAPE_OPS)])
 def test_shape_ops(f, make, request):
+    _run(f, make, request.node.name)
+
+
+# ---------------------------------------------------------------- tp.nn's patches
+
+def patches_valid(x): return rt.nn.patches(x, (2, 3))
+def patches_same(x): return rt.nn.patches(x, (3, 2), (2, 1), "SAME", (1, 2))
+def patches_pairs_1d(x): return rt.nn.patches(x, (3,), 2, ((1, 2),))
+def patches_adjoint_(g, x): return rt.nn.patches_adjoint(g, x, (2, 2), (2, 1), "SAME")
+
+
+def conv_(x, w):
+    p = rt.nn.patches(x, (2, 2), (1, 2), "SAME")
+    return np.reshape(p, p.shape[:-3] + (-1,)) @ np.reshape(w, (-1, w.shape[-1]))
+
+
+def max_pool_(x):
+    return np.max(rt.nn.patches(x, (2, 2), (1, 1), "SAME", None, -np.inf), axis=(-3, -2))
+
+
+NN = [
+    (patches_valid, lambda r: (N(r, 2, 4, 5, 3),)), (patches_same, lambda r: (N(r, 5, 6, 2),)),
+    (patches_pairs_1d, lambda r: (N(r, 2, 7, 3),)),
+    (patches_adjoint_, lambda r: (N(r, 2, 2, 5, 2, 2, 3), N(r, 2, 3, 5, 3))),
+    (conv_, lambda r: (N(r, 2, 4, 5, 3), N(r, 2, 2, 3, 4))),
+    (max_pool_, lambda r: (D(r, 2, 4, 5, 3),)),
+]
+
+
+@pytest.mark.parametrize("f,make", NN, ids=[c[0].__name__ for c in NN])
+def test_nn_patches(f, make, request):
     _run(f, make, request.node.name)
 
 

@@ -130,7 +130,7 @@ def _listed(cases):
 
 CASES = (_unary_cases() + _binary_cases() + _listed(P.OPS) + _listed(
     [(f, (lambda g, s: lambda r: (g(r, *s),))(gen, shape)) for f, gen, shape in P.REDUCTIONS])
-    + _listed(P.LINALG) + _listed(P.SHAPE_OPS)
+    + _listed(P.LINALG) + _listed(P.SHAPE_OPS) + _listed(P.NN)
     + (_listed(P.SPECIAL) if P.scipy is not None else []))
 
 

@@ -721,7 +721,8 @@ NOT_ARRAYS = {"axis", "axes", "shape", "newshape", "reps", "repeats", "dtype", "
               "ord", "k", "offset", "n", "num", "indices_or_sections", "source", "destination",
               "axis1", "axis2", "order", "kind", "mode", "pad_width", "shift", "subscripts",
               "ddof", "endpoint", "base", "side", "sorter", "decimals", "out_", "initial",
-              "M", "N", "lanes", "skip", "where", "retstep", "copy", "start", "stop", "step"}
+              "M", "N", "lanes", "skip", "where", "retstep", "copy", "start", "stop", "step",
+              "window", "strides", "padding", "dilation"}
 
 
 # where those (and the adjoints of joining) take their sequence of arrays
