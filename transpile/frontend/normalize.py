@@ -596,6 +596,13 @@ class Normalizer(CallNormalizer):
         if len(node.ops) == 1:
             left = self.atom(node.left, stmts)
             right = self.atom(node.comparators[0], stmts)
+            if isinstance(node.ops[0], (gast.Is, gast.IsNot)) and \
+                    isinstance(left, gast.Constant) and isinstance(right, gast.Constant) and \
+                    (left.value is None or right.value is None):
+                # `option is None` for a value known now (a closure's tuple): decided here,
+                # so generated code does not compare a literal by identity
+                same = left.value is right.value
+                return _const(same if isinstance(node.ops[0], gast.Is) else not same)
             return prim_call(cmp_spelling(node.ops[0]), [left, right])
         # a < b < c  ->  a < b and b < c, evaluating b once
         result = self.namer.fresh(hint or "cond")
