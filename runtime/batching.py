@@ -16,15 +16,7 @@ import numpy as np
 
 from .backend import array_module
 from .errors import TransformError
-from .trees import tree_map
-
-
-def _rebuild(like, items):
-    """A tuple/list (or namedtuple, such as slogdet's result) like `like` from `items`."""
-    items = list(items)
-    if hasattr(like, "_fields"):
-        return type(like)(*items)
-    return type(like)(items)
+from .trees import rebuild_like as _rebuild, tree_map
 
 
 # ---------------------------------------------------------------- entering and leaving
@@ -227,7 +219,9 @@ def align(x, y, outer=0):
 
 
 def align_lanes(x, y, outer=0):
-    """Like `align`, against another batched value."""
+    """Like `align`, against another batched value (None: nothing to align with)."""
+    if y is None:
+        return x
     return _expand(x, np.ndim(y) - 1 - outer, outer)
 
 
@@ -449,6 +443,14 @@ def lane_index(x, index):
     if isinstance(x, (tuple, list, dict)):
         return index
     return (slice(None),) + _as_tuple(index)
+
+
+def lane_slot(x, index):
+    """x[index] before the vmap pass's write `x[index] = value` (which aligns value with
+    it), or None for a key that dict `x` does not hold yet."""
+    if isinstance(x, dict) and index not in x:
+        return None
+    return x[index]
 
 
 def lane_getitem(x, index, outer=0):

@@ -12,7 +12,7 @@ import numpy as np
 from .adjoints import check_scalar_output, clip_share
 from .backend import array_module
 from .errors import TransformError
-from .trees import is_float_leaf
+from .trees import is_float_leaf, rebuild_like
 
 
 def cannot_batch(what, why, hint=None):
@@ -196,9 +196,9 @@ def lane_to_like(g, x, outer=0):
     k = outer + 1
     if isinstance(x, (tuple, list)):
         if isinstance(g, (tuple, list)):
-            return type(x)(g)
+            return rebuild_like(x, g)
         xp = array_module(g)
-        return type(x)(xp.moveaxis(xp.asarray(g), k, 0))
+        return rebuild_like(x, xp.moveaxis(xp.asarray(g), k, 0))
     xp = array_module(x)
     if not isinstance(g, (tuple, list)):
         return xp.asarray(g)

@@ -336,6 +336,15 @@ def tree_unstack(tree, like, axis=0):
     return [_leafwise(lambda leaf: xp.take(leaf, i, axis=axis), tree) for i in range(len(like))]
 
 
+def rebuild_like(like, items):
+    """A tuple or list (or namedtuple, such as an optimizer's state) of the type of `like`,
+    holding `items`."""
+    items = list(items)
+    if hasattr(like, "_fields"):
+        return type(like)(*items)
+    return type(like)(items)
+
+
 def tree_index(tree, i, axis=0):
     """Every leaf's slice i along `axis` (tp.lax.scan's inputs of one step)."""
     return _leafwise(lambda leaf: array_module(leaf).take(leaf, i, axis=axis), tree)

@@ -98,3 +98,92 @@ def test_training_with_grad_converges():
         state = update(i, step(get_params(state), x, y), state)
     assert loss(get_params(state), x, y) < 0.01 * first
     assert np.allclose(get_params(state)[0], true_w, atol=0.05)
+
+
+# =====================================================================================
+# The optax-style transformations (tp.optim.adam, chain, ...): optax's numbers (reference
+# values written by make_optax_reference.py), inside jit and under vmap.
+# =====================================================================================
+
+import os  # noqa: E402
+
+from make_optax_reference import STEPS, leaves, optimizers as optax_optimizers, problem, \
+    schedules as optax_schedules  # noqa: E402
+
+OPTAX = np.load(os.path.join(os.path.dirname(__file__), "data", "optax.npz"))
+NAMES = list(optax_optimizers(tp.optim))
+# optax evaluates a schedule at its int32 step count, which JAX's promotion computes in
+# float32; here it is float64: those runs agree to float32's rounding, the rest to float64's
+FLOAT32_SCHEDULED = {"adam_warmup_cosine", "adamw_scheduled_decay"}
+
+
+def _train(opt, params, grads, update):
+    state = opt.init(params)
+    path = []
+    for g in grads:
+        updates, state = update(g, state, params)
+        params = tp.optim.apply_updates(params, updates)
+        path.append(params)
+    return path, state
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_optax_style_updates_give_optax_numbers(name):
+    opt = optax_optimizers(tp.optim)[name]
+    params, grads = problem()
+    path, _ = _train(opt, params, grads, opt.update)
+    rtol = 1e-6 if name in FLOAT32_SCHEDULED else 1e-12
+    for step in range(STEPS):
+        for i, leaf in enumerate(leaves(path[step])):
+            np.testing.assert_allclose(leaf, OPTAX[f"{name}/{step}/{i}"], rtol=rtol,
+                                       atol=1e-14, err_msg=f"{name} step {step} leaf {i}")
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw_scheduled_decay", "clipped_adam", "lamb",
+                                  "sgd_nesterov", "adam_warmup_cosine"])
+def test_optax_style_updates_under_jit(name):
+    opt = optax_optimizers(tp.optim)[name]
+    params, grads = problem()
+    want, _ = _train(opt, params, grads, opt.update)
+    got, _ = _train(opt, params, grads, tp.jit(opt.update))
+    for a, b in zip(leaves(got[-1]), leaves(want[-1])):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["adam", "clipped_adam", "rmsprop_momentum", "lion"])
+def test_optax_style_updates_under_vmap(name):
+    """An ensemble of three models, each with its own parameters, gradients and state."""
+    opt = optax_optimizers(tp.optim)[name]
+    rng = np.random.default_rng()
+    members = [problem()[0] for _ in range(3)]
+    members = [tp.tree_map(lambda p: p + rng.standard_normal(p.shape), m) for m in members]
+    grads = [[tp.tree_map(lambda p: rng.standard_normal(p.shape), m) for _ in range(3)]
+             for m in members]
+    stack = lambda trees: tp.tree_map(lambda *ls: np.stack(ls), *trees)  # noqa: E731
+    params = stack(members)
+    state = stack([opt.init(m) for m in members])
+    update = tp.vmap(opt.update)
+    for step in range(3):
+        updates, state = update(stack([grads[k][step] for k in range(3)]), state, params)
+        params = tp.optim.apply_updates(params, updates)
+    for k in range(3):
+        want, _ = _train(opt, members[k], grads[k], opt.update)
+        for a, b in zip(leaves(tp.tree_map(lambda p: p[k], params)), leaves(want[-1])):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_optax_style_schedules():
+    for name, schedule in optax_schedules(tp.optim).items():
+        got = [float(schedule(c)) for c in range(16)]     # Python ints: float64 in optax
+        np.testing.assert_allclose(got, OPTAX[f"schedule/{name}"], rtol=1e-13, atol=1e-15,
+                                   err_msg=name)
+
+
+def test_optax_style_states_keep_their_names():
+    opt = tp.optim.adam(0.1)
+    params, grads = problem()
+    state = opt.init(params)
+    _, state = tp.jit(opt.update)(grads[0], state, params)
+    assert isinstance(state[0], tp.optim.ScaleByAdamState)
+    assert int(state[0].count) == 1
+    np.testing.assert_allclose(state[0].mu["w"], 0.1 * grads[0]["w"])

@@ -220,7 +220,7 @@ def _tree_map_1(f, a):
         return rt.to_like(items, a)
     if isinstance(a, dict):
         out = {}
-        for k in list(a):
+        for k in rt.dict_keys(a):
             out[k] = _tree_map_1(f, a[k])
         return out
     return f(a)
@@ -236,7 +236,7 @@ def _tree_map_2(f, a, b):
         return rt.to_like(items, a)
     if isinstance(a, dict):
         out = {}
-        for k in list(a):
+        for k in rt.dict_keys(a):
             out[k] = _tree_map_2(f, a[k], b[k])
         return out
     return f(a, b)
@@ -252,7 +252,7 @@ def _tree_map_3(f, a, b, c):
         return rt.to_like(items, a)
     if isinstance(a, dict):
         out = {}
-        for k in list(a):
+        for k in rt.dict_keys(a):
             out[k] = _tree_map_3(f, a[k], b[k], c[k])
         return out
     return f(a, b, c)

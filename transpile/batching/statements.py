@@ -655,12 +655,14 @@ class Batching(CallRules, ControlFlowRules):
         if not batched(sx):
             return [s]
         value = s.value
+        container = False
         if batched(si):
             idx = call("rt.lane_scatter_index", [index, name(self.size)])
         elif x.id in self.arrays and _simple_index(t.slice):
             idx = _lane_slice(t.slice)
         else:
             idx = call("rt.lane_index", [x, index])
+            container = True
         idx_name = None
         if not isinstance(idx, (gast.Tuple, gast.Slice, gast.Constant, gast.Name)):
             idx_name = self.namer.fresh("index")
@@ -668,8 +670,12 @@ class Batching(CallRules, ControlFlowRules):
         if idx_name:
             out.append(assign(idx_name, idx))
             idx = name(idx_name)
-        slot = gast.Subscript(value=name(x.id), slice=_copy.deepcopy(idx), ctx=gast.Load())
-        anno.set(slot, Anno.PRIM, (rules.lookup("[]"), "[]"))
+        if container:      # a dict may not hold the key yet: lane_slot gives None then
+            slot = call("rt.lane_slot", [name(x.id), _copy.deepcopy(idx)])
+        else:
+            slot = gast.Subscript(value=name(x.id), slice=_copy.deepcopy(idx),
+                                  ctx=gast.Load())
+            anno.set(slot, Anno.PRIM, (rules.lookup("[]"), "[]"))
         if batched(sv):
             value = call("rt.align_lanes", [value, slot])
         if self.mask is not None:      # only the examples on this path write

@@ -15,18 +15,17 @@ with its import changed), stax's quirks included: Dropout's `rate` is the probab
 *keeping* a unit. Added here: LayerNorm, Embedding and Conv1D.
 
 The combinators (`serial`, `parallel`) and `elementwise` write their apply function as
-source (a short Python function calling each layer by name), registered with linecache:
-transformations read it like any other function, and `inspect.getsource` shows it.
+source, a short Python function calling each layer by name (transpile/codegen.py), which
+transformations read like any other function.
 """
 import functools
-import itertools
-import linecache
 import math
 
 import numpy as np
 
 import runtime as rt
 from runtime import random
+from ..codegen import function_from_source
 from . import functions as F
 from .initializers import glorot_normal, normal, ones, zeros
 
@@ -35,19 +34,6 @@ __all__ = ["Dense", "GeneralConv", "Conv", "Conv1D", "BatchNorm", "LayerNorm", "
            "Sigmoid", "Elu", "LeakyRelu", "Selu", "Gelu", "MaxPool", "SumPool", "AvgPool",
            "Flatten", "Identity", "FanOut", "FanInSum", "FanInConcat", "Dropout", "serial",
            "parallel"]
-
-_source_ids = itertools.count()
-
-
-def _function_from_source(name, source, namespace):
-    """Compile `source` (one def of `name`) with `namespace` as its globals; the source is
-    registered with linecache so that it can be read back (transformations parse it)."""
-    filename = f"<tp.nn.{name}-{next(_source_ids)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = {"np": np, "rt": rt, **namespace}
-    exec(compile(source, filename, "exec"), scope)
-    return scope[name]
-
 
 # ---------------------------------------------------------------- parameterized layers
 
@@ -181,7 +167,7 @@ def Embedding(vocab_size, features, W_init=normal(1.0)):
 def elementwise(fun, **fun_kwargs):
     """A layer applying `fun(inputs, **fun_kwargs)`, with no parameters."""
     keywords = "".join(f", {k}=option_{k}" for k in fun_kwargs)
-    apply_fun = _function_from_source("elementwise_apply", (
+    apply_fun = function_from_source("elementwise_apply", (
         "def elementwise_apply(params, inputs, rng=None):\n"
         f"    return fun(inputs{keywords})\n"),
         {"fun": fun, **{f"option_{k}": v for k, v in fun_kwargs.items()}})
@@ -334,7 +320,7 @@ def serial(*layers):
     source = ("def serial_apply(params, inputs, rng=None):\n"
               "    if rng is None:\n" + plain + "        return inputs\n"
               f"    rngs = random.split(rng, {n})\n" + keyed + "    return inputs\n")
-    apply_fun = _function_from_source(
+    apply_fun = function_from_source(
         "serial_apply", source, {"random": random,
                                  **{f"layer_{i}": f for i, f in enumerate(apply_funs)}})
     return init_fun, apply_fun
@@ -358,7 +344,7 @@ def parallel(*layers):
               f"        return [{plain}]\n"
               f"    rngs = random.split(rng, {n})\n"
               f"    return [{keyed}]\n")
-    apply_fun = _function_from_source(
+    apply_fun = function_from_source(
         "parallel_apply", source, {"random": random,
                                    **{f"layer_{i}": f for i, f in enumerate(apply_funs)}})
     return init_fun, apply_fun

@@ -8,7 +8,7 @@ from .core import register_container as _register_container
 import runtime as rt  # noqa: F401
 
 
-@rev("[]", "rt.getitem", view=True)
+@rev("[]", "rt.getitem", "rt.lane_slot", view=True)
 def getitem(dout, out, x, idx):
     dx = rt.index_add(dx, x, idx, dout)
 
@@ -18,7 +18,12 @@ def getitem_fwd(out, x, idx):
     dout = rt.getitem(dx, idx)
 
 
-@batch("[]", "rt.getitem")
+@fwd("rt.lane_slot")
+def lane_slot_fwd(out, x, idx):
+    dout = rt.lane_slot(dx, idx)
+
+
+@batch("[]", "rt.getitem", "rt.lane_slot")
 def getitem_batch(x, idx):
     if idx_batched:
         out = rt.lane_gather(x, idx, x_batched)
