@@ -866,9 +866,16 @@ def closure_values(fn):
 
 
 def lifted_closure_names(fn):
-    """Free variables passed as extra parameters: data, not functions or modules."""
+    """Free variables passed as extra parameters: data, not functions or modules, nor
+    tuples holding functions (an optimizer's (init, update), a layer's pair), whose
+    functions transformed code calls as it calls any function it knows."""
     return [name for name, value in closure_values(fn).items()
-            if not (callable(value) or inspect.ismodule(value))]
+            if not (callable(value) or inspect.ismodule(value) or _holds_functions(value))]
+
+
+def _holds_functions(value):
+    return isinstance(value, tuple) and any(callable(v) and not isinstance(v, type)
+                                            for v in value)
 
 
 def defaults_of(fn):
