@@ -26,6 +26,13 @@ def unbroadcast(g, x):
             return zeros_like(x)
         if type(x) is float and getattr(g, "ndim", 0) == 0:
             return g
+        if isinstance(x, (tuple, list)) and isinstance(g, (tuple, list)) and \
+                len(g) != len(x):
+            raise TransformError(
+                f"`+` joined a sequence of {len(x)} items to another here, which was taken "
+                "for an array sum while transforming, so its derivative cannot be split.\n"
+                "  hint: bind the sequence with a list or tuple display first (`out = []` "
+                "... `out = out + more`), or write list(a) + list(b).")
         if isinstance(x, (tuple, list, dict)):
             return g        # a container stored whole (`d[k] = (w, b)`): nothing broadcast
     shape = np.shape(x)
@@ -38,6 +45,13 @@ def unbroadcast(g, x):
         lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
     g = xp.sum(g, axis=axes, keepdims=False) if axes else g
     return xp.reshape(g, shape) if np.shape(g) != shape else g
+
+
+def shape_or_none(x):
+    """np.shape(x), or None for a tuple, list or dict (see lane_unbroadcast)."""
+    if isinstance(x, (tuple, list, dict)):
+        return None
+    return np.shape(x)
 
 
 def unbroadcast_to(g, shape):

@@ -25,7 +25,10 @@ def cannot_batch(what, why, hint=None):
 
 
 def example_shape(x, outer=0):
-    """The shape of one example of batched `x` (its axes after the batch axis)."""
+    """The shape of one example of batched `x` (its axes after the batch axis); None for a
+    tuple, list or dict (a container stored whole, which rt.unbroadcast leaves alone)."""
+    if isinstance(x, (tuple, list, dict)):
+        return None
     return tuple(np.shape(x)[outer + 1:])
 
 
@@ -40,7 +43,10 @@ def lane_seed(out, where, outer=0):
 
 def lane_unbroadcast(g, shape, outer=0):
     """rt.unbroadcast per example: each example of `g` summed over the axes that
-    broadcasting added to an example of shape `shape`."""
+    broadcasting added to an example of shape `shape` (None: g is the adjoint of a
+    container, left as it is)."""
+    if shape is None:
+        return g
     return _unbroadcast_lanes(g, outer + 1, shape)
 
 

@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from .backend import array_module
-from .errors import located
+from .errors import TransformError, located
 
 
 def is_container(x):
@@ -334,6 +334,36 @@ def tree_unstack(tree, like, axis=0):
     """The adjoint of `tree_stack`: a list (as long as `like`) of the slices of each leaf."""
     xp = array_module(*[leaf for leaf in tree_leaves(tree) if leaf is not None])
     return [_leafwise(lambda leaf: xp.take(leaf, i, axis=axis), tree) for i in range(len(like))]
+
+
+def sorted_keys(d):
+    """The keys of dict `d` in the order JAX's pytrees give its children (sorted)."""
+    return sorted(d, key=lambda k: ("", k) if isinstance(k, (int, float)) else
+                  (type(k).__name__, k))
+
+
+def tree_skeleton(structure):
+    """What transformed code rebuilds a pytree from (tp.tree_unflatten): a tree (its leaves
+    are not read), or, for a structure made in plain code (tp.tree_util.PyTreeDef), the nest
+    of containers it describes with 0 for each leaf."""
+    if not all(hasattr(structure, a) for a in ("kind", "aux", "children", "num_leaves")):
+        return structure
+    kind = structure.kind
+    children = [tree_skeleton(c) for c in structure.children]
+    if isinstance(kind, str) and kind == "leaf":
+        return 0
+    if kind is None:
+        return None
+    if kind is dict:
+        return dict(zip(structure.aux, children))
+    if kind is tuple or kind is list:
+        return kind(children)
+    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return kind(*children)
+    raise TransformError(f"a pytree with nodes of the registered class "
+                         f"{getattr(kind, '__name__', kind)} cannot be rebuilt in transformed "
+                         "code (only tuples, lists, dicts, namedtuples and None can).\n  "
+                         "hint: unflatten it outside the transformed function.")
 
 
 def rebuild_like(like, items):

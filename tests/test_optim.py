@@ -187,3 +187,40 @@ def test_optax_style_states_keep_their_names():
     assert isinstance(state[0], tp.optim.ScaleByAdamState)
     assert int(state[0].count) == 1
     np.testing.assert_allclose(state[0].mu["w"], 0.1 * grads[0]["w"])
+
+
+def test_a_jitted_step_reads_its_optimizer_from_a_closure():
+    """The optimizer, a tuple of functions held by a closure, is read while transforming
+    (not passed as data), so its update is compiled into the step."""
+    def make_step(opt):
+        @tp.jit
+        def step(params, state, grads):
+            updates, state = opt.update(grads, state, params)
+            return tp.optim.apply_updates(params, updates), state
+        return step
+    opt = tp.optim.adam(0.1)
+    params, grads = problem()
+    want, _ = _train(opt, params, grads[:2], opt.update)
+    step = make_step(opt)
+    state = opt.init(params)
+    for g in grads[:2]:
+        params, state = step(params, state, g)
+    for a, b in zip(leaves(params), leaves(want[-1])):
+        np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(LEAF_STATES))
+def test_example_libraries_updates_under_jit(name):
+    """opt_update and get_params inside tp.jit (as JAX's examples call them) give the plain
+    call's numbers and state."""
+    maker = getattr(optimizers, name)
+    init, update, get_params = maker(0.05, 0.9) if name in ("momentum", "nesterov") else \
+        maker(0.05)
+    params, grads = problem()
+    plain, jitted = init(params), init(params)
+    step, read = tp.jit(update), tp.jit(get_params)
+    for i, g in enumerate(grads[:3]):
+        plain, jitted = update(i, g, plain), step(i, g, jitted)
+    assert isinstance(jitted, optimizers.OptimizerState)
+    for a, b in zip(leaves(read(jitted)), leaves(get_params(plain))):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)

@@ -99,3 +99,67 @@ def test_tree_map_in_transformed_code():
     jitted = tp.jit(sgd_loss)
     for _ in range(3):
         assert np.allclose(jitted(params, x), sgd_loss(params, x))
+
+
+# ---------------------------------------------------------------- flatten in transformed code
+
+def _clip_by_norm(params, limit):
+    """What DP-SGD does to each example's gradient: flatten, scale, unflatten."""
+    leaves, treedef = tp.tree_flatten(params)
+    norm = np.sqrt(sum([np.sum(leaf * leaf) for leaf in leaves]))
+    scaled = [leaf * (limit / np.maximum(norm, limit)) for leaf in leaves]
+    return tp.tree_unflatten(treedef, scaled)
+
+
+def _loss(params, x):
+    p = _clip_by_norm(params, 1.5)
+    return np.sum(np.sin(p["w"] @ x)) + np.sum(p["b"][0] ** 2) + np.sum(p["b"][1] * x[:2])
+
+
+def _params(rng):
+    return {"w": rng.standard_normal((3, 4)),
+            "b": (rng.standard_normal(3), rng.standard_normal(2))}
+
+
+def test_flatten_and_unflatten_under_grad_jit_and_vmap():
+    rng = np.random.default_rng()
+    params, x = _params(rng), rng.standard_normal(4)
+    check_grads(_loss, (params, x), order=1, modes=("rev", "fwd"))
+    assert np.isclose(tp.jit(_loss)(params, x), _loss(params, x), rtol=1e-13)
+    xs = rng.standard_normal((5, 4))
+    per_example = tp.vmap(tp.grad(_loss), in_axes=(None, 0))(params, xs)
+    for i in range(5):
+        want = tp.grad(_loss)(params, xs[i])
+        for a, b in zip(tp.tree_leaves(per_example), tp.tree_leaves(want)):
+            np.testing.assert_allclose(a[i], b, rtol=1e-10, atol=1e-12)
+    clipped = tp.vmap(_clip_by_norm, in_axes=(0, None))(
+        tp.tree_map(lambda p: np.stack([p, 3 * p]), params), 1.5)
+    for i, factor in enumerate((1.0, 3.0)):
+        want = _clip_by_norm(tp.tree_map(lambda p: factor * p, params), 1.5)
+        for a, b in zip(tp.tree_leaves(clipped), tp.tree_leaves(want)):
+            np.testing.assert_allclose(a[i], b, rtol=1e-12)
+
+
+def test_a_structure_made_in_plain_code_is_used_in_transformed_code():
+    rng = np.random.default_rng()
+    params = _params(rng)
+    treedef = tp.tree_structure(params)
+
+    def rebuild(leaves):
+        return tp.tree_unflatten(treedef, [2.0 * leaf for leaf in leaves])
+    got = tp.jit(rebuild)(tp.tree_leaves(params))
+    assert tp.tree_structure(got) == treedef
+    for a, b in zip(tp.tree_leaves(got), tp.tree_leaves(params)):
+        np.testing.assert_array_equal(a, 2.0 * b)
+
+    @dataclasses.dataclass
+    class Pair:
+        a: np.ndarray
+        b: np.ndarray
+    tu.register_dataclass(Pair)
+    pair_def = tp.tree_structure(Pair(np.ones(2), np.ones(2)))
+
+    def rebuild_pair(leaves):
+        return tp.tree_unflatten(pair_def, leaves)
+    with pytest.raises(tp.TransformError, match="registered class Pair"):
+        tp.jit(rebuild_pair)([np.ones(2), np.ones(2)])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import transpile as tp
+from transpile.errors import TransformError
 from transpile.test_util import check_grads
 
 
@@ -866,3 +867,82 @@ def test_a_loop_over_a_dict_is_refused_not_walked_by_index():
 
     assert tp.grad(g)(2.0, d) == 1.0
     assert np.allclose(tp.vmap(g, in_axes=(0, None))(np.array([2.0, 3.0]), d), [32.0, 33.0])
+
+
+# ---------------------------------------------------------------- globals rebound
+# Generated code was cached by the function's code object, so a function defined again
+# with the same code (a `def` in a loop, a notebook cell run again) reused code made with
+# the global functions of the first definition: the second gradient below was 2, not 3.
+# The globals a program was generated from are now checked before its code is reused.
+
+def _double(x):
+    return 2.0 * x
+
+
+def _triple(x):
+    return 3.0 * x
+
+
+_scale = _double
+
+
+def test_a_function_defined_again_sees_the_globals_it_calls_now():
+    global _scale
+    got = []
+    try:
+        for helper in (_double, _triple, _double):
+            _scale = helper
+
+            def f(x):
+                return np.sum(_scale(x))
+            got.append(tp.grad(f)(np.ones(3))[0])
+            got.append(tp.jit(f)(np.ones(3)))
+    finally:
+        _scale = _double
+    assert got == [2.0, 6.0, 3.0, 9.0, 2.0, 6.0]
+
+
+# ---------------------------------------------------------------- `+` on lists
+# `a + b` on lists whose type the front end could not see (names, results of calls) was
+# differentiated as an array sum: the adjoint of the joined list went whole to each part.
+# Names bound only to lists are now known to be lists; where the types stay unknown (two
+# parameters), the derivative refuses instead of splitting the adjoint wrongly.
+
+def _pair(y):
+    return [y, 2.0 * y]
+
+
+def test_joining_lists_held_in_names_is_differentiated_as_joining():
+    def f(x, y):
+        parts = [x]
+        parts = parts + _pair(y)
+        total = 0.0
+        for p in parts:
+            total = total + np.sum(p * p)
+        return total
+    x, y = np.random.randn(3), np.random.randn(3)
+    check_grads(f, (x, y), order=1, modes=("rev", "fwd"))
+    gx, gy = tp.grad(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * x)
+    np.testing.assert_allclose(gy, 10 * y)
+
+
+def test_joining_lists_of_unknown_type_refuses():
+    def f(a, b):
+        joined = a + b
+        return np.sum(joined[0]) + 3.0 * np.sum(joined[2])
+    a, b = [np.random.randn(2)], [np.random.randn(2), np.random.randn(2)]
+    with pytest.raises(TransformError, match="joined a sequence"):
+        tp.grad(f)(a, b)
+
+
+def test_a_list_joined_in_a_loop():
+    """`out = out + [v]` in a loop: the aliasing check took the new list for the previous
+    trip's and refused."""
+    def f(x):
+        out = []
+        for i in range(3):
+            out = out + [x * (i + 1.0)]
+        return np.sum(out[0]) + np.sum(out[2] * out[1])
+    x = np.random.randn(4)
+    check_grads(f, (x,), order=2, modes=("rev", "fwd"))

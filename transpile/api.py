@@ -135,6 +135,8 @@ class Transformed:
     def generated(self):
         if self._generated is None:
             gen = _CACHE.get(self.key)
+            if gen is not None and not gen.globals_unchanged():
+                gen = None                 # made with globals that have been rebound since
             if gen is None:
                 if self.key in _IN_PROGRESS:
                     raise TransformError(

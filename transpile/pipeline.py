@@ -42,8 +42,20 @@ def _located_call(entry):
     return call
 
 
+_UNBOUND = object()
+
+
 class Generated:
     """The compiled result of one transformation: text, entry function(s), calling glue."""
+
+    global_reads = ()
+
+    def globals_unchanged(self):
+        """Whether every global name the code was generated from still names the same
+        object: a function defined again with the same code (a `def` in a loop, a cell run
+        again) may call other global functions than the code was made with."""
+        return all(scope.get(name, _UNBOUND) is value
+                   for scope, name, value in self.global_reads)
 
     def __init__(self, text, env, entry, kind, options, nprefix, nuser, extra=None):
         self.text = text
@@ -318,6 +330,7 @@ class Build:
         gen.namespace = dict(program.namespace)
         gen.entry_name = entry.name
         gen.functions = functions        # the emitted definitions (jit specializes them)
+        gen.global_reads = list(program.global_reads.values())
         return gen
 
 

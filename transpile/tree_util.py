@@ -7,9 +7,11 @@ and dicts; these functions are for the code around it (optimizer updates, parame
 initialization, reading structures).
 
 In transformed code (`tp.jit(update)`, a loss under `tp.grad`), `tree_map` with one to
-three trees of tuples, lists, dicts, namedtuples and None is the plain Python below
-(`_tree_map_1` ...), which transformations read like any code; classes registered here and
-`is_leaf` are handled in plain code only.
+three trees, and `tree_flatten`, `tree_leaves`, `tree_structure` and `tree_unflatten`, of
+tuples, lists, dicts, namedtuples and None, are the plain Python below (`_tree_map_1`,
+`_leaves`, ...), which transformations read like any code; classes registered here and
+`is_leaf` are handled in plain code only. There a structure is the tree itself (its leaves
+are not read again); `tree_unflatten` also takes a PyTreeDef made in plain code.
 """
 import dataclasses
 
@@ -105,13 +107,11 @@ def _node(x):
     if t is tuple or t is list:
         return t, None, list(x)
     if t is dict or isinstance(x, dict):
-        keys = sorted(x, key=_sort_key)      # JAX orders a dict's children by key
+        keys = rt.sorted_keys(x)      # JAX orders a dict's children by key
         return dict, tuple(keys), [x[k] for k in keys]
     return "leaf", None, ()
 
 
-def _sort_key(k):
-    return (type(k).__name__, k) if not isinstance(k, (int, float)) else ("", k)
 
 
 def _build(kind, aux, children):
@@ -265,3 +265,90 @@ def _tree_map_variant(n_positional, keywords):
 
 
 tree_map.__transpile_variant__ = _tree_map_variant
+
+
+def _leaves(tree):
+    """The leaves of a nest of tuples, lists, dicts (by key) and None, left to right."""
+    if tree is None:
+        return []
+    if isinstance(tree, (tuple, list)):
+        out = []
+        for i in range(len(tree)):
+            out = out + _leaves(tree[i])
+        return out
+    if isinstance(tree, dict):
+        out = []
+        for k in rt.sorted_keys(tree):
+            out = out + _leaves(tree[k])
+        return out
+    return [tree]
+
+
+def _count(like):
+    """The number of leaves of a nest of tuples, lists, dicts and None."""
+    if like is None:
+        return 0
+    if isinstance(like, (tuple, list)):
+        n = 0
+        for j in range(len(like)):
+            n = n + _count(like[j])
+        return n
+    if isinstance(like, dict):
+        n = 0
+        for k in rt.sorted_keys(like):
+            n = n + _count(like[k])
+        return n
+    return 1
+
+
+def _rebuild(like, leaves):
+    """The tree shaped like `like` holding `leaves` (as many as it has). Each child takes
+    the slice of leaves its count says: counts depend on the structure only, the same in
+    every example under vmap."""
+    if like is None:
+        return None
+    if isinstance(like, (tuple, list)):
+        items = []
+        start = 0
+        for j in range(len(like)):
+            n = _count(like[j])
+            items.append(_rebuild(like[j], leaves[start:start + n]))
+            start = start + n
+        return rt.to_like(items, like)
+    if isinstance(like, dict):
+        out = {}
+        start = 0
+        for k in rt.sorted_keys(like):
+            n = _count(like[k])
+            out[k] = _rebuild(like[k], leaves[start:start + n])
+            start = start + n
+        return out
+    return leaves[0]
+
+
+def _tree_flatten_1(tree):
+    return _leaves(tree), tree
+
+
+def _tree_structure_1(tree):
+    return tree
+
+
+def _tree_unflatten_2(treedef, leaves):
+    like = rt.tree_skeleton(treedef)
+    assert _count(like) == len(leaves), "tree_unflatten: the number of leaves does not match"
+    return _rebuild(like, leaves)
+
+
+def _one_tree(fixed):
+    def variant(n_positional, keywords):
+        return fixed if n_positional == 1 and not keywords else None
+    return variant
+
+
+tree_flatten.__transpile_variant__ = _one_tree(_tree_flatten_1)
+tree_leaves.__transpile_variant__ = _one_tree(_leaves)
+tree_structure.__transpile_variant__ = _one_tree(_tree_structure_1)
+tree_unflatten.__transpile_variant__ = \
+    lambda n_positional, keywords: _tree_unflatten_2 if n_positional == 2 and not keywords \
+    else None

@@ -742,7 +742,7 @@ SEQUENCE_POSITION = {**{s: 0 for s in SEQUENCE_ARGS - {"np.array", "np.asarray",
 # Runtime helpers of derivative code read their arguments as arrays (np.shape(x),
 # np.asarray(x)), as the numpy function they stand for did, except these, which take
 # containers (adjoints of tuples and lists, pytrees) as they are.
-RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.basis_like", "rt.cast_like", "rt.filled",
+RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", "rt.cast_like", "rt.filled",
                      "rt.getitem", "rt.index_add", "rt.index_add_into", "rt.index_clear",
                      "rt.index_update", "rt.jacobian_shape", "rt.part", "rt.seed",
                      "rt.sum_adj", "rt.sum_adj_t", "rt.to_like", "rt.to_list", "rt.to_tuple",

@@ -189,11 +189,23 @@ class _Facts:
         self.before = {}
 
 
+def _age(state, s):
+    """Statement `s` makes a new object (a display, np.zeros): in a loop, the names that
+    still refer to the one it made on an earlier trip now refer to ("old", id(s)), so a
+    write into the new one is not taken to reach them (the recency abstraction; without
+    it `out = out + [x]` in a loop looked like writing into the previous trip's list)."""
+    new, old = ("site", id(s)), ("old", id(s))
+    for name, (obj, held) in list(state.items()):
+        if new in obj or new in held:
+            state[name] = (frozenset(old if r == new else r for r in obj),
+                           frozenset(old if r == new else r for r in held))
+
+
 class _MemoryFacts(_Facts):
     """name -> (the objects it may be or view, the objects it may hold as a container).
 
-    Objects are roots: ("param", p), ("global", g) or ("site", id of the statement that
-    made it)."""
+    Objects are roots: ("param", p), ("global", g), ("site", id of the statement that
+    made it) or ("old", that id) for what it made on an earlier trip through a loop."""
 
     def __init__(self, params, lists, summaries):
         super().__init__()
@@ -204,7 +216,8 @@ class _MemoryFacts(_Facts):
         self.site_elements = {}   # id(statement making a tuple) -> facts of its elements
 
     def kind_of(self, root):
-        return self.site_kind.get(root[1], "unknown") if root[0] == "site" else "unknown"
+        return self.site_kind.get(root[1], "unknown") if root[0] in ("site", "old") \
+            else "unknown"
 
     def join(self, a, b):
         out = dict(a)
@@ -295,6 +308,7 @@ class _MemoryFacts(_Facts):
                 base = _base(value)
                 state[name] = self.of(state, base) if base else (site, frozenset())
             elif prim is not None and prim.container:   # holds its elements
+                _age(state, s)
                 self.site_kind[id(s)] = "tuple" if spelling == "tuple" else "list"
                 if spelling == "tuple" and isinstance(value, gast.Tuple):
                     self.site_elements[id(s)] = [
@@ -307,6 +321,7 @@ class _MemoryFacts(_Facts):
                 state[name] = (site, held)
             else:
                 if spelling in _NEW_ARRAY_CALLS:
+                    _age(state, s)
                     self.site_kind[id(s)] = "array"
                 elif spelling in _NUMBER_CALLS and not value.keywords or \
                         isinstance(value, (gast.BinOp, gast.UnaryOp)) and all(

@@ -95,6 +95,7 @@ class Normalizer(CallNormalizer):
         self.params = set(params)
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.appended = _appended_names(fdef)
+        self.sequences = _sequence_names(fdef, params)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
         scope = (self.namer, self.locals)
         self.program.open_scopes.append(scope)
@@ -279,7 +280,7 @@ class Normalizer(CallNormalizer):
         op = binop_spelling(node.op)
         stmts = []
         if isinstance(target, gast.Name):
-            if _sequence_kind(node.value) is not None:    # xs += [v]: list extension
+            if _sequence_kind(node.value, self.sequences) is not None:   # xs += [v]
                 value = self.expr_BinOp(gast.copy_location(gast.BinOp(
                     left=_name(target.id), op=node.op, right=node.value), node), stmts)
             else:
@@ -538,7 +539,9 @@ class Normalizer(CallNormalizer):
         if name in self.closure:
             return Static(self.closure[name])
         if name in self.globals:
-            return Static(self.globals[name])
+            value = self.globals[name]
+            self.program.global_reads[(id(self.globals), name)] = (self.globals, name, value)
+            return Static(value)
         if hasattr(builtins, name):
             return Static(getattr(builtins, name))
         raise self.error(node, f"name '{name}' is not defined.")
@@ -575,7 +578,7 @@ class Normalizer(CallNormalizer):
                          "supported array attributes: " + ", ".join(sorted(ARRAY_ATTRS)))
 
     def expr_BinOp(self, node, stmts, hint=None):
-        kind = _sequence_kind(node)
+        kind = _sequence_kind(node, self.sequences)
         if kind is not None:
             return self._sequence_op(node, kind, stmts, hint)
         left = self.atom(node.left, stmts)
@@ -717,7 +720,8 @@ class Normalizer(CallNormalizer):
             parts = gast.Tuple(elts=[node.left, node.right], ctx=gast.Load())
             generators = [loop(part, parts), loop(item, load(part))]
         else:                                  # the sequence, `count` times over
-            seq, count = (node.left, node.right) if _sequence_kind(node.left) else \
+            seq, count = (node.left, node.right) \
+                if _sequence_kind(node.left, self.sequences) else \
                 (node.right, node.left)
             times = gast.Call(func=load("range"), args=[count], keywords=[])
             generators = [loop(self.namer.fresh("_"), times), loop(item, seq)]
@@ -781,9 +785,12 @@ _EXPR_HINTS = {
 }
 
 
-def _sequence_kind(node):
+def _sequence_kind(node, names=None):
     """"tuple" or "list" when `node` is `+` or `*` on a tuple or list written as one (a display,
-    a comprehension, `tuple(...)`/`list(...)`, or such a sum), else None (an array operation)."""
+    a comprehension, `tuple(...)`/`list(...)`, or such a sum) or on a name of `names` (local
+    names bound only to such values: name -> kind), else None (an array operation)."""
+    if isinstance(node, gast.Name):
+        return (names or {}).get(node.id)
     if isinstance(node, gast.Tuple):
         return "tuple"
     if isinstance(node, (gast.List, gast.ListComp)):
@@ -791,11 +798,61 @@ def _sequence_kind(node):
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and \
             node.func.id in ("tuple", "list") and len(node.args) <= 1:
         return node.func.id
-    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
-        return _sequence_kind(node.left) or _sequence_kind(node.right)
-    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Mult):
-        return _sequence_kind(node.left) or _sequence_kind(node.right)
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mult)):
+        return _sequence_kind(node.left, names) or _sequence_kind(node.right, names)
     return None
+
+
+def _sequence_names(fdef, params):
+    """Local names that every assignment binds to a tuple or list written as one, or to a
+    sum of such values and such names (`out = []` ... `out = out + part(x)`): `+` on them
+    joins sequences, whatever the other operand. Name -> "tuple" or "list"."""
+    values = {p: [None] for p in params}      # None: a binding of unknown type
+    for node in _own_nodes(fdef.body):
+        if isinstance(node, gast.Assign):
+            for t in node.targets:
+                if isinstance(t, gast.Name):
+                    values.setdefault(t.id, []).append(node.value)
+                else:
+                    for n in gast.walk(t):
+                        if isinstance(n, gast.Name):
+                            values.setdefault(n.id, []).append(None)
+        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            values.setdefault(node.target.id, []).append(
+                gast.BinOp(left=node.target, op=node.op, right=node.value))
+        elif isinstance(node, (gast.For, gast.comprehension, gast.AnnAssign, gast.NamedExpr,
+                               gast.withitem)):
+            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+            for n in gast.walk(target) if target is not None else ():
+                if isinstance(n, gast.Name):
+                    values.setdefault(n.id, []).append(None)
+    candidates = {n for n, vs in values.items() if all(v is not None for v in vs)}
+    while True:         # the largest set whose values are all sequences, given the set
+        assumed = dict.fromkeys(candidates, "list")
+        dropped = {n for n in candidates
+                   if any(_sequence_kind(v, assumed) is None for v in values[n])}
+        if not dropped:
+            break
+        candidates -= dropped
+    kinds = {}
+    for _ in range(len(candidates) + 1):     # each name's kind, from the displays it joins
+        for n in candidates:
+            for v in values[n]:
+                kind = _sequence_kind(v, kinds)
+                if kind is not None:
+                    kinds[n] = kind
+    return kinds
+
+
+def _own_nodes(body):
+    """The nodes of a function body, not those of the functions and lambdas it defines."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            continue
+        stack.extend(gast.iter_child_nodes(node))
 
 
 def _temp_name(value):

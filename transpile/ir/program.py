@@ -37,6 +37,9 @@ class Program:
         self.open_scopes = []
         self.in_progress = set()
         self.custom = {}              # IR name -> custom_vjp / custom_jvp object
+        # (id of a module's globals, name) -> (those globals, name, the object it named):
+        # the globals the code was generated with, checked again before it is reused
+        self.global_reads = {}
 
     def constant(self, obj, hint):
         """A name under which generated code can refer to the non-literal object `obj`."""

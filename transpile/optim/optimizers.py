@@ -14,6 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
+import runtime as rt
 from ..tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 __all__ = ["Optimizer", "OptimizerState", "optimizer", "sgd", "momentum", "nesterov",
@@ -36,16 +37,19 @@ def optimizer(opt_maker):
             leaves, tree_def = tree_flatten(params)
             return OptimizerState([init(np.asarray(x)) for x in leaves], tree_def)
 
+        # update and get_params are transformable (a jitted training step calls them):
+        # the state is unpacked, not read by field name, and rebuilt with rt.to_like
         def tree_update(i, grads, state):
-            grad_leaves, grad_def = tree_flatten(grads)
-            if grad_def != state.tree_def:
-                raise ValueError(f"optimizer update: gradient structure {grad_def} differs "
-                                 f"from the parameters' {state.tree_def}")
-            return OptimizerState([update(i, g, s) for g, s in
-                                   zip(grad_leaves, state.leaf_states)], state.tree_def)
+            leaf_states, tree_def = state
+            grad_leaves = tree_leaves(grads)
+            assert len(grad_leaves) == len(leaf_states), \
+                "optimizer update: the gradients do not have the parameters' structure"
+            new_states = [update(i, g, s) for g, s in zip(grad_leaves, leaf_states)]
+            return rt.to_like([new_states, tree_def], state)
 
         def tree_get_params(state):
-            return tree_unflatten(state.tree_def, [get_params(s) for s in state.leaf_states])
+            leaf_states, tree_def = state
+            return tree_unflatten(tree_def, [get_params(s) for s in leaf_states])
 
         return Optimizer(tree_init, tree_update, tree_get_params)
     return tree_opt_maker

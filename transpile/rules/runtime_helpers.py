@@ -109,6 +109,9 @@ def tree_unstack_batch(tree, like, axis=0):
 
 # stop_gradient: its result carries no derivative (nondiff), in both modes and at every order.
 nondiff("rt.stop_gradient", view=True)
+# a pytree's structure, for tp.tree_unflatten in transformed code: the same in every example
+nondiff("rt.tree_skeleton", "rt.sorted_keys")
+batch_same("rt.tree_skeleton", "rt.sorted_keys", out_batched=False)
 batch_same("rt.stop_gradient")
 
 
@@ -227,9 +230,17 @@ def unbroadcast_batch(g, x):
         if x_batched:
             out = rt.lane_unbroadcast(g, rt.example_shape(x))
         else:
-            out = rt.lane_unbroadcast(g, np.shape(x))
+            out = rt.lane_unbroadcast(g, rt.shape_or_none(x))
     else:
         out = rt.lane_unbroadcast(rt.broadcast_batch(g, batch_size), rt.example_shape(x))
+
+
+nondiff("rt.shape_or_none")
+
+
+@batch("rt.shape_or_none", out_batched=False)
+def shape_or_none_batch(x):
+    out = rt.example_shape(x)
 
 
 @fwd("np.broadcast_to")
