@@ -343,11 +343,12 @@ def sorted_keys(d):
 
 
 def tree_skeleton(structure):
-    """What transformed code rebuilds a pytree from (tp.tree_unflatten): a tree (its leaves
-    are not read), or, for a structure made in plain code (tp.tree_util.PyTreeDef), the nest
-    of containers it describes with 0 for each leaf."""
+    """What transformed code rebuilds a pytree from (tp.tree_unflatten): the nest of
+    containers of a tree (the structure transformed code carries) or of a structure made in
+    plain code (tp.tree_util.PyTreeDef), with 0 for each leaf: small, and the same in every
+    example under vmap."""
     if not all(hasattr(structure, a) for a in ("kind", "aux", "children", "num_leaves")):
-        return structure
+        return _skeleton_of_tree(structure)
     kind = structure.kind
     children = [tree_skeleton(c) for c in structure.children]
     if isinstance(kind, str) and kind == "leaf":
@@ -364,6 +365,16 @@ def tree_skeleton(structure):
                          f"{getattr(kind, '__name__', kind)} cannot be rebuilt in transformed "
                          "code (only tuples, lists, dicts, namedtuples and None can).\n  "
                          "hint: unflatten it outside the transformed function.")
+
+
+def _skeleton_of_tree(tree):
+    if tree is None:
+        return None
+    if isinstance(tree, dict):
+        return {k: _skeleton_of_tree(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return rebuild_like(tree, [_skeleton_of_tree(v) for v in tree])
+    return 0
 
 
 def rebuild_like(like, items):

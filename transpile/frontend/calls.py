@@ -330,13 +330,13 @@ class CallNormalizer:
         A nested g is compiled from its lifted IR (free variables become trailing
         parameters, passed at each call), so an outer transformation sees how the inner
         result depends on them: no perturbation confusion."""
-        if not node.args or any(not isinstance(a, gast.Constant) for a in node.args[1:]) or \
-                any(not isinstance(k.value, (gast.Constant, gast.Tuple)) for k in node.keywords):
+        if not node.args or any(not _is_literal(a) for a in node.args[1:]) or \
+                any(not _is_literal(k.value) for k in node.keywords):
             raise self.error(node, f"{transform.__name__}() inside transformed code needs a "
                              "function and constant options.",
                              f"write {transform.__name__}(f, argnums=0) with literal options.")
         options = {k.arg: _literal(k.value) for k in node.keywords}
-        extra = [a.value for a in node.args[1:]]
+        extra = [_literal(a) for a in node.args[1:]]     # vmap(f, (None, 0)): in_axes
         fn = node.args[0]
         if isinstance(fn, gast.Lambda):          # tp.vmap(lambda r: ...)
             target = self.expr_Lambda(fn, [])
@@ -457,6 +457,13 @@ def _is_function(value):
     """A function passed as a value (not a class, module or array)."""
     return callable(value) and not isinstance(value, type) and not inspect.ismodule(value) \
         and not hasattr(value, "dtype") and not hasattr(value, "__array__")
+
+
+def _is_literal(node):
+    """A constant, or a tuple of literals (in_axes such as (None, 0))."""
+    if isinstance(node, gast.Tuple):
+        return all(_is_literal(e) for e in node.elts)
+    return isinstance(node, gast.Constant)
 
 
 def _literal(node):
