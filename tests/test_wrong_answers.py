@@ -905,8 +905,9 @@ def test_a_function_defined_again_sees_the_globals_it_calls_now():
 # ---------------------------------------------------------------- `+` on lists
 # `a + b` on lists whose type the front end could not see (names, results of calls) was
 # differentiated as an array sum: the adjoint of the joined list went whole to each part.
-# Names bound only to lists are now known to be lists; where the types stay unknown (two
-# parameters), the derivative refuses instead of splitting the adjoint wrongly.
+# A name bound only to lists joined with a list written as one (`list(...)` of a call) is
+# now known to join; where the types stay unknown (two parameters, a name and a call, which
+# may be a list plus an array), the derivative refuses instead of splitting it wrongly.
 
 def _pair(y):
     return [y, 2.0 * y]
@@ -915,7 +916,7 @@ def _pair(y):
 def test_joining_lists_held_in_names_is_differentiated_as_joining():
     def f(x, y):
         parts = [x]
-        parts = parts + _pair(y)
+        parts = parts + list(_pair(y))
         total = 0.0
         for p in parts:
             total = total + np.sum(p * p)

@@ -20,7 +20,7 @@ import numpy as np
 import runtime as rt
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "select",
-           "stop_gradient"]
+           "stop_gradient", "dynamic_slice_in_dim", "dynamic_index_in_dim"]
 
 
 def fori_loop(lower, upper, body_fun, init_val, unroll=None):
@@ -141,3 +141,20 @@ def select(pred, on_true, on_false):
 def stop_gradient(x):
     """x, as a constant of every derivative taken through it."""
     return rt.stop_gradient(x)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    """operand's `slice_size` entries along `axis` from `start_index`, which is clamped so
+    that the slice fits (as JAX clamps it)."""
+    n = np.shape(operand)[axis]
+    start = int(np.clip(start_index, 0, n - slice_size))
+    moved = np.moveaxis(operand, axis, 0)
+    return np.moveaxis(moved[start:start + slice_size], 0, axis)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """The entry `index` along `axis` (clamped), keeping that axis unless keepdims=False."""
+    part = dynamic_slice_in_dim(operand, index, 1, axis)
+    if keepdims:
+        return part
+    return np.squeeze(part, axis=axis)

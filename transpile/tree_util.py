@@ -274,12 +274,12 @@ def _leaves(tree):
     if isinstance(tree, (tuple, list)):
         out = []
         for i in range(len(tree)):
-            out = out + _leaves(tree[i])
+            out = out + list(_leaves(tree[i]))
         return out
     if isinstance(tree, dict):
         out = []
         for k in rt.sorted_keys(tree):
-            out = out + _leaves(tree[k])
+            out = out + list(_leaves(tree[k]))
         return out
     return [tree]
 

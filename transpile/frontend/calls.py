@@ -101,6 +101,8 @@ class CallNormalizer:
         return self.call(callee, node, stmts)
 
     def call(self, callee, node, stmts):
+        if isinstance(callee, Static) and callee.value is builtins.next:
+            return self._next_item(node, stmts)
         kind = self.callees.transformation(callee.value) if isinstance(callee, Static) else None
         if kind == "jvp":
             return self.jvp_call(node, stmts)

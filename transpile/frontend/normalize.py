@@ -77,6 +77,7 @@ class Normalizer(CallNormalizer):
         self.lifted = list(lifted)            # free vars that became parameters
         self.ir_name = ir_name
         self.local_fns = {}                   # name -> LocalFunction / LocalPartial / Static
+        self.iterators = {}                   # name -> (sequence name, position name)
         self.local_imports = {}
         self.params = set()
         self.namer = None
@@ -203,6 +204,8 @@ class Normalizer(CallNormalizer):
             target = node.targets[0].id
             if self._bind_local_function(target, node.value, stmts):
                 return stmts
+            if self._bind_iterator(target, node.value, stmts):
+                return stmts
             value = self.expr(node.value, stmts, hint=target)
             if isinstance(value, (Static, LocalFunction, LocalPartial, LocalTransformed)):
                 self.local_fns[target] = value
@@ -217,6 +220,32 @@ class Normalizer(CallNormalizer):
         for target in node.targets:
             self.assign_target(target, value, stmts, node)
         return stmts
+
+    # `it = iter(xs)` ... `next(it)`: the iterator is a position in xs, so every
+    # transformation sees plain indexing (`xs[k]`, k counting up)
+    def _bind_iterator(self, target, value, stmts):
+        if not (isinstance(value, gast.Call) and len(value.args) == 1 and
+                not value.keywords and _is_builtin(self.static(value.func), "iter")):
+            return False
+        items = self.namer.fresh(target + "_items")
+        position = self.namer.fresh(target + "_position")
+        stmts.append(_assign(items, self.atom(value.args[0], stmts), value))
+        stmts.append(_assign(position, _const(0), value))
+        self.iterators[target] = (items, position)
+        return True
+
+    def _next_item(self, node, stmts):
+        """`next(it)` for an iterator bound by `_bind_iterator`."""
+        arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if not isinstance(arg, gast.Name) or arg.id not in self.iterators:
+            raise self.error(node, "next() in transformed code takes an iterator made here by "
+                             "`it = iter(xs)`, and no default.",
+                             "index the sequence instead: xs[k].")
+        items, position = self.iterators[arg.id]
+        item = self.namer.fresh(arg.id + "_item")
+        stmts.append(_assign(item, prim_call("[]", [_name(items), _name(position)]), node))
+        stmts.append(_assign(position, prim_call("+", [_name(position), _const(1)]), node))
+        return _name(item)
 
     def stmt_AnnAssign(self, node):
         if node.value is None:
@@ -532,6 +561,9 @@ class Normalizer(CallNormalizer):
 
     def expr_Name(self, node, stmts):
         name = node.id
+        if name in self.iterators:
+            raise self.error(node, f"the iterator '{name}' can only be passed to next() in "
+                             "transformed code.", "index the sequence instead: xs[k].")
         if name in self.local_fns:
             return self.local_fns[name]
         if name in self.locals:
@@ -787,10 +819,21 @@ _EXPR_HINTS = {
 
 def _sequence_kind(node, names=None):
     """"tuple" or "list" when `node` is `+` or `*` on a tuple or list written as one (a display,
-    a comprehension, `tuple(...)`/`list(...)`, or such a sum) or on a name of `names` (local
-    names bound only to such values: name -> kind), else None (an array operation)."""
+    a comprehension, `tuple(...)`/`list(...)`, or such a sum), or `+` of two names of `names`
+    (local names bound only to such values: name -> kind) or of such a name and such a
+    value; else None (an array operation: `xs + a` adds elementwise when `a` is an array)."""
+    kind = _written_sequence(node)
+    if kind is not None or not names:
+        return kind
     if isinstance(node, gast.Name):
-        return (names or {}).get(node.id)
+        return names.get(node.id)
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
+        left, right = _sequence_kind(node.left, names), _sequence_kind(node.right, names)
+        return left if left is not None and right is not None else None
+    return None
+
+
+def _written_sequence(node):
     if isinstance(node, gast.Tuple):
         return "tuple"
     if isinstance(node, (gast.List, gast.ListComp)):
@@ -799,8 +842,12 @@ def _sequence_kind(node, names=None):
             node.func.id in ("tuple", "list") and len(node.args) <= 1:
         return node.func.id
     if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mult)):
-        return _sequence_kind(node.left, names) or _sequence_kind(node.right, names)
+        return _written_sequence(node.left) or _written_sequence(node.right)
     return None
+
+
+def _is_builtin(found, name):
+    return isinstance(found, Static) and found.value is getattr(builtins, name)
 
 
 def _sequence_names(fdef, params):

@@ -8,7 +8,7 @@ from .core import register_container as _register_container
 import runtime as rt  # noqa: F401
 
 
-@rev("[]", "rt.getitem", "rt.lane_slot", view=True)
+@rev("[]", "rt.getitem", view=True)
 def getitem(dout, out, x, idx):
     dx = rt.index_add(dx, x, idx, dout)
 
@@ -16,6 +16,12 @@ def getitem(dout, out, x, idx):
 @fwd("[]", "rt.getitem")
 def getitem_fwd(out, x, idx):
     dout = rt.getitem(dx, idx)
+
+
+# x[idx] before vmap's write into a container (None for a key a dict does not hold yet)
+@rev("rt.lane_slot", view=True)
+def lane_slot(dout, out, x, idx):
+    dx = rt.index_add(dx, x, idx, dout)
 
 
 @fwd("rt.lane_slot")
