@@ -108,10 +108,20 @@ def mapped(x, w):
         np.sum(lax.scan(lambda c, _: (c * 1.1, c), w, None, length=3)[1])
 
 
+def sliced(x, w):
+    """A window of rows, clamped as JAX clamps it (start 5 of 6 rows, 3 long: rows 3-5)."""
+    rows = np.reshape(x, (6, 2))
+    window = lax.dynamic_slice_in_dim(rows, 5, 3) * w[:2]
+    column = lax.dynamic_slice_in_dim(rows, 1, 1, axis=1)
+    return np.sum(window ** 2) + np.sum(np.sin(column)) + \
+        np.sum(lax.dynamic_index_in_dim(rows, 0, keepdims=False) * w[2:4])
+
+
 @pytest.mark.parametrize("f,shapes", [
     (counted, [(4,), (4,)]), (branchy, [(4,), (4,)]), (mapped, [(3, 4), (4,)]),
-    (two_streams, [(5, 3), (3,)])], ids=["fori_loop", "cond_select", "map_scan_length",
-                                         "scan_tuples_reverse"])
+    (two_streams, [(5, 3), (3,)]), (sliced, [(12,), (4,)])],
+    ids=["fori_loop", "cond_select", "map_scan_length", "scan_tuples_reverse",
+         "dynamic_slice"])
 def test_lax_derivatives_batching_and_jit(f, shapes):
     rng = _rng()
     args = tuple(rng.standard_normal(s) for s in shapes)
@@ -182,3 +192,11 @@ def test_cond_with_too_many_operands_is_a_clear_error():
     f = lambda x: lax.cond(True, lambda *v: v[0], lambda *v: v[0], x, x, x, x, x)  # noqa
     with pytest.raises(tp.TransformError, match="cond cannot be called with these"):
         tp.grad(lambda x: np.sum(f(x)))(np.ones(2))
+
+
+def test_dynamic_slice_clamps_as_jax_does():
+    x = np.arange(12.0).reshape(6, 2)
+    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, 5, 3), x[3:6])
+    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, -2, 2), x[0:2])
+    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, 1, 1, axis=1), x[:, 1:2])
+    np.testing.assert_array_equal(lax.dynamic_index_in_dim(x, 7, keepdims=False), x[5])

@@ -1195,3 +1195,44 @@ def test_source_is_deterministic_across_processes():
         assert res.returncode == 0, res.stderr[-3000:]
         outs.append(res.stdout)
     assert outs[0] == outs[1]
+
+
+# ---------------------------------------------------------------- iter() and next()
+
+def image_grid(nrow, ncol, imagevecs, imshape):
+    """JAX's VAE example draws its sample grid so: next() inside nested comprehensions."""
+    images = iter(imagevecs.reshape((-1,) + imshape))
+    return np.vstack([np.hstack([next(images).T for _ in range(ncol)][::-1])
+                      for _ in range(nrow)]).T
+
+
+def grid_loss(v):
+    first = iter(v)
+    a = next(first)
+    b = next(first)
+    return np.sum(np.sin(image_grid(2, 3, v, (3, 4)))) + np.sum(a * b)
+
+
+def test_iter_and_next_under_every_transformation():
+    rng = np.random.default_rng()
+    x = rng.standard_normal((6, 12))
+    jitted = tp.jit(image_grid, static_argnums=(0, 1, 3))
+    np.testing.assert_array_equal(jitted(2, 3, x, (3, 4)), image_grid(2, 3, x, (3, 4)))
+    check_grads(grid_loss, (x,), order=2, modes=("rev", "fwd"))
+    xs = rng.standard_normal((3, 6, 12))
+    np.testing.assert_allclose(tp.vmap(grid_loss)(xs), [grid_loss(v) for v in xs])
+    np.testing.assert_allclose(tp.vmap(tp.grad(grid_loss))(xs),
+                               [tp.grad(grid_loss)(v) for v in xs])
+
+
+def test_an_iterator_used_otherwise_is_refused():
+    def passes_iterator(x):
+        it = iter(x)
+        return sum(it)
+
+    def next_with_default(x):
+        it = iter(x)
+        return next(it, 0.0)
+    for f in (passes_iterator, next_with_default):
+        with pytest.raises(tp.TransformError, match="next()|iterator"):
+            tp.grad(f)(np.ones(3))
