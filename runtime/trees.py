@@ -367,6 +367,18 @@ def tree_skeleton(structure):
                          "hint: unflatten it outside the transformed function.")
 
 
+def check_structure(tree, structure, what):
+    """Raise ValueError unless `tree` has the structure `structure` (a tree or a
+    tp.tree_util.PyTreeDef) describes; `what` names the check."""
+    try:
+        expected = tree_skeleton(structure)
+    except TransformError:      # registered classes: their structure is not known here
+        return
+    if tree_skeleton(tree) != expected:
+        raise ValueError(f"{what}: a tree of structure {tree_skeleton(tree)} where "
+                         f"{expected} was expected (0 stands for a leaf)")
+
+
 def _skeleton_of_tree(tree):
     if tree is None:
         return None

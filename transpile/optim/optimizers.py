@@ -41,9 +41,8 @@ def optimizer(opt_maker):
         # the state is unpacked, not read by field name, and rebuilt with rt.to_like
         def tree_update(i, grads, state):
             leaf_states, tree_def = state
+            rt.check_structure(grads, tree_def, "optimizer update: gradient structure")
             grad_leaves = tree_leaves(grads)
-            assert len(grad_leaves) == len(leaf_states), \
-                "optimizer update: the gradients do not have the parameters' structure"
             new_states = [update(i, g, s) for g, s in zip(grad_leaves, leaf_states)]
             return rt.to_like([new_states, tree_def], state)
 

@@ -111,6 +111,8 @@ def tree_unstack_batch(tree, like, axis=0):
 nondiff("rt.stop_gradient", view=True)
 # a pytree's structure, for tp.tree_unflatten in transformed code: the same in every example
 nondiff("rt.tree_skeleton", "rt.sorted_keys")
+nondiff("rt.check_structure", side_effect=True)
+batch_same("rt.check_structure", out_batched=False)
 batch_same("rt.tree_skeleton", "rt.sorted_keys", out_batched=False)
 batch_same("rt.stop_gradient")
 
