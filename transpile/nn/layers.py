@@ -109,10 +109,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
 
     def init_fun(rng, input_shape):
         shape = tuple(d for i, d in enumerate(input_shape) if i not in axis)
-        k1, k2 = random.split(rng)
-        beta = beta_init(k1, shape) if center else ()
-        gamma = gamma_init(k2, shape) if scale else ()
-        return input_shape, (beta, gamma)
+        return input_shape, _shift_and_scale(rng, shape, center, scale, beta_init, gamma_init)
 
     def apply_fun(params, x, rng=None):
         beta, gamma = params
@@ -123,6 +120,12 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
             z = z + np.expand_dims(beta, axis)
         return z
     return init_fun, apply_fun
+
+
+def _shift_and_scale(rng, shape, center, scale, beta_init, gamma_init):
+    """(beta, gamma) of a normalization layer, () for the ones it does not use."""
+    k1, k2 = random.split(rng)
+    return (beta_init(k1, shape) if center else (), gamma_init(k2, shape) if scale else ())
 
 
 def LayerNorm(axis=-1, epsilon=1e-5, center=True, scale=True, beta_init=zeros,
@@ -136,10 +139,7 @@ def LayerNorm(axis=-1, epsilon=1e-5, center=True, scale=True, beta_init=zeros,
 
     def init_fun(rng, input_shape):
         shape = tuple(input_shape[len(input_shape) - len(axes):])
-        k1, k2 = random.split(rng)
-        beta = beta_init(k1, shape) if center else ()
-        gamma = gamma_init(k2, shape) if scale else ()
-        return input_shape, (beta, gamma)
+        return input_shape, _shift_and_scale(rng, shape, center, scale, beta_init, gamma_init)
 
     def apply_fun(params, x, rng=None):
         beta, gamma = params

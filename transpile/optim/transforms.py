@@ -21,7 +21,7 @@ import numpy as np
 
 import runtime as rt
 from ..codegen import function_from_source
-from ..tree_util import tree_map
+from ..tree_util import tree_leaves, tree_map
 
 __all__ = ["GradientTransformation", "EmptyState", "ScaleByAdamState", "ScaleByRmsState",
            "ScaleByRssState", "TraceState", "ScaleByScheduleState", "ScaleByLionState",
@@ -219,23 +219,7 @@ def clip(max_delta):
 
 def global_norm(tree):
     """The 2-norm of all the leaves of `tree` together."""
-    return np.sqrt(_sum_of_squares(tree))
-
-
-def _sum_of_squares(tree):
-    if tree is None:
-        return 0.0
-    if isinstance(tree, (tuple, list)):
-        total = 0.0
-        for i in range(len(tree)):
-            total = total + _sum_of_squares(tree[i])
-        return total
-    if isinstance(tree, dict):
-        total = 0.0
-        for k in rt.dict_keys(tree):
-            total = total + _sum_of_squares(tree[k])
-        return total
-    return np.sum(tree * tree)
+    return np.sqrt(sum([np.sum(leaf * leaf) for leaf in tree_leaves(tree)]))
 
 
 def clip_by_global_norm(max_norm):
