@@ -102,7 +102,7 @@ cond.__transpile_variant__ = _cond_variant
 
 
 def switch(index, branches, *operands):
-    """branches[clip(index, 0, len(branches) - 1)](*operands)."""
+    """`branches[clip(index, 0, len(branches) - 1)](*operands)`."""
     index = int(np.clip(index, 0, len(branches) - 1))
     return branches[index](*operands)
 

@@ -161,10 +161,12 @@ def tree_unflatten(treedef, leaves):
 
 
 def tree_leaves(tree, is_leaf=None):
+    """The leaves of `tree`, left to right (tree_flatten's first result)."""
     return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree, is_leaf=None):
+    """The structure of `tree` (tree_flatten's PyTreeDef)."""
     return tree_flatten(tree, is_leaf)[1]
 
 

@@ -28,6 +28,7 @@ def relu(x):
 
 
 def relu6(x):
+    """min(max(x, 0), 6)."""
     return np.clip(x, 0.0, 6.0)
 
 
@@ -42,28 +43,34 @@ def softplus(x):
 
 
 def log_sigmoid(x):
+    """log(sigmoid(x)) without overflow."""
     return -np.logaddexp(-x, 0.0)
 
 
 def tanh(x):
+    """np.tanh(x)."""
     return np.tanh(x)
 
 
 def elu(x, alpha=1.0):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
     negative = np.where(x > 0, 0.0 * x, x)      # expm1 of the negative part only: no overflow
     return np.where(x > 0, x, alpha * np.expm1(negative))
 
 
 def selu(x):
+    """The self-normalizing ELU: a scaled elu with the fixed alpha and scale of Klambauer et al."""
     return 1.0507009873554804934193349852946 * elu(x, 1.6732632423543772848170429916717)
 
 
 def celu(x, alpha=1.0):
+    """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
     negative = np.where(x > 0, 0.0 * x, x)
     return np.where(x > 0, x, alpha * np.expm1(negative / alpha))
 
 
 def leaky_relu(x, negative_slope=0.01):
+    """x where x >= 0, else negative_slope * x."""
     return np.where(x >= 0, x, negative_slope * x)
 
 
@@ -74,6 +81,7 @@ def gelu(x):
 
 
 def silu(x):
+    """x * sigmoid(x) (also called swish)."""
     return x * sigmoid(x)
 
 
@@ -90,6 +98,7 @@ def logsumexp(x, axis=None, keepdims=False):
 
 
 def log_softmax(x, axis=-1):
+    """x minus the log of the sum of exp(x) along axis: log-probabilities."""
     shifted = x - rt.stop_gradient(np.max(x, axis=axis, keepdims=True))
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
@@ -98,6 +107,7 @@ logsoftmax = log_softmax
 
 
 def softmax(x, axis=-1):
+    """exp(x) normalized to sum to one along axis (shifted by the maximum first)."""
     e = np.exp(x - rt.stop_gradient(np.max(x, axis=axis, keepdims=True)))
     return e / np.sum(e, axis=axis, keepdims=True)
 
@@ -133,6 +143,7 @@ def max_pool(x, window, strides=None, padding="VALID"):
 
 
 def sum_pool(x, window, strides=None, padding="VALID"):
+    """The sum over each window of x (..., *spatial, C); strides default to 1."""
     windows = rt.nn.patches(x, window, strides, padding)
     return np.sum(windows, axis=tuple(range(-len(window) - 1, -1)))
 

@@ -18,26 +18,31 @@ __all__ = ["zeros", "ones", "constant", "normal", "uniform", "variance_scaling",
 
 
 def zeros(key, shape, dtype=np.float64):
+    """An array of zeros (the key is not used)."""
     return np.zeros(shape, dtype)
 
 
 def ones(key, shape, dtype=np.float64):
+    """An array of ones (the key is not used)."""
     return np.ones(shape, dtype)
 
 
 def constant(value, dtype=np.float64):
+    """An initializer filling with `value`."""
     def init(key, shape, dtype=dtype):
         return np.full(shape, value, dtype)
     return init
 
 
 def normal(stddev=1e-2, dtype=np.float64):
+    """An initializer drawing normal values of standard deviation `stddev`."""
     def init(key, shape, dtype=dtype):
         return random.normal(key, shape, dtype) * np.asarray(stddev, dtype)
     return init
 
 
 def uniform(scale=1e-2, dtype=np.float64):
+    """An initializer drawing uniformly from [0, scale)."""
     def init(key, shape, dtype=dtype):
         return random.uniform(key, shape, dtype) * np.asarray(scale, dtype)
     return init
@@ -87,29 +92,35 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
 
 
 def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=np.float64):
+    """Variance scaling 1 over the mean of the fans, truncated normal (Glorot and Bengio)."""
     return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis,
                             dtype)
 
 
 def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=np.float64):
+    """Variance scaling 1 over the mean of the fans, uniform."""
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=np.float64):
+    """Variance scaling 1 over the fan in, truncated normal (LeCun)."""
     return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
                             dtype)
 
 
 def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=np.float64):
+    """Variance scaling 1 over the fan in, uniform."""
     return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=np.float64):
+    """Variance scaling 2 over the fan in, truncated normal (He et al.)."""
     return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis,
                             dtype)
 
 
 def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=np.float64):
+    """Variance scaling 2 over the fan in, uniform."""
     return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 

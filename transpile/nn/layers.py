@@ -220,6 +220,10 @@ def _pooling_layer(pool):
             return out
         return init_fun, apply_fun
     PoolingLayer.__name__ = pool.__name__
+    PoolingLayer.__doc__ = (f"A pooling layer ({pool.__name__}): windows of window_shape moved "
+                            "by strides (default 1) over the spatial axes, padding 'VALID', "
+                            "'SAME' or pairs; spec a layout such as 'NCHW' (default "
+                            "channels last).")
     return PoolingLayer
 
 
@@ -272,6 +276,7 @@ FanInSum = _fan_in_sum()
 
 
 def FanInConcat(axis=-1):
+    """Concatenates a list of inputs along `axis` (the end of a `parallel`)."""
     def init_fun(rng, input_shape):
         ax = axis % len(input_shape[0])
         size = sum(shape[ax] for shape in input_shape)

@@ -69,20 +69,24 @@ def pack_optimizer_state(marked_pytree):
 # ---------------------------------------------------------------- schedules
 
 def constant(step_size):
+    """A schedule that is step_size at every step."""
     return lambda i: step_size
 
 
 def exponential_decay(step_size, decay_steps, decay_rate):
+    """step_size * decay_rate ** (i / decay_steps)."""
     return lambda i: step_size * decay_rate ** (i / decay_steps)
 
 
 def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
+    """step_size / (1 + decay_rate * i / decay_steps), optionally in whole steps."""
     if staircase:
         return lambda i: step_size / (1 + decay_rate * np.floor(i / decay_steps))
     return lambda i: step_size / (1 + decay_rate * i / decay_steps)
 
 
 def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
+    """From step_size to final_step_size as (1 - i / decay_steps) ** power, then constant."""
     def schedule(i):
         fraction = 1 - min(i, decay_steps) / decay_steps
         return fraction ** power * (step_size - final_step_size) + final_step_size
@@ -90,6 +94,7 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
 
 
 def piecewise_constant(boundaries, values):
+    """values[k] for i between boundaries[k - 1] and boundaries[k]."""
     boundaries, values = np.asarray(boundaries), np.asarray(values)
     if not boundaries.ndim == values.ndim == 1 or len(values) != len(boundaries) + 1:
         raise ValueError("piecewise_constant: values must be one longer than boundaries")
@@ -97,6 +102,7 @@ def piecewise_constant(boundaries, values):
 
 
 def make_schedule(step_size):
+    """step_size as a schedule: itself if callable, else constant(step_size)."""
     return step_size if callable(step_size) else constant(step_size)
 
 
@@ -104,6 +110,7 @@ def make_schedule(step_size):
 
 @optimizer
 def sgd(step_size):
+    """Stochastic gradient descent: x - step_size(i) * g."""
     step_size = make_schedule(step_size)
     return (lambda x0: x0,
             lambda i, g, x: x - step_size(i) * g,
@@ -152,6 +159,7 @@ def adagrad(step_size, momentum=0.9):
 
 @optimizer
 def rmsprop(step_size, gamma=0.9, eps=1e-8):
+    """RMSProp: g over the root of a moving average of g squared."""
     step_size = make_schedule(step_size)
 
     def update(i, g, state):
@@ -163,6 +171,7 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
 
 @optimizer
 def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
+    """RMSProp with momentum."""
     step_size = make_schedule(step_size)
 
     def update(i, g, state):

@@ -63,6 +63,7 @@ def _empty_init(params):
 # ---------------------------------------------------------------- the building blocks
 
 def identity():
+    """Leaves the updates as they are."""
     def update(updates, state, params=None):
         return updates, state
     return GradientTransformation(_empty_init, update)
@@ -251,6 +252,7 @@ def chain(*transforms):
 # ---------------------------------------------------------------- optimizers
 
 def sgd(learning_rate, momentum=None, nesterov=False):
+    """Stochastic gradient descent, with optional (Nesterov) momentum: updates * -learning_rate."""
     if momentum is None:
         return scale_by_learning_rate(learning_rate)
     return chain(trace(momentum, nesterov), scale_by_learning_rate(learning_rate))
@@ -262,16 +264,20 @@ def momentum(learning_rate, decay=0.9):
 
 
 def nesterov(learning_rate, decay=0.9):
+    """SGD with Nesterov momentum (`sgd(learning_rate, decay, nesterov=True)`)."""
     return sgd(learning_rate, decay, nesterov=True)
 
 
 def adagrad(learning_rate, initial_accumulator_value=0.1, eps=1e-7):
+    """Adagrad: updates over the root of the running sum of their squares, times -learning_rate."""
     return chain(scale_by_rss(initial_accumulator_value, eps),
                  scale_by_learning_rate(learning_rate))
 
 
 def rmsprop(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, momentum=None,
             nesterov=False):
+    """RMSProp: updates over the root of a moving average of their squares, times
+    -learning_rate; optional momentum."""
     parts = [scale_by_rms(decay, eps, initial_scale), scale_by_learning_rate(learning_rate)]
     if momentum is not None:
         parts.append(trace(momentum, nesterov))
@@ -279,6 +285,7 @@ def rmsprop(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, momentum=None
 
 
 def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, nesterov=False):
+    """Adam (Kingma and Ba): scale_by_adam, then -learning_rate."""
     return chain(scale_by_adam(b1, b2, eps, eps_root, nesterov),
                  scale_by_learning_rate(learning_rate))
 
@@ -291,11 +298,15 @@ def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_decay=
 
 
 def lamb(learning_rate, b1=0.9, b2=0.999, eps=1e-6, eps_root=0.0, weight_decay=0.0):
+    """LAMB (You et al.): Adam's scaling plus weight decay, scaled per leaf by the trust
+    ratio, then -learning_rate."""
     return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay),
                  scale_by_trust_ratio(), scale_by_learning_rate(learning_rate))
 
 
 def lion(learning_rate, b1=0.9, b2=0.99, weight_decay=1e-3):
+    """Lion (Chen et al.): the sign of interpolated momentum plus weight decay, then
+    -learning_rate."""
     return chain(scale_by_lion(b1, b2), add_decayed_weights(weight_decay),
                  scale_by_learning_rate(learning_rate))
 
@@ -303,6 +314,7 @@ def lion(learning_rate, b1=0.9, b2=0.99, weight_decay=1e-3):
 # ---------------------------------------------------------------- schedules
 
 def constant_schedule(value):
+    """A schedule that is `value` at every step."""
     def schedule(count):
         return value
     return schedule
@@ -344,6 +356,7 @@ def polynomial_schedule(init_value, end_value, power, transition_steps, transiti
 
 
 def linear_schedule(init_value, end_value, transition_steps, transition_begin=0):
+    """From init_value to end_value linearly over transition_steps, after transition_begin."""
     return polynomial_schedule(init_value, end_value, 1, transition_steps, transition_begin)
 
 
