@@ -10,7 +10,7 @@ import pytest
 MODULES = ["transpile", "transpile.lax", "transpile.tree_util", "transpile.nn.layers",
            "transpile.nn.functions", "transpile.nn.initializers",
            "transpile.optim.transforms", "transpile.optim.optimizers", "transpile.profile",
-           "runtime.random"]
+           "transpile.profiler", "runtime.random"]
 
 
 @pytest.mark.parametrize("module", MODULES)
