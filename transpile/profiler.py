@@ -44,6 +44,7 @@ def start_memory_tracing(frames=64):
 
 
 def stop_memory_tracing():
+    """Stop recording allocations (and forget those recorded)."""
     tracemalloc.stop()
 
 
