@@ -478,3 +478,20 @@ def test_called_helpers_are_specialized_too(fuse_small):
         np.testing.assert_allclose(gw, ew, rtol=1e-12)
         np.testing.assert_allclose(gb, eb, rtol=1e-12)
     np.testing.assert_allclose(tp.jit(_countdown)(x, 6), _countdown(x, 6), rtol=1e-14)
+
+
+def _nested_twice(x):
+    def inner(z):
+        return np.sqrt(1.0 + np.square(np.sin(z)))
+    return np.sum(x) + np.sum(inner(inner(x)))
+
+
+def test_a_kernel_input_named_like_its_output_buffer(fuse_small):
+    """The backward pass of `inner` reads its primal output, named `out`: a fused kernel
+    took it as an input beside its own output parameter `out`, and its definition did not
+    compile (found by the random program generator, seed 140319)."""
+    x = np.random.default_rng().standard_normal((3, 4))
+    step = tp.jit(tp.grad(_nested_twice))
+    assert "out_)" in step.lower(x).source or "out_[" in step.lower(x).source
+    for _ in range(2):
+        np.testing.assert_allclose(step(x), tp.grad(_nested_twice)(x), rtol=1e-12)

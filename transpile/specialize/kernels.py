@@ -147,11 +147,21 @@ def _index(shape, out_shape, names):
     return [names[lead + k] if d != 1 else "0" for k, d in enumerate(shape)]
 
 
+def _free_name(base, kernel, *more_taken):
+    """`base`, or `base_` ... if an input of the kernel (or one of `more_taken`) has that
+    name: the output buffer and loop indices are parameters and locals beside them."""
+    taken = {leaf.name for leaf in kernel.inputs} | set(more_taken)
+    while base in taken:
+        base += "_"
+    return base
+
+
 def cpu_loop(kernel):
     """A Python loop over the output's elements (numba compiles it; see runtime/jit.py)."""
     w = _Writer(kernel, "py")
     out_shape = kernel.out.shape
-    axes = [f"i{k}" for k in range(len(out_shape))]
+    out = _free_name("out", kernel, *w.local.values())
+    axes = [_free_name(f"i{k}", kernel, *w.local.values()) for k in range(len(out_shape))]
     loads, scalars = [], []
     for leaf in kernel.inputs:
         a = leaf.abstract
@@ -162,26 +172,28 @@ def cpu_loop(kernel):
         else:
             loads.append(f"{w.local[leaf.name]} = {leaf.name}[{', '.join(_index(a.shape, out_shape, axes))}]")
     result = w.op(kernel.tree)
-    params = ", ".join([leaf.name for leaf in kernel.inputs] + ["out"])
+    params = ", ".join([leaf.name for leaf in kernel.inputs] + [out])
     lines = [f"def {kernel.name}_loop({params}):"]
     indent = "    "
     lines += [indent + text for text in scalars]
     for k, n in enumerate(out_shape):
         lines.append(f"{indent}for {axes[k]} in range({n}):")
         indent += "    "
-    for text in loads + w.lines + [f"out[{', '.join(axes)}] = {result}"]:
+    for text in loads + w.lines + [f"{out}[{', '.join(axes)}] = {result}"]:
         lines.append(indent + text)
     return "\n".join(lines) + "\n"
 
 
 def numpy_fallback(kernel):
     """The fused statements as numpy runs them, the last one writing into `out`."""
-    params = ", ".join([leaf.name for leaf in kernel.inputs] + ["out"])
-    lines = [f"def {kernel.name}_numpy({params}):"]
     *body, last = kernel.statements
+    out = _free_name("out", kernel, *(t.id for s in body for t in s.targets
+                                       if hasattr(t, "id")))
+    params = ", ".join([leaf.name for leaf in kernel.inputs] + [out])
+    lines = [f"def {kernel.name}_numpy({params}):"]
     for s in body:
         lines.append("    " + source_text(s))
-    lines.append("    out[...] = " + source_text(last.value))
+    lines.append(f"    {out}[...] = " + source_text(last.value))
     return "\n".join(lines) + "\n"
 
 
@@ -189,9 +201,11 @@ def cuda_source(kernel):
     """One CUDA C kernel: a grid-stride loop over the output's elements."""
     w = _Writer(kernel, "c")
     out_shape = kernel.out.shape
+    out = _free_name("out", kernel, *w.local.values())
+    index = _free_name("i", kernel, *w.local.values())
     n = int(np.prod(out_shape, dtype=np.int64))
     strides = [int(np.prod(out_shape[k + 1:], dtype=np.int64)) for k in range(len(out_shape))]
-    coords = [f"(i / {strides[k]}LL) % {d}LL" if k else f"i / {strides[k]}LL"
+    coords = [f"({index} / {strides[k]}LL) % {d}LL" if k else f"{index} / {strides[k]}LL"
               for k, d in enumerate(out_shape)]
     params, loads = [], []
     for leaf in kernel.inputs:
@@ -204,7 +218,7 @@ def cuda_source(kernel):
         ctype = C_TYPES[a.dtype.name]
         params.append(f"const {ctype}* __restrict__ {leaf.name}")
         if a.shape == out_shape:
-            at = "i"
+            at = index
         elif not a.shape or all(d == 1 for d in a.shape):
             at = "0"
         else:
@@ -217,14 +231,14 @@ def cuda_source(kernel):
         loads.append(f"const {ctype} {local} = {leaf.name}[{at}];")
     result = w.op(kernel.tree)
     out_type = C_TYPES[kernel.out.dtype.name]
-    params.append(f"{out_type}* __restrict__ out")
-    body = loads + w.lines + [f"out[i] = {result};"]
+    params.append(f"{out_type}* __restrict__ {out}")
+    body = loads + w.lines + [f"{out}[{index}] = {result};"]
     text = [f'extern "C" __global__ void {kernel.name}({", ".join(params)}) {{',
             f"    // {kernel.describe()}",
             f"    // out: {kernel.out.dtype.name}{list(out_shape)}",
-            f"    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
-            f"i < {n}LL;",
-            "         i += (long long)blockDim.x * gridDim.x) {"]
+            f"    for (long long {index} = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+            f"{index} < {n}LL;",
+            f"         {index} += (long long)blockDim.x * gridDim.x) {{"]
     text += ["        " + line for line in body]
     text += ["    }", "}"]
     return "\n".join(text) + "\n"
