@@ -367,6 +367,19 @@ def tree_skeleton(structure):
                          "hint: unflatten it outside the transformed function.")
 
 
+def field_index(obj, name):
+    """The position of field `name` of namedtuple `obj`: transformed code reads `obj.name`
+    as `obj[position]`."""
+    fields = getattr(type(obj), "_fields", None)
+    if not isinstance(obj, tuple) or fields is None or name not in fields:
+        raise TransformError(
+            f"'.{name}' is read from a value of type {type(obj).__name__} here; transformed "
+            "code reads the fields of namedtuples (and the array attributes T, shape, ndim, "
+            "size, dtype) only.\n  hint: pass the field's value as an argument, or make "
+            "the object a namedtuple.")
+    return fields.index(name)
+
+
 def check_structure(tree, structure, what):
     """Raise ValueError unless `tree` has the structure `structure` (a tree or a
     tp.tree_util.PyTreeDef) describes; `what` names the check."""

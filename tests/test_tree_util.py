@@ -163,3 +163,39 @@ def test_a_structure_made_in_plain_code_is_used_in_transformed_code():
         return tp.tree_unflatten(pair_def, leaves)
     with pytest.raises(tp.TransformError, match="registered class Pair"):
         tp.jit(rebuild_pair)([np.ones(2), np.ones(2)])
+
+
+# ---------------------------------------------------------------- namedtuple fields by name
+
+Layer = namedtuple("Layer", ["w", "b"])
+
+
+def _layer_loss(p, x):
+    h = np.tanh(x @ p.w + p.b)
+    return np.sum(h * h) + 0.1 * np.sum(p.w)
+
+
+def test_namedtuple_fields_read_by_name_under_every_transformation():
+    rng = np.random.default_rng()
+    p = Layer(rng.standard_normal((3, 2)), rng.standard_normal(2))
+    x = rng.standard_normal((4, 3))
+    g = tp.grad(_layer_loss)(p, x)
+    assert isinstance(g, Layer) and g.w.shape == (3, 2)
+    check_grads(_layer_loss, (p, x), order=2, modes=("rev", "fwd"))
+    assert np.isclose(tp.jit(_layer_loss)(p, x), _layer_loss(p, x), rtol=1e-13)
+    xs = rng.standard_normal((5, 4, 3))
+    per_example = tp.vmap(tp.grad(_layer_loss), in_axes=(None, 0))(p, xs)
+    for i in range(5):
+        np.testing.assert_allclose(per_example.w[i], tp.grad(_layer_loss)(p, xs[i]).w,
+                                   rtol=1e-12)
+    batch = Layer(rng.standard_normal((5, 3, 2)), rng.standard_normal((5, 2)))
+    np.testing.assert_allclose(tp.vmap(_layer_loss, in_axes=(0, None))(batch, x),
+                               [_layer_loss(Layer(batch.w[i], batch.b[i]), x)
+                                for i in range(5)], rtol=1e-12)
+
+
+def test_other_attribute_reads_are_refused():
+    def real_part(a):
+        return np.sum(a.real)
+    with pytest.raises(tp.TransformError, match="namedtuples"):
+        tp.grad(real_part)(np.ones(3))

@@ -606,8 +606,12 @@ class Normalizer(CallNormalizer):
         value = self.atom(node.value, stmts)
         if node.attr in ARRAY_ATTRS:
             return prim_call(ARRAY_ATTRS[node.attr], [value])
-        raise self.error(node, f"attribute '.{node.attr}' is not supported in transformed code.",
-                         "supported array attributes: " + ", ".join(sorted(ARRAY_ATTRS)))
+        # a namedtuple's field (`state.mu`): read as the element at the field's position,
+        # so every transformation follows it as it follows `state[1]`
+        index = self.namer.fresh(node.attr + "_index")
+        stmts.append(_assign(index, prim_call("rt.field_index",
+                                              [value, _const(node.attr)]), node))
+        return prim_call("[]", [value, _name(index)])
 
     def expr_BinOp(self, node, stmts, hint=None):
         kind = _sequence_kind(node, self.sequences)

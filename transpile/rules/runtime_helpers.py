@@ -112,6 +112,8 @@ nondiff("rt.stop_gradient", view=True)
 # a pytree's structure, for tp.tree_unflatten in transformed code: the same in every example
 nondiff("rt.tree_skeleton", "rt.sorted_keys")
 nondiff("rt.check_structure", side_effect=True)
+nondiff("rt.field_index")                       # obj.name: where the field is, not its value
+batch_same("rt.field_index", out_batched=False)
 batch_same("rt.check_structure", out_batched=False)
 batch_same("rt.tree_skeleton", "rt.sorted_keys", out_batched=False)
 batch_same("rt.stop_gradient")
