@@ -199,3 +199,43 @@ def test_other_attribute_reads_are_refused():
         return np.sum(a.real)
     with pytest.raises(tp.TransformError, match="namedtuples"):
         tp.grad(real_part)(np.ones(3))
+
+
+# ---------------------------------------------------------------- dataclasses as arguments
+
+@dataclasses.dataclass
+class Dense:
+    w: np.ndarray
+    b: np.ndarray
+
+
+tu.register_dataclass(Dense)
+
+
+def _dense_loss(layer, x):
+    return np.sum(np.tanh(x @ layer.w + layer.b) ** 2)
+
+
+def test_registered_dataclasses_are_arguments_and_results_of_every_transformation():
+    rng = np.random.default_rng()
+    layer = Dense(rng.standard_normal((3, 2)), rng.standard_normal(2))
+    x = rng.standard_normal((4, 3))
+    as_tuple = Layer(layer.w, layer.b)          # the same numbers as a namedtuple
+    want = tp.grad(_layer_loss_plain)(as_tuple, x)
+    for g in (tp.grad(_dense_loss)(layer, x), tp.jit(tp.grad(_dense_loss))(layer, x),
+              tp.vjp(_dense_loss, layer, x)[1](1.0)[0]):
+        assert isinstance(g, Dense)
+        np.testing.assert_allclose(g.w, want.w, rtol=1e-12)
+        np.testing.assert_allclose(g.b, want.b, rtol=1e-12)
+    direction = Dense(rng.standard_normal((3, 2)), rng.standard_normal(2))
+    _, slope = tp.jvp(_dense_loss, (layer, x), (direction, np.zeros_like(x)))
+    assert np.isclose(slope, np.sum(want.w * direction.w) + np.sum(want.b * direction.b))
+    xs = rng.standard_normal((5, 4, 3))
+    per_example = tp.vmap(tp.grad(_dense_loss), in_axes=(None, 0))(layer, xs)
+    assert isinstance(per_example, Dense) and per_example.w.shape == (5, 3, 2)
+    np.testing.assert_allclose(per_example.b[2], tp.grad(_dense_loss)(layer, xs[2]).b,
+                               rtol=1e-12)
+
+
+def _layer_loss_plain(p, x):
+    return np.sum(np.tanh(x @ p.w + p.b) ** 2)
