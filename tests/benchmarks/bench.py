@@ -663,6 +663,56 @@ def bench_random(size, rounds, target_s, target_ratio=3.0):
     return rows
 
 
+def _conv_loss(w, x):
+    return np.sum(tp.nn.conv(x, w, None, "SAME") ** 2)
+
+
+def _hand_conv_grad(w, x):
+    """The other way to write a convolution: one matrix product per window offset on
+    shifted views (no im2col copy), forward and backward, written out."""
+    kh, kw, _, _ = w.shape
+    n, h, wd, _ = x.shape
+    ph, pw = (kh - 1) // 2, (kw - 1) // 2
+    xp = np.pad(x, ((0, 0), (ph, kh - 1 - ph), (pw, kw - 1 - pw), (0, 0)))
+    out = sum(xp[:, i:i + h, j:j + wd] @ w[i, j] for i in range(kh) for j in range(kw))
+    g = 2.0 * out
+    dw = np.empty_like(w)
+    flat_g = g.reshape(-1, g.shape[-1])
+    for i in range(kh):
+        for j in range(kw):
+            dw[i, j] = xp[:, i:i + h, j:j + wd].reshape(-1, x.shape[-1]).T @ flat_g
+    return dw
+
+
+def bench_conv(rounds, target_s, batch=64, size=28, cin=8, cout=16, target_ratio=1.5):
+    """grad of sum(conv(x, W) ** 2) with respect to W: tp.nn.conv (im2col, one GEMM each
+    way) against the shift-and-matmul form written by hand and jax.lax.conv under jit."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 3, cin, cout))
+    x = rng.standard_normal((batch, size, size, cin))
+    g = tp.grad(_conv_loss)
+    if not np.allclose(g(w, x), _hand_conv_grad(w, x), rtol=1e-9):
+        fail("tp.grad of tp.nn.conv differs from the hand-written convolution gradient")
+    fns = {"tp": lambda: g(w, x), "hand": lambda: _hand_conv_grad(w, x)}
+    if jax is not None:
+        def jloss(w, x):
+            y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            return jnp.sum(y ** 2)
+        jg = jax.jit(jax.grad(jloss))
+        if not np.allclose(np.asarray(jg(w, x)), g(w, x), rtol=1e-9):
+            fail("tp.grad of tp.nn.conv differs from jax.grad of lax.conv")
+        fns["jax"] = lambda: jax.block_until_ready(jg(w, x))
+    print("check conv gradient: equal to the hand-written one" +
+          (" and to JAX's" if jax is not None else ""), flush=True)
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(f"grad of conv 3x3 SAME, {batch}x{size}x{size}x{cin} -> {cout} "
+               "(hand: shift-and-matmul)", "float64", ms["tp"], ms["hand"], ratio, None,
+               ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
 # ---------------------------------------------------------------------------- jit rows
 SINE_SRC = '''\
 def sine_loop(x):
@@ -969,7 +1019,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
     ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
-                    "overhead, hessian, jvp, vmap, random, jit (default: all)")
+                    "overhead, hessian, jvp, vmap, random, conv, jit (default: all)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -1024,6 +1074,8 @@ def main(argv=None):
 
     if want("random"):
         rows.extend(bench_random(10 ** 6, rounds_hess, target_s))
+    if want("conv"):
+        rows.append(bench_conv(rounds_hess, target_s))
 
     jit_notes = []
     if want("jit"):
