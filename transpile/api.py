@@ -11,7 +11,8 @@ import inspect
 from runtime.kernels import device_put as rt_device_put
 from runtime.trees import tangent_zeros, tree_leaves
 from . import specialize as jit_pass
-from . import pipeline, tree_util
+from . import pipeline
+from . import stand_ins
 from .custom import CustomRule, wrapper_for
 from .errors import TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
@@ -180,9 +181,9 @@ class Transformed:
         return self.root.prefix + tuple(self.bind(args, kwargs)) + self.root.extra_values()
 
     def __call__(self, *args, **kwargs):
-        if tree_util.has_proxies():       # registered dataclasses: as namedtuples inside
-            args, kwargs = tree_util.to_transformable((args, kwargs))
-            return tree_util.from_transformable(self._call(*args, **kwargs))
+        if stand_ins.has_proxies():       # registered dataclasses: as namedtuples inside
+            args, kwargs = stand_ins.to_transformable((args, kwargs))
+            return stand_ins.from_transformable(self._call(*args, **kwargs))
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):
@@ -272,12 +273,12 @@ def vjp(f, *primals, has_aux=False):
     """
     t = Transformed(f, "vjp", {"has_aux": has_aux})
     gen = t.generated()
-    if tree_util.has_proxies():       # registered dataclasses: as namedtuples inside
-        out, vjp_fn, *aux = gen.call(t, t.full_args(tree_util.to_transformable(primals), {}),
+    if stand_ins.has_proxies():       # registered dataclasses: as namedtuples inside
+        out, vjp_fn, *aux = gen.call(t, t.full_args(stand_ins.to_transformable(primals), {}),
                                      nprimals=len(primals))
-        pullback = functools.wraps(vjp_fn)(lambda *cotangents: tree_util.from_transformable(
-            vjp_fn(*tree_util.to_transformable(cotangents))))
-        return tree_util.from_transformable((out, pullback, *aux))
+        pullback = functools.wraps(vjp_fn)(lambda *cotangents: stand_ins.from_transformable(
+            vjp_fn(*stand_ins.to_transformable(cotangents))))
+        return stand_ins.from_transformable((out, pullback, *aux))
     return gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
 
 
@@ -297,9 +298,9 @@ def jvp(f, primals, tangents, has_aux=False):
                         f"{type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
         raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    if tree_util.has_proxies():       # registered dataclasses: as namedtuples inside
-        primals, tangents = tree_util.to_transformable((tuple(primals), tuple(tangents)))
-        return tree_util.from_transformable(_jvp(f, primals, tangents, has_aux))
+    if stand_ins.has_proxies():       # registered dataclasses: as namedtuples inside
+        primals, tangents = stand_ins.to_transformable((tuple(primals), tuple(tangents)))
+        return stand_ins.from_transformable(_jvp(f, primals, tangents, has_aux))
     return _jvp(f, primals, tangents, has_aux)
 
 
@@ -555,9 +556,9 @@ class Jitted:
                                    donated={nprefix + i for i in self.donate})
 
     def __call__(self, *args, **kwargs):
-        if tree_util.has_proxies():       # registered dataclasses: as namedtuples inside
-            args, kwargs = tree_util.to_transformable((args, kwargs))
-            return tree_util.from_transformable(self._call(*args, **kwargs))
+        if stand_ins.has_proxies():       # registered dataclasses: as namedtuples inside
+            args, kwargs = stand_ins.to_transformable((args, kwargs))
+            return stand_ins.from_transformable(self._call(*args, **kwargs))
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):

@@ -14,9 +14,9 @@ tuples, lists, dicts, namedtuples and None, are the plain Python below (`_tree_m
 are not read again); `tree_unflatten` also takes a PyTreeDef made in plain code.
 """
 import dataclasses
-from collections import namedtuple
 
 import runtime as rt
+from . import stand_ins
 
 __all__ = ["PyTreeDef", "tree_map", "tree_leaves", "tree_flatten", "tree_unflatten",
            "tree_structure", "tree_transpose", "register_pytree_node", "register_dataclass",
@@ -51,57 +51,8 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None):
         return nodetype(**values)
 
     if not meta_fields:
-        # what transformations see in its place: a namedtuple of the same fields, so the
-        # transformed code reads `p.w` as any namedtuple field (see to_transformable)
-        proxy = namedtuple(nodetype.__name__, data_fields)
-        _PROXIES[nodetype] = (proxy, tuple(data_fields))
-        _CLASS_OF_PROXY[proxy] = nodetype
+        stand_ins.register(nodetype, data_fields)
     return register_pytree_node(nodetype, flatten, unflatten)
-
-
-_PROXIES = {}          # registered dataclass -> (its namedtuple stand-in, data fields)
-_CLASS_OF_PROXY = {}   # stand-in -> the dataclass
-
-
-def has_proxies():
-    """Whether any dataclass is registered (the API converts arguments only then)."""
-    return bool(_PROXIES)
-
-
-def to_transformable(tree):
-    """`tree` with each registered dataclass instance replaced by a namedtuple of its
-    fields (the transformations take tuples, lists, dicts and namedtuples); unchanged
-    (the same object) where there is none."""
-    proxied = _PROXIES.get(type(tree))
-    if proxied is not None:
-        proxy, fields = proxied
-        return proxy(*(to_transformable(getattr(tree, f)) for f in fields))
-    if isinstance(tree, (tuple, list)):
-        items = [to_transformable(x) for x in tree]
-        if all(a is b for a, b in zip(items, tree)):
-            return tree
-        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
-    if isinstance(tree, dict):
-        items = {k: to_transformable(v) for k, v in tree.items()}
-        return tree if all(items[k] is tree[k] for k in tree) else items
-    return tree
-
-
-def from_transformable(tree):
-    """The inverse of to_transformable: stand-ins back to their dataclasses (a gradient
-    of a dataclass argument comes back as that dataclass)."""
-    cls = _CLASS_OF_PROXY.get(type(tree))
-    if cls is not None:
-        return cls(**{f: from_transformable(v) for f, v in zip(tree._fields, tree)})
-    if isinstance(tree, (tuple, list)):
-        items = [from_transformable(x) for x in tree]
-        if all(a is b for a, b in zip(items, tree)):
-            return tree
-        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
-    if isinstance(tree, dict):
-        items = {k: from_transformable(v) for k, v in tree.items()}
-        return tree if all(items[k] is tree[k] for k in tree) else items
-    return tree
 
 
 class PyTreeDef:

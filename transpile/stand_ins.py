@@ -1,0 +1,60 @@
+"""Stand-ins for registered dataclasses: what transformations see in their place.
+
+The transformations take tuples, lists, dicts and namedtuples. A dataclass registered with
+`tp.tree_util.register_dataclass` (every field data) is handed to transformed code as a
+namedtuple of the same fields, so the code reads `p.w` as any namedtuple field, and results
+are turned back (`tp.grad` of a `Dense(w, b)` argument is a `Dense`). The API layer
+converts arguments and results only while some dataclass is registered (`has_proxies`).
+"""
+from collections import namedtuple
+
+_PROXIES = {}          # registered dataclass -> (its namedtuple stand-in, data fields)
+_CLASS_OF_PROXY = {}   # stand-in -> the dataclass
+
+
+def register(nodetype, data_fields):
+    """Give dataclass `nodetype` a namedtuple stand-in of its `data_fields`."""
+    proxy = namedtuple(nodetype.__name__, data_fields)
+    _PROXIES[nodetype] = (proxy, tuple(data_fields))
+    _CLASS_OF_PROXY[proxy] = nodetype
+
+
+def has_proxies():
+    """Whether any dataclass is registered (the API converts arguments only then)."""
+    return bool(_PROXIES)
+
+
+def to_transformable(tree):
+    """`tree` with each registered dataclass instance replaced by a namedtuple of its
+    fields (the transformations take tuples, lists, dicts and namedtuples); unchanged
+    (the same object) where there is none."""
+    proxied = _PROXIES.get(type(tree))
+    if proxied is not None:
+        proxy, fields = proxied
+        return proxy(*(to_transformable(getattr(tree, f)) for f in fields))
+    if isinstance(tree, (tuple, list)):
+        items = [to_transformable(x) for x in tree]
+        if all(a is b for a, b in zip(items, tree)):
+            return tree
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+    if isinstance(tree, dict):
+        items = {k: to_transformable(v) for k, v in tree.items()}
+        return tree if all(items[k] is tree[k] for k in tree) else items
+    return tree
+
+
+def from_transformable(tree):
+    """The inverse of to_transformable: stand-ins back to their dataclasses (a gradient
+    of a dataclass argument comes back as that dataclass)."""
+    cls = _CLASS_OF_PROXY.get(type(tree))
+    if cls is not None:
+        return cls(**{f: from_transformable(v) for f, v in zip(tree._fields, tree)})
+    if isinstance(tree, (tuple, list)):
+        items = [from_transformable(x) for x in tree]
+        if all(a is b for a, b in zip(items, tree)):
+            return tree
+        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
+    if isinstance(tree, dict):
+        items = {k: from_transformable(v) for k, v in tree.items()}
+        return tree if all(items[k] is tree[k] for k in tree) else items
+    return tree
