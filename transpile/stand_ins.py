@@ -32,15 +32,7 @@ def to_transformable(tree):
     if proxied is not None:
         proxy, fields = proxied
         return proxy(*(to_transformable(getattr(tree, f)) for f in fields))
-    if isinstance(tree, (tuple, list)):
-        items = [to_transformable(x) for x in tree]
-        if all(a is b for a, b in zip(items, tree)):
-            return tree
-        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
-    if isinstance(tree, dict):
-        items = {k: to_transformable(v) for k, v in tree.items()}
-        return tree if all(items[k] is tree[k] for k in tree) else items
-    return tree
+    return _map_children(to_transformable, tree)
 
 
 def from_transformable(tree):
@@ -49,12 +41,18 @@ def from_transformable(tree):
     cls = _CLASS_OF_PROXY.get(type(tree))
     if cls is not None:
         return cls(**{f: from_transformable(v) for f, v in zip(tree._fields, tree)})
+    return _map_children(from_transformable, tree)
+
+
+def _map_children(convert, tree):
+    """A tuple, list or dict with `convert` applied to each child (the same object when
+    no child changes); any other value as it is."""
     if isinstance(tree, (tuple, list)):
-        items = [from_transformable(x) for x in tree]
+        items = [convert(x) for x in tree]
         if all(a is b for a, b in zip(items, tree)):
             return tree
         return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
     if isinstance(tree, dict):
-        items = {k: from_transformable(v) for k, v in tree.items()}
+        items = {k: convert(v) for k, v in tree.items()}
         return tree if all(items[k] is tree[k] for k in tree) else items
     return tree
