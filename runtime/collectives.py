@@ -1,43 +1,165 @@
-"""Collectives over a named mapped axis: tp.psum(x, 'i') inside vmap(..., axis_name='i').
+"""Collectives over a named mapped axis: tp.psum(x, 'i') inside vmap(..., axis_name='i') or
+pmap(..., axis_name='i').
 
-Generated code never runs these functions: vmap rewrites each call for its own axis (a sum
-over the batch axis, ...). They run only when called outside any mapping of that axis name,
-which is an error that says so. (pmap gives them the same meaning across devices.)
+Under vmap, generated code never runs these functions: the vmap pass rewrites each call for
+its own axis (a sum over the batch axis, ...). Under pmap each device's code calls them, and
+they meet the other devices through the communicator runtime/spmd.py binds to the axis in
+the device's thread. Called where no mapping names the axis, they raise an error that says
+so. Arrays in tuples, lists and dicts are reduced leaf by leaf, as in JAX.
 """
+import numpy as np
+
+from . import spmd
+from .backend import array_module
 from .errors import TransformError
+from .trees import tree_map
 
 
-def _unbound(fn, axis_name):
-    raise TransformError(
-        f"{fn}: no mapped axis named {axis_name!r} here.\n  hint: call it inside a function "
-        f"transformed by tp.vmap(..., axis_name={axis_name!r}) (or pmap).")
+def _bound(fn, axis_name):
+    found = spmd.bound_axis(axis_name)
+    if found is None:
+        raise TransformError(
+            f"{fn}: no mapped axis named {axis_name!r} here.\n  hint: call it inside a "
+            f"function transformed by tp.vmap(..., axis_name={axis_name!r}) or "
+            f"tp.pmap(..., axis_name={axis_name!r}).")
+    return found
+
+
+def _what(fn, axis_name):
+    return f"{fn} over axis {axis_name!r}"
 
 
 def psum(x, axis_name):
     """The sum of x over the examples of the mapped axis `axis_name` (the same in all)."""
-    _unbound("psum", axis_name)
+    comm, rank = _bound("psum", axis_name)
+    return tree_map(lambda v: comm.allreduce(rank, v, "sum", _what("psum", axis_name)), x)
 
 
 def pmean(x, axis_name):
     """The mean of x over the mapped axis."""
-    _unbound("pmean", axis_name)
+    comm, rank = _bound("pmean", axis_name)
+    return tree_map(lambda v: comm.allreduce(rank, v, "sum", _what("pmean", axis_name)) /
+                    comm.size, x)
 
 
 def pmax(x, axis_name):
     """The maximum of x over the mapped axis."""
-    _unbound("pmax", axis_name)
+    comm, rank = _bound("pmax", axis_name)
+    return tree_map(lambda v: comm.allreduce(rank, v, "max", _what("pmax", axis_name)), x)
 
 
 def pmin(x, axis_name):
     """The minimum of x over the mapped axis."""
-    _unbound("pmin", axis_name)
+    comm, rank = _bound("pmin", axis_name)
+    return tree_map(lambda v: comm.allreduce(rank, v, "min", _what("pmin", axis_name)), x)
 
 
-def all_gather(x, axis_name):
-    """Every example's x, stacked along a new leading axis (the same in all examples)."""
-    _unbound("all_gather", axis_name)
+def all_gather(x, axis_name, axis=0, tiled=False):
+    """Every example's x, stacked along a new axis `axis` (the same in all examples);
+    tiled=True concatenates along the existing axis `axis` instead."""
+    comm, rank = _bound("all_gather", axis_name)
+    return tree_map(lambda v: comm.allgather(rank, v, axis, tiled,
+                                             _what("all_gather", axis_name)), x)
+
+
+def psum_scatter(x, axis_name, scatter_dimension=0, tiled=False):
+    """psum, of which example i keeps only block i along `scatter_dimension` (that axis
+    has one entry per example; tiled=True: a multiple, kept as a block)."""
+    comm, rank = _bound("psum_scatter", axis_name)
+    return tree_map(lambda v: comm.reduce_scatter(rank, v, scatter_dimension, tiled,
+                                                  _what("psum_scatter", axis_name)), x)
+
+
+def ppermute(x, axis_name, perm):
+    """Example d gets the x of the example s for each (s, d) in `perm`; an example no pair
+    sends to gets zeros."""
+    comm, rank = _bound("ppermute", axis_name)
+    perm = [tuple(p) for p in perm]
+    return tree_map(lambda v: comm.permute(rank, v, perm, _what("ppermute", axis_name)), x)
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, tiled=False):
+    """Example d gets block d (along `split_axis`) of every example's x, stacked along a
+    new axis `concat_axis` by source example (tiled=True: concatenated)."""
+    comm, rank = _bound("all_to_all", axis_name)
+    return tree_map(lambda v: comm.alltoall(rank, v, split_axis, concat_axis, tiled,
+                                            _what("all_to_all", axis_name)), x)
+
+
+def inverse_permutation(perm):
+    """The (destination, source) pairs of ppermute's `perm`: its transpose."""
+    return [(d, s) for s, d in perm]
 
 
 def axis_index(axis_name):
     """The position of this example along the mapped axis."""
-    _unbound("axis_index", axis_name)
+    _, rank = _bound("axis_index", axis_name)
+    return np.int64(rank)
+
+
+
+# ---------------------------------------------------------------------------- under vmap
+# What the vmap pass writes for a collective over its own axis: x carries the examples
+# along axis 0 (the batch axis); the value every example would get, batched likewise, or
+# (all_gather) the one value all examples share.
+
+def all_gather_lanes(x, axis=0, tiled=False):
+    """all_gather over the batch axis: the stack (or concatenation) of the examples."""
+    xp = array_module(x)
+    if tiled:
+        return xp.concatenate([x[k] for k in range(x.shape[0])], axis=axis)
+    return xp.moveaxis(x, 0, axis)
+
+
+def all_gather_lanes_adjoint(g, x, axis=0, tiled=False):
+    """The transpose of all_gather_lanes: g (shaped like its result) back to x's shape."""
+    xp = array_module(g)
+    if tiled:
+        return xp.stack(xp.split(g, x.shape[0], axis=axis))
+    return xp.moveaxis(g, axis, 0)
+
+
+def psum_scatter_lanes(x, scatter_dimension=0, tiled=False):
+    """psum_scatter over the batch axis: example k gets block k of the sum."""
+    xp = array_module(x)
+    total = xp.sum(x, axis=0)
+    n = x.shape[0]
+    dim = scatter_dimension % max(total.ndim, 1)
+    if not tiled:
+        return xp.moveaxis(total, dim, 0)
+    moved = xp.moveaxis(total, dim, 0)
+    blocks = moved.reshape((n, moved.shape[0] // n) + moved.shape[1:])
+    return xp.moveaxis(blocks, 1, dim + 1)
+
+
+def ppermute_lanes(x, perm):
+    """ppermute over the batch axis: out[d] = x[s] for (s, d) in perm, zeros elsewhere."""
+    xp = array_module(x)
+    out = xp.zeros_like(x)
+    if perm:
+        sources, destinations = zip(*perm)
+        out[list(destinations)] = x[list(sources)]
+    return out
+
+
+def all_to_all_lanes(x, split_axis, concat_axis, tiled=False):
+    """all_to_all over the batch axis: out[d] gathers block d of every example's x."""
+    xp = array_module(x)
+    n = x.shape[0]
+    split = split_axis % (x.ndim - 1) + 1
+    if not tiled:
+        moved = xp.moveaxis(x, split, 0)            # [d, s, ...]: block d of example s
+        concat = concat_axis % (x.ndim - 1)
+        return xp.moveaxis(moved, 1, concat + 1)
+    moved = xp.moveaxis(x, split, 1)                # [s, split, ...]
+    blocks = moved.reshape((n, n, moved.shape[1] // n) + moved.shape[2:])  # [s, d, b, ...]
+    blocks = xp.moveaxis(blocks, 1, 0)              # [d, s, b, ...]
+    merged = blocks.reshape((n, n * blocks.shape[2]) + blocks.shape[3:])   # [d, s*b, ...]
+    merged = xp.moveaxis(merged, 1, split)          # the split axis back in its place
+    concat = concat_axis % (x.ndim - 1) + 1
+    if concat == split:
+        return merged
+    # tiled with different axes: the blocks from the examples join along concat_axis
+    parts = xp.split(merged, n, axis=split)
+    return xp.concatenate(parts, axis=concat)
+

@@ -13,9 +13,10 @@ from .profile import profile
 from . import profiler
 from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from .lax import cond, fori_loop, scan, select, stop_gradient, switch, while_loop
-from runtime.collectives import all_gather, axis_index, pmax, pmean, pmin, psum
+from runtime.collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin,
+                                 ppermute, psum, psum_scatter)
 from runtime.kernels import block_until_ready, device_put, devices
 from runtime import random
 
-__all__ = ["profile", "profiler", "random", "lax", "nn", "optim", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten", "cond", "fori_loop", "scan", "select", "stop_gradient", "switch", "while_loop", "Jitted", "block_until_ready", "device_put", "devices", "jit", "all_gather", "axis_index", "pmax", "pmean", "pmin", "psum", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
+__all__ = ["profile", "profiler", "random", "lax", "nn", "optim", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten", "cond", "fori_loop", "scan", "select", "stop_gradient", "switch", "while_loop", "Jitted", "block_until_ready", "device_put", "devices", "jit", "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
 __version__ = "0.1.0"

@@ -260,27 +260,69 @@ class CallRules:
     def collective(self, s, v, spelling):
         axis = axis_name_of(v, spelling)
         if axis != self.axis_name:
-            return v
+            return self.foreign_collective(v, spelling)
         if spelling == "rt.axis_index":
             return call("np.arange", [name(self.size)])
-        x = v.args[0]
+        _, bound = self._bound(v, spelling)
+        x = bound.arguments["x"]
+        options = [bound.arguments[p] for p in COLLECTIVES[spelling] if p in bound.arguments]
+        keywords = [gast.keyword(arg=p, value=bound.arguments[p])
+                    for p in COLLECTIVES[spelling] if p in bound.arguments]
         if not batched(self.expr_spec(x)):
             # the same value in every example
             if spelling == "rt.psum":
                 return gast.BinOp(left=x, op=gast.Mult(), right=name(self.size))
-            if spelling == "rt.all_gather":
-                return call("rt.broadcast_batch", [x, name(self.size)])
-            return x
-        if spelling == "rt.all_gather":
-            return x
+            if spelling in ("rt.pmean", "rt.pmax", "rt.pmin"):
+                return x
+            x = call("rt.broadcast_batch", [x, name(self.size)])
+        if spelling in LANE_HELPERS:
+            new = call(LANE_HELPERS[spelling], [x] + options[:1] if spelling == "rt.ppermute"
+                       else [x])
+            if spelling != "rt.ppermute":
+                new.keywords = keywords
+            return new
         reducer = {"rt.psum": "np.sum", "rt.pmean": "np.mean", "rt.pmax": "np.max",
                    "rt.pmin": "np.min"}[spelling]
         new = call(reducer, [x])
         new.keywords = [gast.keyword(arg="axis", value=const(0))]
         return new
 
+    def foreign_collective(self, v, spelling):
+        """A collective over an axis an enclosing mapping binds: left for it, with the axes
+        it names moved past this vmap's batch axis when its operand carries one."""
+        if spelling == "rt.axis_index" or not COLLECTIVES[spelling]:
+            return v
+        _, bound = self._bound(v, spelling)
+        if not batched(self.expr_spec(bound.arguments["x"])):
+            return v
+        new = _copy.copy(v)
+        new.args = [bound.arguments["x"], bound.arguments["axis_name"]]
+        new.keywords = []
+        for p in COLLECTIVES[spelling]:
+            if p not in bound.arguments:
+                continue
+            value = bound.arguments[p]
+            if p in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
+                if not isinstance(value, gast.Constant) or type(value.value) is not int:
+                    raise TransformError(f"{spelling[3:]}: {p} must be an integer literal "
+                                         "under vmap")
+                if value.value >= 0:
+                    value = const(value.value + 1)
+            new.keywords.append(gast.keyword(arg=p, value=value))
+        return new
 
-COLLECTIVES = {"rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axis_index"}
+
+# each collective's options (after x and axis_name), in order
+COLLECTIVES = {"rt.psum": (), "rt.pmean": (), "rt.pmax": (), "rt.pmin": (),
+               "rt.all_gather": ("axis", "tiled"),
+               "rt.psum_scatter": ("scatter_dimension", "tiled"),
+               "rt.ppermute": ("perm",),
+               "rt.all_to_all": ("split_axis", "concat_axis", "tiled"),
+               "rt.axis_index": ()}
+LANE_HELPERS = {"rt.all_gather": "rt.all_gather_lanes",
+                "rt.psum_scatter": "rt.psum_scatter_lanes",
+                "rt.ppermute": "rt.ppermute_lanes",
+                "rt.all_to_all": "rt.all_to_all_lanes"}
 
 
 def operands(v):

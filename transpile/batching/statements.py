@@ -330,7 +330,9 @@ class Batching(CallRules, ControlFlowRules):
             return axis == self.axis_name
         x = self.expr_spec(v.args[0]) if v.args else False
         if axis == self.axis_name:
-            return False       # reduced over this vmap's axis: the same for every example
+            # psum, all_gather, ...: the same for every example; the others keep a block
+            # per example
+            return spelling in ("rt.psum_scatter", "rt.ppermute", "rt.all_to_all")
         return uniform(x)
 
     def _find_arrays(self, stmts):

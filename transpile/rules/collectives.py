@@ -51,16 +51,101 @@ def pmin_fwd(out, x, axis_name):
 
 
 @rev("rt.all_gather")
-def all_gather(dout, out, x, axis_name):
-    dx = rt.psum(dout, axis_name)[rt.axis_index(axis_name)]
+def all_gather(dout, out, x, axis_name, axis=0, tiled=False):
+    dx = rt.psum_scatter(dout, axis_name, scatter_dimension=axis, tiled=tiled)
 
 
 @fwd("rt.all_gather")
-def all_gather_fwd(out, x, axis_name):
-    dout = rt.all_gather(dx, axis_name)
+def all_gather_fwd(out, x, axis_name, axis=0, tiled=False):
+    dout = rt.all_gather(dx, axis_name, axis=axis, tiled=tiled)
+
+
+@rev("rt.psum_scatter")
+def psum_scatter(dout, out, x, axis_name, scatter_dimension=0, tiled=False):
+    dx = rt.all_gather(dout, axis_name, axis=scatter_dimension, tiled=tiled)
+
+
+@fwd("rt.psum_scatter")
+def psum_scatter_fwd(out, x, axis_name, scatter_dimension=0, tiled=False):
+    dout = rt.psum_scatter(dx, axis_name, scatter_dimension=scatter_dimension, tiled=tiled)
+
+
+@rev("rt.ppermute")
+def ppermute(dout, out, x, axis_name, perm):
+    dx = rt.ppermute(dout, axis_name, rt.inverse_permutation(perm))
+
+
+@fwd("rt.ppermute")
+def ppermute_fwd(out, x, axis_name, perm):
+    dout = rt.ppermute(dx, axis_name, perm)
+
+
+@rev("rt.all_to_all")
+def all_to_all(dout, out, x, axis_name, split_axis, concat_axis, tiled=False):
+    dx = rt.all_to_all(dout, axis_name, concat_axis, split_axis, tiled=tiled)
+
+
+@fwd("rt.all_to_all")
+def all_to_all_fwd(out, x, axis_name, split_axis, concat_axis, tiled=False):
+    dout = rt.all_to_all(dx, axis_name, split_axis, concat_axis, tiled=tiled)
 
 
 nondiff("rt.axis_index")
+nondiff("rt.inverse_permutation")
 
-for _s in ("rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axis_index"):
+for _s in ("rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axis_index",
+           "rt.psum_scatter", "rt.ppermute", "rt.all_to_all"):
     set_batch_rule(_s, BatchRule("collective"))
+
+
+# The helpers the vmap pass writes for a collective over its own axis are linear maps of
+# the batched operand; each one's transpose is another of them.
+
+@rev("rt.all_gather_lanes")
+def all_gather_lanes(dout, out, x, axis=0, tiled=False):
+    dx = rt.all_gather_lanes_adjoint(dout, x, axis, tiled)
+
+
+@fwd("rt.all_gather_lanes")
+def all_gather_lanes_fwd(out, x, axis=0, tiled=False):
+    dout = rt.all_gather_lanes(dx, axis, tiled)
+
+
+@rev("rt.all_gather_lanes_adjoint")
+def all_gather_lanes_adjoint(dout, out, g, x, axis=0, tiled=False):
+    dg = rt.all_gather_lanes(dout, axis, tiled)
+
+
+@fwd("rt.all_gather_lanes_adjoint")
+def all_gather_lanes_adjoint_fwd(out, g, x, axis=0, tiled=False):
+    dout = rt.all_gather_lanes_adjoint(dg, x, axis, tiled)
+
+
+@rev("rt.psum_scatter_lanes")
+def psum_scatter_lanes(dout, out, x, scatter_dimension=0, tiled=False):
+    dx = rt.broadcast_batch(rt.all_gather_lanes(dout, scatter_dimension, tiled), len(x))
+
+
+@fwd("rt.psum_scatter_lanes")
+def psum_scatter_lanes_fwd(out, x, scatter_dimension=0, tiled=False):
+    dout = rt.psum_scatter_lanes(dx, scatter_dimension, tiled)
+
+
+@rev("rt.ppermute_lanes")
+def ppermute_lanes(dout, out, x, perm):
+    dx = rt.ppermute_lanes(dout, rt.inverse_permutation(perm))
+
+
+@fwd("rt.ppermute_lanes")
+def ppermute_lanes_fwd(out, x, perm):
+    dout = rt.ppermute_lanes(dx, perm)
+
+
+@rev("rt.all_to_all_lanes")
+def all_to_all_lanes(dout, out, x, split_axis, concat_axis, tiled=False):
+    dx = rt.all_to_all_lanes(dout, concat_axis, split_axis, tiled)
+
+
+@fwd("rt.all_to_all_lanes")
+def all_to_all_lanes_fwd(out, x, split_axis, concat_axis, tiled=False):
+    dout = rt.all_to_all_lanes(dx, split_axis, concat_axis, tiled)
