@@ -7,6 +7,7 @@ first call (or on `.source`), once per (function, transformation, options), and 
 import collections
 import functools
 import inspect
+import threading
 
 from runtime.kernels import device_put as rt_device_put
 from runtime.trees import tangent_zeros, tree_leaves
@@ -21,6 +22,7 @@ from .frontend.parse import parse_function
 
 _CACHE = {}
 _IN_PROGRESS = set()
+_GENERATING = threading.RLock()
 
 
 class _Identity:
@@ -135,6 +137,12 @@ class Transformed:
     # ------------------------------------------------------------------ generation
     def generated(self):
         if self._generated is None:
+            with _GENERATING:      # pmap's device threads may ask for the same code at once
+                self._generate()
+        return self._generated
+
+    def _generate(self):
+        if self._generated is None:
             gen = _CACHE.get(self.key)
             if gen is not None and not gen.globals_unchanged():
                 gen = None                 # made with globals that have been rebound since
@@ -152,7 +160,6 @@ class Transformed:
                     _IN_PROGRESS.discard(self.key)
                 _CACHE[self.key] = gen
             self._generated = gen
-        return self._generated
 
     @property
     def source(self):
@@ -537,12 +544,15 @@ class Jitted:
         key = self._key(full)
         spec = self._cache.get(key)
         if spec is None:
-            spec = self._specialize(full)
-            self._cache[key] = spec
-            if len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+            with _GENERATING:     # once, when pmap's device threads ask together
+                spec = self._cache.get(key)
+                if spec is None:
+                    spec = self._specialize(full)
+                    self._cache[key] = spec
+                    if len(self._cache) > self.cache_size:
+                        self._cache.popitem(last=False)
         else:
-            self._cache.move_to_end(key)
+            self._recently_used(key)
         self._last = spec
         return spec
 
@@ -582,9 +592,15 @@ class Jitted:
                 return gen.call(self.inner, full)
             spec = self._specialization(full)
         else:
-            self._cache.move_to_end(key)
+            self._recently_used(key)
             self._last = spec
         return spec.entry(*full)
+
+    def _recently_used(self, key):
+        try:
+            self._cache.move_to_end(key)
+        except KeyError:       # dropped by another thread meanwhile
+            pass
 
     def lower(self, *args, **kwargs):
         """The specialization for these arguments, without running it: `.source` is its
@@ -650,3 +666,9 @@ def jit(f=None, static_argnums=(), static_argnames=(), donate_argnums=(), backen
 _TRANSFORMATIONS = {"grad": grad, "value_and_grad": value_and_grad, "transform": transform,
                     "jvp": jvp, "vmap": vmap, "jit": jit}
 CALLEES = _ApiCallees()
+
+
+def add_transformation(name, fn):
+    """Make `fn` (a transformation defined above this layer: pmap) one that transformed
+    code may apply to its nested functions."""
+    _TRANSFORMATIONS[name] = fn

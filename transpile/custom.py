@@ -25,7 +25,10 @@ _counter = itertools.count()
 
 
 class CustomRule:
-    """A function with user-given derivative rules (the base of custom_vjp and custom_jvp)."""
+    """A function with derivative rules of its own (the base of custom_vjp, custom_jvp and
+    pmap): `fwd`/`bwd` for reverse mode, `rule` for forward mode, where given; `fn` is
+    what batching transforms."""
+    fwd = bwd = rule = None
 
     def __init__(self, fn, nondiff_argnums=()):
         if nondiff_argnums:
@@ -100,6 +103,8 @@ def vjp_pair(custom, grad):
 
 
 def _make_vjp_pair(custom, grad):
+    if custom.fwd is not None:
+        return custom.fwd, custom.bwd
     if isinstance(custom, custom_vjp):
         if custom.fwd is None:
             raise TransformError(f"custom_vjp function {custom.__name__} is differentiated "

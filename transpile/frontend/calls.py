@@ -14,6 +14,7 @@ import functools
 import inspect
 
 import gast
+import numpy as np
 
 from .. import custom, rules
 from ..ir import anno
@@ -86,7 +87,8 @@ class CallNormalizer:
             raise self.error(node, "*args and **kwargs in calls are not supported.",
                              "pass the arguments one by one.")
         func = node.func
-        if isinstance(func, gast.Attribute) and self.static(func) is None:
+        if isinstance(func, gast.Attribute) and (self.static(func) is None or
+                                                 _method_of_array(self.static(func))):
             return self.method_call(node, stmts)
         callee = self.static(func)
         if callee is None:
@@ -351,7 +353,7 @@ class CallNormalizer:
     def apply_transformation(self, transform, target, extra, options, where):
         """`transform(target, *extra, **options)` for a function known while transforming."""
         freevars = getattr(target, "freevars", ())
-        if self.callees.transformation(transform) == "vmap" and freevars:
+        if self.callees.transformation(transform) in ("vmap", "pmap") and freevars:
             # a nested function's free variables are trailing parameters: the same for
             # every example
             options = dict(options)
@@ -474,3 +476,10 @@ def _literal(node):
     if isinstance(node, gast.Constant):
         return node.value
     raise ValueError(node)
+
+
+def _method_of_array(found):
+    """A method of an array known before the call (`y.sum` for a closure's y): spelled as
+    a method call on that array, like a method of a local array."""
+    owner = getattr(found.value, "__self__", None) if isinstance(found, Static) else None
+    return isinstance(owner, (np.ndarray, np.generic))

@@ -1,0 +1,371 @@
+"""pmap: one program, many devices (SPMD), with collectives over a named axis.
+
+`tp.pmap(f, axis_name="i")(x)` gives each device one slice of x along the mapped axis and
+runs f on it there, all devices at once: on the CPU, virtual devices are threads
+(`TRANSPILE_CPU_DEVICES`, default 8; runtime/spmd.py). tp.psum(v, "i") and the other
+collectives inside f meet the other devices through a communicator. The result is a
+`ShardedArray`: each device's output stays where it is for the next pmap call.
+
+The meaning is vmap's: pmap(f)(x) equals vmap(f)(x), which the tests check program by
+program. Transformations see a pmapped function as a function with rules of its own (a
+CustomRule), all of them pmaps again, so their work runs on the devices too:
+  reverse mode   forward: the pmapped call, saving the arguments (already on the devices);
+                 backward: pmap of each device's vector-Jacobian product, with the
+                 cotangents of unmapped arguments psum'd over the axis (the transpose of
+                 handing every device the same value)
+  forward mode   pmap of each device's jvp
+  vmap           vmap of vmap(f) on the calling thread (the same values; the batch is not
+                 spread over devices)
+"""
+import functools
+import inspect
+import itertools
+
+import numpy as np
+
+import runtime as rt
+from runtime import spmd
+from .api import Transformed, Jitted, add_transformation, grad, jvp, vmap
+from .custom import CustomRule, file_backed
+from .errors import TransformError
+
+_names = itertools.count()
+
+
+# ---------------------------------------------------------------------------- devices
+def devices(backend=None):
+    """The devices pmap spreads work over: TRANSPILE_CPU_DEVICES virtual CPU devices
+    (default 8). backend: None or "cpu"."""
+    _check_backend(backend)
+    return list(spmd.cpu_devices())
+
+
+def local_devices(process_index=None, backend=None):
+    """The devices of this process (all of them: one process)."""
+    return devices(backend)
+
+
+def device_count(backend=None):
+    """How many devices pmap can use."""
+    return len(devices(backend))
+
+
+def local_device_count(backend=None):
+    return len(local_devices(backend=backend))
+
+
+def process_index():
+    """This process's index among the processes of a computation (0: one process)."""
+    return 0
+
+
+def process_count():
+    """How many processes share the computation (1)."""
+    return 1
+
+
+def _check_backend(backend):
+    if backend in (None, "cpu"):
+        return
+    if backend in ("gpu", "cuda"):
+        raise TransformError("pmap over GPUs (one stream per device, NCCL collectives) is "
+                             "not built yet.\n  hint: use backend=None for virtual CPU "
+                             "devices, or tp.jit(f, backend='cuda') on one GPU.")
+    raise ValueError(f"pmap: backend must be None, 'cpu' or 'gpu', got {backend!r}")
+
+
+# ---------------------------------------------------------------------------- pmap
+def pmap(f=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
+         devices=None, backend=None, donate_argnums=()):
+    """Run `f` on many devices at once, each on one slice of the mapped axis (JAX's pmap).
+
+    Args:
+      f: a Python function written for one slice (or any transformed function).
+      axis_name: a name for the mapped axis, for tp.psum/pmean/pmax/pmin/all_gather/
+        psum_scatter/ppermute/all_to_all/axis_index inside f.
+      in_axes: int, None, or a tuple with one entry per argument (an int, None, or a pytree
+        of them matching the argument): which axis of each argument is mapped.
+      out_axes: where the device axis goes in the outputs (int or None; None: the output
+        is the same on every device and device 0's is returned).
+      static_broadcasted_argnums: arguments passed to every device unchanged.
+      devices: the devices to use (default: `tp.devices()`); the mapped axis may not be
+        longer.
+      backend: None or "cpu".
+      donate_argnums: accepted for JAX compatibility; nothing is donated.
+    Returns:
+      A callable returning `ShardedArray`s (one buffer per device; `np.asarray` gathers).
+    """
+    if f is None:
+        return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes,
+                                 out_axes=out_axes,
+                                 static_broadcasted_argnums=static_broadcasted_argnums,
+                                 devices=devices, backend=backend,
+                                 donate_argnums=donate_argnums)
+    _check_backend(backend)
+    return Pmapped(f, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices)
+
+
+def _signature(f):
+    if isinstance(f, Jitted):
+        f = f.inner
+    if isinstance(f, (Transformed, CustomRule)):
+        return f.signature
+    return inspect.signature(f)
+
+
+class Pmapped(CustomRule):
+    """A pmapped function: call it, or transform it (it carries its own rules)."""
+
+    def __init__(self, f, axis_name, in_axes, out_axes, static_argnums, device_list):
+        self.f = f
+        self.signature = _signature(f)
+        functools.update_wrapper(self, f, updated=())
+        params = list(self.signature.parameters.values())
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+            raise TransformError(f"pmap of {self.__name__}: *args, **kwargs and "
+                                 "keyword-only parameters are not supported.\n  hint: list "
+                                 "the parameters explicitly.")
+        self.params = [p.name for p in params]
+        self.static = tuple(static_argnums) if isinstance(static_argnums, (tuple, list)) \
+            else (static_argnums,)
+        n = len(self.params)
+        if isinstance(in_axes, list):
+            in_axes = tuple(in_axes)
+        if isinstance(in_axes, tuple):
+            if len(in_axes) != n:
+                raise ValueError(f"pmap: in_axes has {len(in_axes)} entries but "
+                                 f"{self.__name__} takes {n} arguments")
+        else:
+            in_axes = (in_axes,) * n
+        self.in_axes = tuple(None if i in self.static else a for i, a in enumerate(in_axes))
+        self.out_axes = out_axes
+        self.axis_name = axis_name
+        self.device_list = list(device_list) if device_list is not None else None
+        # the name collectives of the derivative code use when the user gave none
+        self.inner_axis = axis_name if axis_name is not None else f"_pmap{next(_names)}"
+
+    def __repr__(self):
+        return f"<transpile.pmap of {getattr(self.f, '__qualname__', self.f)}>"
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        args = bound.args
+        size = self._mapped_size(args)
+        available = self.device_list if self.device_list is not None else devices()
+        if size > len(available):
+            raise ValueError(
+                f"pmap of {self.__name__}: the mapped axis has {size} entries but there are "
+                f"only {len(available)} devices.\n  hint: map over at most {len(available)} "
+                "(vmap inside pmap handles more), or set TRANSPILE_CPU_DEVICES before "
+                "importing transpile for more virtual CPU devices.")
+        used = available[:size]
+        per_rank = [tuple(_slice(a, axes, r) for a, axes in zip(args, self.in_axes))
+                    for r in range(size)]
+        results = spmd.run(self.f, per_rank, self.inner_axis, used)
+        return _combine(results, self.out_axes, used)
+
+    def _mapped_size(self, args):
+        sizes = []
+        for name, a, axes in zip(self.params, args, self.in_axes):
+            for path, leaf, axis in _mapped_leaves(a, axes, name):
+                shape = np.shape(leaf)
+                if not -len(shape) <= axis < len(shape):
+                    raise ValueError(f"pmap of {self.__name__}: in_axes maps axis {axis} of "
+                                     f"{path}, which has shape {shape}")
+                sizes.append((path, shape[axis]))
+        if not sizes:
+            raise ValueError(f"pmap of {self.__name__}: no argument is mapped (in_axes "
+                             "are all None); pmap needs at least one mapped argument.")
+        if len({s for _, s in sizes}) > 1:
+            listed = ", ".join(f"{p} has {s}" for p, s in sizes)
+            raise ValueError(f"pmap of {self.__name__}: the mapped axes differ in size "
+                             f"({listed}); they must all be the same.")
+        return sizes[0][1]
+
+    # ------------------------------------------------------------------ rules
+    @functools.cached_property
+    def fn(self):
+        """The same values as vmap: what batching transforms (vmap of pmap)."""
+        mapped = vmap(self.f, in_axes=self.in_axes, out_axes=self.out_axes,
+                      axis_name=self.axis_name)
+        return self._source("pmap_value", f"return mapped({self._args()})",
+                            {"mapped": mapped})
+
+    @functools.cached_property
+    def fwd(self):
+        self._check_differentiable()
+        args = self._args()
+        one = "," if len(self.params) == 1 else ""
+        return self._source("pmap_fwd", f"return pmapped({args}), ({args}{one})",
+                            {"pmapped": self})
+
+    @functools.cached_property
+    def bwd(self):
+        """pmap of each device's vector-Jacobian product (recomputing its forward pass)."""
+        args, axis = self._args(), repr(self.inner_axis)
+        product = self._source("pmap_product", f"return rt.tree_vdot(f({args}), g)",
+                               {"f": self.f, "rt": rt}, extra=["g"])
+        cotangents = grad(product, argnums=tuple(range(len(self.params))))
+        lines = []
+        if _has_none(self.out_axes):
+            # an output with out_axes None is device 0's: the other devices' copies of it
+            # get no cotangent
+            lines.append(f"first = rt.axis_index({axis}) == 0")
+            lines.append(f"g = {_zero_unreturned('g', self.out_axes)}")
+        lines.append(f"cts = cotangents({args}, g)")
+        outs = [f"cts[{i}]" if i in self.static else _psum_unmapped(f"cts[{i}]", a, axis)
+                for i, a in enumerate(self.in_axes)]
+        lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        device_bwd = self._source("pmap_device_bwd", "\n    ".join(lines),
+                                  {"cotangents": cotangents, "rt": rt}, extra=["g"])
+        g_axis = None if self.out_axes is None else self.out_axes
+        backward = Pmapped(device_bwd, self.inner_axis, self.in_axes + (g_axis,),
+                           tuple(self.in_axes), (), self.device_list)
+        one = "," if len(self.params) == 1 else ""
+        return self._source("pmap_bwd", f"{args}{one} = saved\n    "
+                            f"return backward({args}, g)", {"backward": backward},
+                            params=["saved", "g"])
+
+    @functools.cached_property
+    def rule(self):
+        """Forward mode: pmap of each device's jvp."""
+        self._check_differentiable()
+        args = self._args()
+        tans = ", ".join(f"t_{p}" for p in self._arg_names())
+        one = "," if len(self.params) == 1 else ""
+        device_jvp = self._source("pmap_device_jvp",
+                                  f"return jvp(f, ({args}{one}), ({tans}{one}))",
+                                  {"f": self.f, "jvp": jvp},
+                                  extra=[f"t_{p}" for p in self._arg_names()])
+        forward = Pmapped(device_jvp, self.inner_axis, self.in_axes * 2,
+                          self.out_axes, (), self.device_list)
+        return self._source("pmap_jvp", f"{args}{one} = primals\n    "
+                            f"{tans}{one} = tangents\n    "
+                            f"return forward({args}, {tans})", {"forward": forward},
+                            params=["primals", "tangents"])
+
+    def _check_differentiable(self):
+        for axes in self.in_axes + (self.out_axes,):
+            if not _flat_axes(axes):
+                raise TransformError(f"pmap of {self.__name__} is differentiated with "
+                                     f"in_axes/out_axes {axes!r}; derivatives of pmap take "
+                                     "an int, None or a tuple of them for each argument "
+                                     "and the output.")
+
+    def _args(self):
+        return ", ".join(self._arg_names())
+
+    def _arg_names(self):
+        # the wrappers' own names, which no user parameter can shadow
+        return [f"arg{i}" for i in range(len(self.params))]
+
+    def _source(self, what, body, env, extra=(), params=None):
+        name = f"{_identifier(self.__name__)}_{what}"
+        params = self._arg_names() + list(extra) if params is None else params
+        text = f"def {name}({', '.join(params)}):\n    {body}\n"
+        return file_backed(text, dict(env), name)
+
+
+def _flat_axes(axes):
+    return axes is None or isinstance(axes, int) or \
+        isinstance(axes, tuple) and all(_flat_axes(a) for a in axes)
+
+
+def _has_none(axes):
+    return axes is None or isinstance(axes, tuple) and any(_has_none(a) for a in axes)
+
+
+def _psum_unmapped(expr, axes, axis):
+    """Source for the cotangent `expr` of an argument mapped by `axes`, with the parts
+    every device received whole (axes None) summed over the devices."""
+    if axes is None:
+        return f"rt.psum({expr}, {axis})"
+    if isinstance(axes, int):
+        return expr
+    parts = [_psum_unmapped(f"{expr}[{k}]", a, axis) for k, a in enumerate(axes)]
+    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+
+
+def _zero_unreturned(expr, axes):
+    """Source for the output cotangent `expr` with the parts of outputs that device 0
+    alone returns (out_axes None) zero on the other devices (`first` is False there)."""
+    if axes is None:
+        return f"({expr} if first else rt.tangent_zeros({expr}))"
+    if isinstance(axes, int):
+        return expr
+    parts = [_zero_unreturned(f"{expr}[{k}]", a) for k, a in enumerate(axes)]
+    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+
+
+def _identifier(text):
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in text)
+    return cleaned if cleaned and not cleaned[0].isdigit() else "f_" + cleaned
+
+
+# ---------------------------------------------------------------------------- slicing
+def _mapped_leaves(x, axes, path):
+    """(path, leaf, axis) for every leaf of x that `axes` (an int, None or a pytree prefix
+    of x) maps."""
+    if axes is None:
+        return
+    if isinstance(axes, int):
+        for i, leaf in enumerate(rt.tree_leaves(x)):
+            yield path if i == 0 else f"{path} (leaf {i})", leaf, axes
+        return
+    if isinstance(axes, (tuple, list)) and isinstance(x, (tuple, list)) and \
+            len(axes) == len(x):
+        for i, (v, a) in enumerate(zip(x, axes)):
+            yield from _mapped_leaves(v, a, f"{path}[{i}]")
+        return
+    if isinstance(axes, dict) and isinstance(x, dict) and set(axes) == set(x):
+        for k in x:
+            yield from _mapped_leaves(x[k], axes[k], f"{path}[{k!r}]")
+        return
+    raise ValueError(f"pmap: in_axes {axes!r} does not match the structure of {path}")
+
+
+def _slice(x, axes, rank):
+    if axes is None:
+        return x
+    if isinstance(axes, int):
+        return rt.tree_map(lambda leaf: spmd.shard_of(leaf, _positive(axes, leaf), rank), x)
+    if isinstance(axes, dict):
+        return {k: _slice(v, axes[k], rank) for k, v in x.items()}
+    return rt.rebuild_like(x, [_slice(v, a, rank) for v, a in zip(x, axes)])
+
+
+def _positive(axis, leaf):
+    if isinstance(leaf, spmd.ShardedArray):
+        return axis % leaf.ndim
+    return axis % max(np.ndim(leaf), 1)
+
+
+def _combine(results, out_axes, used):
+    """One output from every device's: a ShardedArray per leaf (device 0's where out_axes
+    is None)."""
+    first = results[0]
+    if isinstance(out_axes, (tuple, list)) and isinstance(first, (tuple, list)):
+        return rt.rebuild_like(first, [_combine([r[i] for r in results], a, used)
+                                       for i, a in enumerate(out_axes)])
+    if isinstance(out_axes, dict) and isinstance(first, dict):
+        return {k: _combine([r[k] for r in results], out_axes[k], used) for k in first}
+    if out_axes is None:
+        return first
+    if not isinstance(out_axes, int):
+        raise ValueError(f"pmap: out_axes {out_axes!r} does not match the output")
+    if isinstance(first, (tuple, list)):
+        return rt.rebuild_like(first, [_combine([r[i] for r in results], out_axes, used)
+                                       for i in range(len(first))])
+    if isinstance(first, dict):
+        return {k: _combine([r[k] for r in results], out_axes, used) for k in first}
+    shards = [np.asarray(r) for r in results]
+    axis = out_axes % (shards[0].ndim + 1)
+    return spmd.ShardedArray(shards, axis, used)
+
+
+add_transformation("pmap", pmap)
