@@ -58,6 +58,7 @@ import numpy as np
 
 import transpile as tp
 import transpile.specialize.module as specialize_module
+from transpile.custom import file_backed
 from runtime.kernels import CpuKernel
 
 # =====================================================================================
@@ -1695,6 +1696,63 @@ def check_vmap_of_grad(case):
     case.expect(got, tree_stack(per_example), EXACT_RTOL, "per-example gradient")
 
 
+def check_pmap(case):
+    batch = copy.deepcopy(case.program.batch)
+    got = case.call(tp.pmap(case.f, in_axes=case.program.in_axes), *batch)
+    expected = np.array([float(case.f(*copy.deepcopy(e))) for e in batch_examples(case)])
+    case.expect(gathered(got), expected, EXACT_RTOL, "value on each device")
+
+
+def check_pmap_of_grad(case):
+    grad_f = tp.grad(case.f, argnums=case.argnums)
+    try:
+        per_example = [grad_f(*copy.deepcopy(e)) for e in batch_examples(case)]
+    except Exception as exc:
+        raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
+    batch = copy.deepcopy(case.program.batch)
+    got = case.call(tp.pmap(grad_f, in_axes=case.program.in_axes), *batch)
+    case.expect(gathered(got), tree_stack(per_example), EXACT_RTOL, "gradient on each device")
+
+
+def check_grad_of_pmap(case):
+    """grad of the sum over devices of pmap(f): the backward pass runs on the devices too.
+    Expected: each example's gradient for a mapped argument, their sum for the others."""
+    grad_f = tp.grad(case.f, argnums=case.argnums)
+    try:
+        per_example = [grad_f(*copy.deepcopy(e)) for e in batch_examples(case)]
+    except Exception as exc:
+        raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
+    stacked = tree_stack(per_example)
+    in_axes = case.program.in_axes
+    expected = tuple(g if in_axes[k] is not None else tree_sum_examples(g)
+                     for k, g in zip(case.argnums, stacked))
+    names = ", ".join(case.program.arg_names)
+    total = file_backed(f"def total_over_devices({names}):\n"
+                        f"    return np.sum(mapped({names}))\n",
+                        {"np": np, "mapped": tp.pmap(case.f, in_axes=in_axes)},
+                        "total_over_devices")
+    batch = copy.deepcopy(case.program.batch)
+    got = case.call(tp.grad(total, argnums=case.argnums), *batch)
+    case.expect(got, expected, EXACT_RTOL, "gradient through pmap")
+
+
+def tree_sum_examples(tree):
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(tree_sum_examples(t) for t in tree)
+    return np.sum(tree, axis=0)
+
+
+def gathered(tree):
+    """pmap's sharded results as numpy arrays (containers rebuilt around them)."""
+    if isinstance(tree, tp.ShardedArray):
+        return np.asarray(tree)
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(gathered(t) for t in tree)
+    if isinstance(tree, dict):
+        return {k: gathered(v) for k, v in tree.items()}
+    return tree
+
+
 @contextmanager
 def fusing_small_arrays():
     """jit fuses only large arrays on the CPU, and compiles a kernel once it is called
@@ -1739,6 +1797,9 @@ CHECKS = {
     "vmap(grad)": check_vmap_of_grad,
     "jit": check_jit,
     "jit(grad)": check_jit_of_grad,
+    "pmap": check_pmap,
+    "pmap(grad)": check_pmap_of_grad,
+    "grad(pmap)": check_grad_of_pmap,
 }
 
 

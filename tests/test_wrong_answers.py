@@ -947,3 +947,12 @@ def test_a_list_joined_in_a_loop():
         return np.sum(out[0]) + np.sum(out[2] * out[1])
     x = np.random.randn(4)
     check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+
+
+def test_vmap_refuses_a_dict_out_axes_that_leaves_some_values_unmapped():
+    # found by pmap's tests: out_axes={"h": 0, "s": None} returned "s" broadcast to the
+    # batch (a dict's spec is one bool), not once
+    def f(x):
+        return {"h": np.tanh(x), "s": np.sum(x)}
+    with pytest.raises(tp.TransformError, match="maps some values of a dict"):
+        tp.vmap(f, out_axes={"h": 0, "s": None})(np.ones((3, 2)))

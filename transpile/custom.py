@@ -89,9 +89,26 @@ def wrapper_for(custom):
         return custom._wrapper
     params = list(custom.signature.parameters)
     args = ", ".join(params)
-    text = f"def {custom.__name__}_call({args}):\n    return custom({args})\n"
-    custom._wrapper = file_backed(text, {"custom": custom}, f"{custom.__name__}_call")
+    name = identifier(custom.__name__) + "_call"
+    if "custom" in params:
+        raise TransformError(f"{custom.__name__}: a parameter named 'custom' cannot be "
+                             "transformed directly.\n  hint: rename it, or call the "
+                             "function from another one.")
+    text = f"def {name}({args}):\n    return custom({args})\n"
+    custom._wrapper = file_backed(text, {"custom": custom}, name)
     return custom._wrapper
+
+
+def identifier(text):
+    """`text` made a Python identifier ("<lambda>" -> "lambda_"), for generated names."""
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in text).strip("_")
+    return cleaned + "_" if cleaned and not cleaned[0].isdigit() else "f_" + cleaned
+
+
+def positional_names(n):
+    """Parameter names for generated wrappers, which no user parameter can shadow (a
+    user's `g` or `rt` would otherwise hide the wrapper's own)."""
+    return [f"arg{i}" for i in range(n)]
 
 
 def vjp_pair(custom, grad):
@@ -115,25 +132,24 @@ def _make_vjp_pair(custom, grad):
         raise TransformError(f"custom_jvp function {custom.__name__} is differentiated but "
                              f"has no rule.\n  hint: decorate the rule with "
                              f"@{custom.__name__}.defjvp.")
-    params = list(custom.signature.parameters)
-    n = len(params)
+    n = len(custom.signature.parameters)
+    params = positional_names(n)
     args = ", ".join(params)
     tans = ", ".join(f"t_{p}" for p in params)
     one = "," if n == 1 else ""
+    name = identifier(custom.__name__)
     text = (f"def tangent_product({args}, {tans}, u):\n"
             f"    out, out_dot = rule(({args}{one}), ({tans}{one}))\n"
             f"    return rt.tree_vdot(out_dot, u)\n")
     product = file_backed(text, {"rule": custom.rule, "rt": rt}, "tangent_product")
     transpose = grad(product, argnums=tuple(range(n, 2 * n)))
     env = {"custom": custom, "transpose": transpose, "rt": rt}
-    fwd = file_backed(f"def {custom.__name__}_fwd({args}):\n"
-                      f"    return custom({args}), ({args}{one})\n", env,
-                      f"{custom.__name__}_fwd")
+    fwd = file_backed(f"def {name}fwd({args}):\n"
+                      f"    return custom({args}), ({args}{one})\n", env, f"{name}fwd")
     zeros = ", ".join(f"rt.tangent_zeros({p})" for p in params)
-    bwd = file_backed(f"def {custom.__name__}_bwd(saved, g):\n"
+    bwd = file_backed(f"def {name}bwd(saved, g):\n"
                       f"    {args}{one} = saved\n"
-                      f"    return transpose({args}, {zeros}, g)\n", env,
-                      f"{custom.__name__}_bwd")
+                      f"    return transpose({args}, {zeros}, g)\n", env, f"{name}bwd")
     return fwd, bwd
 
 
@@ -154,10 +170,11 @@ def _make_jvp_function(custom, mask):
     if custom.rule is None:
         raise TransformError(f"custom_jvp function {custom.__name__} has no rule.\n  hint: "
                              f"decorate the rule with @{custom.__name__}.defjvp.")
-    params = list(custom.signature.parameters)
+    params = positional_names(len(custom.signature.parameters))
     one = "," if len(params) == 1 else ""
     tan_params = [f"t_{p}" for p, m in zip(params, mask) if m]
     tangents = [f"t_{p}" if m else f"rt.tangent_zeros({p})" for p, m in zip(params, mask)]
-    text = (f"def {custom.__name__}_jvp({', '.join(params + tan_params)}):\n"
+    name = identifier(custom.__name__) + "jvp"
+    text = (f"def {name}({', '.join(params + tan_params)}):\n"
             f"    return rule(({', '.join(params)}{one}), ({', '.join(tangents)}{one}))\n")
-    return file_backed(text, {"rule": custom.rule, "rt": rt}, f"{custom.__name__}_jvp")
+    return file_backed(text, {"rule": custom.rule, "rt": rt}, name)

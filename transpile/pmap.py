@@ -26,7 +26,7 @@ import numpy as np
 import runtime as rt
 from runtime import spmd
 from .api import Transformed, Jitted, add_transformation, grad, jvp, vmap
-from .custom import CustomRule, file_backed
+from .custom import CustomRule, file_backed, identifier, positional_names
 from .errors import TransformError
 
 _names = itertools.count()
@@ -51,6 +51,7 @@ def device_count(backend=None):
 
 
 def local_device_count(backend=None):
+    """How many devices this process has (all of them: one process)."""
     return len(local_devices(backend=backend))
 
 
@@ -120,12 +121,16 @@ class Pmapped(CustomRule):
         self.f = f
         self.signature = _signature(f)
         functools.update_wrapper(self, f, updated=())
-        params = list(self.signature.parameters.values())
-        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
-            raise TransformError(f"pmap of {self.__name__}: *args, **kwargs and "
-                                 "keyword-only parameters are not supported.\n  hint: list "
-                                 "the parameters explicitly.")
+        params = [p for p in self.signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if any(p.kind == p.VAR_POSITIONAL for p in self.signature.parameters.values()):
+            raise TransformError(f"pmap of {self.__name__}: *args is not supported.\n  "
+                                 "hint: list the parameters explicitly.")
+        self.signature = self.signature.replace(parameters=params)
         self.params = [p.name for p in params]
+        # an int in_axes maps the parameters without defaults; a tuple says it for each
+        self.defaulted = set() if isinstance(in_axes, (tuple, list)) else \
+            {i for i, p in enumerate(params) if p.default is not p.empty}
         self.static = tuple(static_argnums) if isinstance(static_argnums, (tuple, list)) \
             else (static_argnums,)
         n = len(self.params)
@@ -137,7 +142,8 @@ class Pmapped(CustomRule):
                                  f"{self.__name__} takes {n} arguments")
         else:
             in_axes = (in_axes,) * n
-        self.in_axes = tuple(None if i in self.static else a for i, a in enumerate(in_axes))
+        self.in_axes = tuple(None if i in self.static or i in self.defaulted else a
+                             for i, a in enumerate(in_axes))
         self.out_axes = out_axes
         self.axis_name = axis_name
         self.device_list = list(device_list) if device_list is not None else None
@@ -153,6 +159,12 @@ class Pmapped(CustomRule):
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self.__name__}: {e}") from None
+        for i in self.defaulted:
+            if self.params[i] in bound.arguments:
+                raise TypeError(
+                    f"pmap of {self.__name__}: {self.params[i]} is passed, but an int "
+                    "in_axes maps only the parameters without defaults.\n  hint: give "
+                    "in_axes as a tuple with an entry for each parameter.")
         bound.apply_defaults()
         args = bound.args
         size = self._mapped_size(args)
@@ -243,7 +255,7 @@ class Pmapped(CustomRule):
                                   {"f": self.f, "jvp": jvp},
                                   extra=[f"t_{p}" for p in self._arg_names()])
         forward = Pmapped(device_jvp, self.inner_axis, self.in_axes * 2,
-                          self.out_axes, (), self.device_list)
+                          (self.out_axes, self.out_axes), (), self.device_list)
         return self._source("pmap_jvp", f"{args}{one} = primals\n    "
                             f"{tans}{one} = tangents\n    "
                             f"return forward({args}, {tans})", {"forward": forward},
@@ -261,11 +273,10 @@ class Pmapped(CustomRule):
         return ", ".join(self._arg_names())
 
     def _arg_names(self):
-        # the wrappers' own names, which no user parameter can shadow
-        return [f"arg{i}" for i in range(len(self.params))]
+        return positional_names(len(self.params))
 
     def _source(self, what, body, env, extra=(), params=None):
-        name = f"{_identifier(self.__name__)}_{what}"
+        name = f"{identifier(self.__name__)}{what}"
         params = self._arg_names() + list(extra) if params is None else params
         text = f"def {name}({', '.join(params)}):\n    {body}\n"
         return file_backed(text, dict(env), name)
@@ -300,11 +311,6 @@ def _zero_unreturned(expr, axes):
         return expr
     parts = [_zero_unreturned(f"{expr}[{k}]", a) for k, a in enumerate(axes)]
     return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
-
-
-def _identifier(text):
-    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in text)
-    return cleaned if cleaned and not cleaned[0].isdigit() else "f_" + cleaned
 
 
 # ---------------------------------------------------------------------------- slicing

@@ -63,6 +63,13 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
                                            [moved, name(bt.size), literal_ast(a)])))
     stmts, out, spec = bt.run()
     out_axes = opts["out_axes"]
+    if _has_mixed_dict(out_axes):
+        # a dict's spec is one bool for all its values, so such a leaf would come out
+        # batched (n copies): refused rather than returned so
+        raise TransformError(f"vmap of {fir.name}: out_axes={out_axes!r} maps some values "
+                             "of a dict and leaves others unmapped (None), which vmap does "
+                             "not support yet.\n  hint: return the unmapped values outside "
+                             "the dict (a tuple output with out_axes=(..., None)).")
     want = axes_spec(out_axes)
     unsure = _check_out(bt, fir, spec, want, out_axes)
     result = _copy.deepcopy(out)
@@ -87,6 +94,14 @@ def vmap_function(program, fir, name_, nprefix, nuser, opts, callee_batched):
     body = _quiet(optimize.dce(prologue + stmts + [gast.Return(value=result)], set()))
     fdef = funcdef(name_, params, body, fir.node)
     return with_source(fdef, fir)
+
+
+def _has_mixed_dict(axes):
+    if isinstance(axes, dict):
+        return is_dict_mixed(axes) or any(_has_mixed_dict(a) for a in axes.values())
+    if isinstance(axes, (tuple, list)):
+        return any(_has_mixed_dict(a) for a in axes)
+    return False
 
 
 def _check_out(bt, fir, spec, want, out_axes):

@@ -1,0 +1,276 @@
+"""pmap on virtual CPU devices: every result against vmap (the same axis name) or a loop,
+derivatives through pmap against vmap's, sharded results, and the errors.
+
+The devices are threads (runtime/spmd.py); the collectives meet through a shared-memory
+communicator, so these tests exercise real concurrency: a collective that one rank skips
+must raise on the others, not hang.
+"""
+import threading
+from functools import partial
+
+import numpy as np
+import pytest
+
+import transpile as tp
+from runtime import spmd
+from runtime.trees import tree_leaves
+
+RNG = np.random.default_rng()
+
+
+def close(a, b, tol=1e-12):
+    la, lb = tree_leaves(a), tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape, (x.shape, y.shape)
+        np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- the issue's examples
+
+def test_normalize_is_exact_and_float64_stays_float64():
+    @partial(tp.pmap, axis_name="i")
+    def normalize(x):
+        return x / tp.psum(x, "i")
+    out = normalize(np.arange(4.0))
+    assert isinstance(out, tp.ShardedArray) and len(out.shards) == 4
+    assert np.asarray(out).dtype == np.float64
+    assert np.array_equal(np.asarray(out), [0, 1 / 6, 1 / 3, 1 / 2])
+
+
+def test_elementwise_lambda():
+    x = RNG.normal(size=5)
+    close(tp.pmap(lambda x: np.sin(x) + x ** 2)(x), np.sin(x) + x ** 2)
+
+
+def test_results_stay_on_their_devices_between_pmaps():
+    keys = tp.random.split(tp.random.PRNGKey(0), 4)
+    mats = tp.pmap(lambda key: tp.random.normal(key, (30, 20)))(keys)
+    products = tp.pmap(lambda x: np.dot(x, x.T))(mats)
+    means = tp.pmap(np.mean)(products)
+    gathered = np.asarray(mats)
+    expected = np.array([np.mean(m @ m.T) for m in gathered])
+    close(means, expected)
+    # indexing along the device axis is that device's buffer, no gather
+    assert mats[2] is mats.shards[2]
+    assert spmd.shard_of(mats, 0, 1) is mats.shards[1]
+    for k in range(4):
+        close(gathered[k], tp.random.normal(keys[k], (30, 20)))
+
+
+def nested_pmap(x):
+    y = np.sin(x)
+
+    @tp.pmap
+    def g(z):
+        return np.cos(z) * np.tan(y.sum()) * np.tanh(x).sum()
+    return tp.grad(lambda w: np.sum(g(w)))(x)
+
+
+def nested_vmap(x):
+    y = np.sin(x)
+
+    def g(z):
+        return np.cos(z) * np.tan(y.sum()) * np.tanh(x).sum()
+    return tp.grad(lambda w: np.sum(tp.vmap(g)(w)))(x)
+
+
+def test_nested_pmap_and_grad_through_both_equal_vmap():
+    x = RNG.normal(size=(2, 3)) * 0.3
+    f = tp.pmap(nested_pmap)
+    close(f(x), tp.vmap(nested_vmap)(x))
+    got = tp.grad(lambda x: np.sum(f(x)))(x)
+    close(got, tp.grad(lambda x: np.sum(tp.vmap(nested_vmap)(x)))(x))
+
+
+# ---------------------------------------------------------------- pmap equals vmap
+
+def collectives_program(x, w):
+    n = tp.psum(1.0, "i")
+    a = tp.psum(x * w, "i") / n
+    b = tp.pmean(np.sin(x), "i") + tp.pmax(x, "i") - tp.pmin(x, "i")
+    c = tp.all_gather(x, "i")                       # (n, 6)
+    d = tp.all_gather(x, "i", axis=1)               # (6, n)
+    e = tp.all_gather(x[:2], "i", tiled=True)       # (2n,)
+    k = tp.axis_index("i")
+    f = tp.ppermute(x, "i", [(0, 1), (1, 2), (2, 3), (3, 0)])
+    return a + b + np.sum(c, axis=0) + d[:, 0] + np.sum(e) + k * x + f * w
+
+
+def scatter_program(m):
+    s = tp.psum_scatter(m, "i")                     # m: (n, 5) -> (5,)
+    t = tp.all_to_all(m, "i", 0, 1)                 # (5, n)
+    u = tp.psum_scatter(m, "i", scatter_dimension=1, tiled=True)   # m (4, 8) -> (4, 2)
+    return s, t, u
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (0, 0)])
+def test_collectives_equal_vmap(in_axes):
+    x = RNG.normal(size=(4, 6))
+    w = RNG.normal(size=(4, 6)) if in_axes[1] == 0 else RNG.normal(size=6)
+    got = tp.pmap(collectives_program, "i", in_axes=in_axes)(x, w)
+    close(got, tp.vmap(collectives_program, in_axes=in_axes, axis_name="i")(x, w))
+
+
+def test_scatter_and_all_to_all_equal_vmap():
+    m = RNG.normal(size=(4, 4, 8))
+    got = tp.pmap(scatter_program, "i")(m[:, :, :5].copy() if False else m)
+    close(got, tp.vmap(scatter_program, axis_name="i")(m))
+
+
+def test_in_axes_out_axes_and_pytrees():
+    params = {"w": RNG.normal(size=(3, 2)), "b": RNG.normal(size=2)}
+    xs = RNG.normal(size=(3, 5))
+
+    def f(p, x):
+        return {"h": np.tanh(x @ p["w"] + p["b"]), "s": tp.psum(np.sum(x), "d")}
+    got = tp.pmap(f, "d", in_axes=(None, 1), out_axes={"h": 1, "s": None})(params, xs)
+    close(got, {"h": np.tanh(xs.T @ params["w"] + params["b"]).T, "s": np.sum(xs)})
+    # a dict of axes for a dict argument
+    batch = {"w": RNG.normal(size=(3, 4, 2)), "b": params["b"]}
+    x4 = RNG.normal(size=(4, 3))
+    kw = dict(in_axes=({"w": 1, "b": None}, 0), out_axes={"h": 0, "s": 0})
+    close(tp.pmap(f, "d", **kw)(batch, x4), tp.vmap(f, axis_name="d", **kw)(batch, x4))
+
+
+def test_pmap_of_vmap_of_grad_and_jit_inside():
+    x = RNG.normal(size=(3, 4, 5))
+
+    def loss(v):
+        return np.sum(np.tanh(v) ** 2) + tp.psum(np.sum(v), "i")
+    inner = tp.jit(tp.vmap(tp.grad(loss), axis_name="j"))
+    got = tp.pmap(lambda v: inner(v) * 1.0, axis_name="i")(x)
+
+    def reference(v):
+        return tp.vmap(tp.grad(loss), axis_name="j")(v)
+    # loss's psum is over "i": under pmap the device axis; under vmap of vmap, the outer
+    close(got, tp.vmap(reference, axis_name="i")(x))
+
+
+def test_pmap_of_grad_with_pmean_is_data_parallel_training():
+    w = RNG.normal(size=(5, 3))
+    xs, ys = RNG.normal(size=(4, 16, 5)), RNG.normal(size=(4, 16, 3))
+
+    def loss(w, x, y):
+        return np.mean((np.tanh(x @ w) - y) ** 2)
+
+    def step(w, x, y):
+        g = tp.grad(loss)(w, x, y)
+        return w - 0.1 * tp.pmean(g, "batch")
+    new = tp.pmap(step, "batch", in_axes=(None, 0, 0), out_axes=None)(w, xs, ys)
+    whole = w - 0.1 * tp.grad(loss)(w, xs.reshape(64, 5), ys.reshape(64, 3))
+    close(new, whole)
+
+
+# ---------------------------------------------------------------- derivatives through pmap
+
+def model(w, x):
+    h = np.tanh(x @ w)
+    return h / tp.psum(np.sum(h * h), "i") + tp.pmax(h, "i")
+
+
+def model_vmap_loss(w, x):
+    return np.sum(np.sin(tp.vmap(model, in_axes=(None, 0), axis_name="i")(w, x)))
+
+
+def model_pmap_loss(w, x):
+    return np.sum(np.sin(PMAPPED_MODEL(w, x)))
+
+
+PMAPPED_MODEL = tp.pmap(model, "i", in_axes=(None, 0))
+
+
+def test_grad_jvp_and_hessian_through_pmap_equal_vmap():
+    w, x = RNG.normal(size=(3, 2)), RNG.normal(size=(4, 5, 3))
+    close(tp.grad(model_pmap_loss, argnums=(0, 1))(w, x),
+          tp.grad(model_vmap_loss, argnums=(0, 1))(w, x), 1e-10)
+    tw, tx = RNG.normal(size=w.shape), RNG.normal(size=x.shape)
+    close(tp.jvp(model_pmap_loss, (w, x), (tw, tx)),
+          tp.jvp(model_vmap_loss, (w, x), (tw, tx)), 1e-10)
+    close(tp.hessian(model_pmap_loss)(w, x), tp.hessian(model_vmap_loss)(w, x), 1e-8)
+
+
+def test_grad_through_pmap_against_finite_differences():
+    from transpile.test_util import check_grads
+    w, x = RNG.normal(size=(3, 2)), RNG.normal(size=(4, 5, 3))
+    check_grads(model_pmap_loss, (w, x), order=2, modes=("rev", "fwd"))
+
+
+def test_vmap_of_pmap_equals_vmap_of_vmap():
+    x = RNG.normal(size=(2, 4, 3))
+    f = tp.pmap(lambda v: v / tp.psum(v, "i"), "i")
+    close(tp.vmap(f)(x), tp.vmap(tp.vmap(lambda v: v / tp.psum(v, "i"), axis_name="i"))(x))
+
+
+def test_grad_through_the_new_collectives_under_pmap():
+    x = RNG.normal(size=(4, 4, 3))
+
+    def f(v):
+        a = tp.ppermute(v, "i", [(0, 2), (2, 1), (1, 3), (3, 0)])
+        b = tp.all_to_all(v, "i", 0, 1)
+        c = tp.psum_scatter(v, "i")
+        d = tp.all_gather(v, "i", axis=1)
+        return np.sum(np.sin(a) * b.T) + np.sum(c ** 2) + np.sum(np.cos(d))
+
+    def via(mapper):
+        return lambda v: np.sum(mapper(f, axis_name="i")(v))
+    close(tp.grad(via(tp.pmap))(x), tp.grad(via(tp.vmap))(x), 1e-10)
+
+
+# ---------------------------------------------------------------- errors
+
+def test_more_entries_than_devices_names_both_numbers():
+    n = tp.device_count()
+    with pytest.raises(ValueError, match=f"{n + 1} entries but there are only {n} devices"):
+        tp.pmap(np.sin)(np.ones(n + 1))
+
+
+def test_mismatched_sizes_name_the_arguments():
+    with pytest.raises(ValueError, match="x has 3, y has 2"):
+        tp.pmap(lambda x, y: x + y)(np.ones(3), np.ones(2))
+
+
+def test_unknown_axis_name_and_collective_outside_any_mapping():
+    with pytest.raises(tp.TransformError, match="no mapped axis named 'j'"):
+        tp.pmap(lambda x: tp.psum(x, "j"), "i")(np.ones(2))
+    with pytest.raises(tp.TransformError, match="no mapped axis named 'i'"):
+        tp.psum(np.ones(2), "i")
+
+
+def test_a_failing_device_stops_the_others_with_its_own_error():
+    def f(x):
+        if tp.axis_index("i") == 1:
+            raise RuntimeError("device one failed")
+        return tp.psum(x, "i")
+    with pytest.raises(RuntimeError, match="device one failed"):
+        tp.pmap(f, "i")(np.ones(3))
+
+
+def test_a_collective_one_device_skips_times_out_naming_it(monkeypatch):
+    monkeypatch.setenv("TRANSPILE_COLLECTIVE_TIMEOUT", "0.5")
+
+    def f(x):
+        if tp.axis_index("i") == 0:
+            return x
+        return tp.psum(x, "i")
+    with pytest.raises(spmd.CollectiveError, match=r"psum over axis 'i' on rank \d: timed out"):
+        tp.pmap(f, "i")(np.ones(3))
+
+
+def test_gpu_backend_is_a_clear_error_and_devices_are_virtual():
+    with pytest.raises(tp.TransformError, match="not built yet"):
+        tp.pmap(np.sin, backend="gpu")
+    assert tp.device_count() == len(tp.devices()) == tp.local_device_count()
+    assert tp.process_index() == 0 and tp.process_count() == 1
+    assert tp.devices()[0].platform == "cpu"
+
+
+def test_devices_run_at_the_same_time():
+    seen = set()
+
+    def f(x):
+        seen.add(threading.get_ident())
+        return tp.psum(x, "i")        # every device must be inside f at once to pass
+    tp.pmap(f, "i")(np.ones(4))
+    assert len(seen) == 4
