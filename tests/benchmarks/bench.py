@@ -713,6 +713,129 @@ def bench_conv(rounds, target_s, batch=64, size=28, cin=8, cout=16, target_ratio
                ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
 
 
+# ---------------------------------------------------------------------------- pmap rows
+JAX_PMAP_SRC = """
+import json, os, statistics, sys, time
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+out = {}
+def timed(fn, reps):
+    fn()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter(); fn(); ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+for n, nbytes, reps in json.loads(sys.argv[1]):
+    x = jax.pmap(lambda v: v)(np.random.default_rng(0).standard_normal((n, nbytes // 8)))
+    f = jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i")
+    out[f"{n},{nbytes}"] = timed(lambda: jax.block_until_ready(f(x)), reps)
+tiny = jax.pmap(lambda v: v + 1.0)
+v = np.arange(4.0)
+out["tiny"] = timed(lambda: jax.block_until_ready(tiny(v)), 200)
+print(json.dumps(out))
+"""
+
+
+def _jax_pmap_times(cases):
+    """jax.pmap times in a fresh process with 8 host devices (the XLA flag must come before
+    jax starts); {} without jax."""
+    import json
+    import subprocess
+    try:
+        done = subprocess.run([sys.executable, "-c", JAX_PMAP_SRC, json.dumps(cases)],
+                              capture_output=True, text=True, timeout=900, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError):
+        return {}
+
+
+def _median_time(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        t = clock()
+        fn()
+        times.append(clock() - t)
+    return statistics.median(times)
+
+
+def _mlp_loss(params, x, y):
+    for w, b in params[:-1]:
+        x = np.maximum(x @ w + b, 0.0)
+    w, b = params[-1]
+    logits = x @ w + b
+    logits = logits - np.max(logits, axis=1, keepdims=True)
+    logp = logits - np.log(np.sum(np.exp(logits), axis=1, keepdims=True))
+    return -np.mean(np.sum(logp * y, axis=1))
+
+
+def _mlp_step(params, x, y):
+    grads = tp.grad(_mlp_loss)(params, x, y)
+    grads = tp.pmean(grads, "batch")
+    return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
+
+
+def bench_pmap(quick):
+    """psum latency and bandwidth over virtual CPU devices (hand: np.sum over the device
+    axis of the gathered array; jax: jax.pmap psum on 8 host devices, another process),
+    a data-parallel MLP step on 1, 2, 4 devices, and the dispatch cost of a tiny pmap."""
+    rows, notes = [], []
+    sizes = [(1 << 10, 200), (1 << 20, 30), (64 << 20, 3 if quick else 5)]
+    cases = [(n, nbytes, reps) for n in (2, 4, 8) for nbytes, reps in sizes]
+    jax_times = _jax_pmap_times(cases) if jax is not None else {}
+    psum = tp.pmap(lambda v: tp.psum(v, "i"), axis_name="i")
+    for n, nbytes, reps in cases:
+        host = np.random.default_rng(0).standard_normal((n, nbytes // 8))
+        x = tp.pmap(lambda v: v)(host)          # on the devices already, as JAX's is
+        if not np.allclose(np.asarray(psum(x))[0], host.sum(0)):
+            fail("pmap psum differs from numpy's sum")
+        tp_s = _median_time(lambda: psum(x), reps)
+        hand_s = _median_time(lambda: np.sum(host, axis=0), reps)
+        jax_s = jax_times.get(f"{n},{nbytes}")
+        label = f"pmap psum, {n} devices x {_bytes(nbytes)}"
+        rows.append(Row(label, "float64", 1e3 * tp_s, 1e3 * hand_s, tp_s / hand_s, None,
+                        None if jax_s is None else 1e3 * jax_s,
+                        f"{nbytes / tp_s / 1e9:.2f} GB/s per device"
+                        + ("" if jax_s is None else f"; tp/jax {tp_s / jax_s:.2f}")))
+    # data parallel training step, 784-512-512-10, batch 1024
+    rng = np.random.default_rng(0)
+    sizes_mlp = (784, 512, 512, 10)
+    params = [(rng.standard_normal((m, k)) / np.sqrt(m), np.zeros(k))
+              for m, k in zip(sizes_mlp[:-1], sizes_mlp[1:])]
+    x = rng.standard_normal((1024, 784))
+    y = np.eye(10)[rng.integers(0, 10, 1024)]
+    step = tp.pmap(_mlp_step, "batch", in_axes=(None, 0, 0), out_axes=None)
+    times = {}
+    for n in (1, 2, 4):
+        xs, ys = x.reshape(n, 1024 // n, 784), y.reshape(n, 1024 // n, 10)
+        times[n] = _median_time(lambda: step(params, xs, ys), 3 if quick else 7)
+    reference = tp.grad(_mlp_loss)(params, x, y)
+    got = step(params, x.reshape(2, 512, 784), y.reshape(2, 512, 10))
+    if not np.allclose(got[0][0], params[0][0] - 0.01 * reference[0][0], atol=1e-12):
+        fail("data-parallel step differs from the whole-batch step")
+    speed2 = times[1] / times[2]
+    rows.append(Row("data-parallel MLP step 784-512-512-10, batch 1024: 1 / 2 / 4 devices "
+                    "(ms)", "float64", 1e3 * times[2], 1e3 * times[1], times[2] / times[1],
+                    None, None, f"2 devices {speed2:.2f}x, 4 devices "
+                    f"{times[1] / times[4]:.2f}x (>= 1.6x on 2)", speed2 >= 1.6))
+    notes.append("data-parallel step ms: " + ", ".join(f"{n} devices {1e3 * t:.1f}"
+                                                        for n, t in times.items()))
+    tiny = tp.pmap(lambda v: v + 1.0)
+    v = np.arange(4.0)
+    tiny_s = _median_time(lambda: tiny(v), 200)
+    jax_tiny = jax_times.get("tiny")
+    rows.append(Row("pmap dispatch, x + 1 on (4,), 4 devices", "float64", 1e3 * tiny_s,
+                    None, None, None, None if jax_tiny is None else 1e3 * jax_tiny,
+                    "" if jax_tiny is None else f"tp/jax {tiny_s / jax_tiny:.2f}"))
+    return rows, notes
+
+
+def _bytes(n):
+    return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB"
+
+
 # ---------------------------------------------------------------------------- jit rows
 SINE_SRC = '''\
 def sine_loop(x):
@@ -1019,7 +1142,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
     ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
-                    "overhead, hessian, jvp, vmap, random, conv, jit (default: all)")
+                    "overhead, hessian, jvp, vmap, random, conv, pmap, jit (default: all)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -1076,6 +1199,10 @@ def main(argv=None):
         rows.extend(bench_random(10 ** 6, rounds_hess, target_s))
     if want("conv"):
         rows.append(bench_conv(rounds_hess, target_s))
+    pmap_notes = []
+    if want("pmap"):
+        pmap_rows, pmap_notes = bench_pmap(args.quick)
+        rows.extend(pmap_rows)
 
     jit_notes = []
     if want("jit"):
@@ -1104,7 +1231,7 @@ def main(argv=None):
     print()
     print_table(rows)
     print()
-    for line in jit_notes:
+    for line in jit_notes + pmap_notes:
         print(line)
     if first_times is not None:
         print("first transform (ms, each minus one steady call): "
