@@ -149,3 +149,10 @@ def all_to_all_lanes(dout, out, x, split_axis, concat_axis, tiled=False):
 @fwd("rt.all_to_all_lanes")
 def all_to_all_lanes_fwd(out, x, split_axis, concat_axis, tiled=False):
     dout = rt.all_to_all_lanes(dx, split_axis, concat_axis, tiled)
+
+
+# vmap of vmap over a collective of the inner axis: not built (a clear error)
+for _s in ("rt.all_gather_lanes", "rt.all_gather_lanes_adjoint", "rt.psum_scatter_lanes",
+           "rt.ppermute_lanes", "rt.all_to_all_lanes"):
+    set_batch_rule(_s, BatchRule("unsupported"))
+set_batch_rule("rt.inverse_permutation", BatchRule("same"))
