@@ -21,26 +21,26 @@ from .trees import rebuild_like as _rebuild, tree_map
 
 # ---------------------------------------------------------------- entering and leaving
 
-def _leaves_with_axes(value, axes, path):
+def leaves_with_axes(value, axes, path):
     """(path, leaf, axis) for each leaf of `value`, with `axes` a prefix tree of it."""
     if axes is None or isinstance(axes, numbers.Integral):
         if isinstance(value, (tuple, list)):
             for i, v in enumerate(value):
-                yield from _leaves_with_axes(v, axes, f"{path}[{i}]")
+                yield from leaves_with_axes(v, axes, f"{path}[{i}]")
         elif isinstance(value, dict):
             for k, v in value.items():
-                yield from _leaves_with_axes(v, axes, f"{path}[{k!r}]")
+                yield from leaves_with_axes(v, axes, f"{path}[{k!r}]")
         else:
             yield path, value, axes
         return
     if isinstance(axes, (tuple, list)) and isinstance(value, (tuple, list)) \
             and len(axes) == len(value):
         for i, (v, a) in enumerate(zip(value, axes)):
-            yield from _leaves_with_axes(v, a, f"{path}[{i}]")
+            yield from leaves_with_axes(v, a, f"{path}[{i}]")
         return
     if isinstance(axes, dict) and isinstance(value, dict) and set(axes) == set(value):
         for k in value:
-            yield from _leaves_with_axes(value[k], axes[k], f"{path}[{k!r}]")
+            yield from leaves_with_axes(value[k], axes[k], f"{path}[{k!r}]")
         return
     raise ValueError(f"vmap: in_axes {axes!r} does not match the structure of argument "
                      f"{path} ({type(value).__name__})")
@@ -55,7 +55,7 @@ def axis_size(args, in_axes, names, given, where, outer=None):
     sizes = []
     outer = outer or (0,) * len(args)
     for value, axes, name, lead in zip(args, in_axes, names, outer):
-        for path, leaf, axis in _leaves_with_axes(value, axes, name):
+        for path, leaf, axis in leaves_with_axes(value, axes, name):
             if axis is None:
                 continue
             shape = np.shape(leaf)[lead:]
@@ -80,21 +80,21 @@ def axis_size(args, in_axes, names, given, where, outer=None):
     return first
 
 
-def _tree_axes(value, axes, fn):
+def tree_axes(value, axes, fn):
     """fn(leaf, axis) for each leaf whose axis (from the prefix tree `axes`) is not None."""
     if axes is None:
         return value
     if isinstance(axes, numbers.Integral):
         if isinstance(value, (tuple, list)):
-            return _rebuild(value, (_tree_axes(v, axes, fn) for v in value))
+            return _rebuild(value, (tree_axes(v, axes, fn) for v in value))
         if isinstance(value, dict):
-            return {k: _tree_axes(v, axes, fn) for k, v in value.items()}
+            return {k: tree_axes(v, axes, fn) for k, v in value.items()}
         return fn(value, axes)
     if isinstance(axes, dict):
-        return {k: _tree_axes(value[k], axes[k], fn) for k in value}
+        return {k: tree_axes(value[k], axes[k], fn) for k in value}
     if not isinstance(value, (tuple, list)) or len(value) != len(axes):
         raise ValueError(f"vmap: axes {axes!r} do not match the structure of the value")
-    return _rebuild(value, (_tree_axes(v, a, fn) for v, a in zip(value, axes)))
+    return _rebuild(value, (tree_axes(v, a, fn) for v, a in zip(value, axes)))
 
 
 def _shifted(axis, outer):
@@ -109,7 +109,7 @@ def _move_leaves(value, axes, outer, entering):
             return leaf
         src, dst = (a, outer) if entering else (outer, a)
         return array_module(leaf).moveaxis(leaf, src, dst)
-    return _tree_axes(value, axes, move)
+    return tree_axes(value, axes, move)
 
 
 def move_batch_axis(value, axes, outer=0):

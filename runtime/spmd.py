@@ -321,7 +321,6 @@ class ShardedArray(np.lib.mixins.NDArrayOperatorsMixin):
         shape = list(np.shape(first))
         shape.insert(axis, len(self.shards))
         self.shape = tuple(shape)
-        self._gathered = None
 
     @property
     def ndim(self):
@@ -335,9 +334,8 @@ class ShardedArray(np.lib.mixins.NDArrayOperatorsMixin):
         return self.shape[0]
 
     def gather(self):
-        if self._gathered is None:
-            self._gathered = np.stack([np.asarray(s) for s in self.shards], axis=self.axis)
-        return self._gathered
+        # not cached: r[i] hands out a device's own buffer, which its holder may write to
+        return np.stack([np.asarray(s) for s in self.shards], axis=self.axis)
 
     def __array__(self, dtype=None, copy=None):
         out = self.gather()

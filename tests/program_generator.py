@@ -1685,12 +1685,18 @@ def check_vmap(case):
     case.expect(got, expected, EXACT_RTOL, "batched value")
 
 
-def check_vmap_of_grad(case):
+def per_example_gradients(case):
+    """(tp.grad of f, its gradient at each example of the batch), the reference of the
+    checks that map a gradient over examples."""
     grad_f = tp.grad(case.f, argnums=case.argnums)
     try:
-        per_example = [grad_f(*copy.deepcopy(e)) for e in batch_examples(case)]
+        return grad_f, [grad_f(*copy.deepcopy(e)) for e in batch_examples(case)]
     except Exception as exc:
         raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
+
+
+def check_vmap_of_grad(case):
+    grad_f, per_example = per_example_gradients(case)
     batch = copy.deepcopy(case.program.batch)
     got = case.call(tp.vmap(grad_f, in_axes=case.program.in_axes), *batch)
     case.expect(got, tree_stack(per_example), EXACT_RTOL, "per-example gradient")
@@ -1704,11 +1710,7 @@ def check_pmap(case):
 
 
 def check_pmap_of_grad(case):
-    grad_f = tp.grad(case.f, argnums=case.argnums)
-    try:
-        per_example = [grad_f(*copy.deepcopy(e)) for e in batch_examples(case)]
-    except Exception as exc:
-        raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
+    grad_f, per_example = per_example_gradients(case)
     batch = copy.deepcopy(case.program.batch)
     got = case.call(tp.pmap(grad_f, in_axes=case.program.in_axes), *batch)
     case.expect(gathered(got), tree_stack(per_example), EXACT_RTOL, "gradient on each device")
@@ -1717,11 +1719,7 @@ def check_pmap_of_grad(case):
 def check_grad_of_pmap(case):
     """grad of the sum over devices of pmap(f): the backward pass runs on the devices too.
     Expected: each example's gradient for a mapped argument, their sum for the others."""
-    grad_f = tp.grad(case.f, argnums=case.argnums)
-    try:
-        per_example = [grad_f(*copy.deepcopy(e)) for e in batch_examples(case)]
-    except Exception as exc:
-        raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
+    _, per_example = per_example_gradients(case)
     stacked = tree_stack(per_example)
     in_axes = case.program.in_axes
     expected = tuple(g if in_axes[k] is not None else tree_sum_examples(g)

@@ -470,3 +470,20 @@ def test_entmax_example_main_runs(capsys):
     entmax.main()
     out = capsys.readouterr().out
     assert "entmax15" in out and "def grad_weighted" in out
+
+
+def test_a_custom_function_with_defaults_transformed_directly():
+    # the wrapper a transformation applies to a custom function kept no defaults, so a
+    # call that left one out failed to bind
+    @tp.custom_jvp
+    def scaled(x, k=3.0):
+        return k * np.sin(x)
+
+    @scaled.defjvp
+    def scaled_jvp(primals, tangents):
+        x, k = primals
+        dx, _ = tangents
+        return k * np.sin(x), k * np.cos(x) * dx
+    x = np.random.default_rng().normal(size=4)
+    np.testing.assert_allclose(tp.jvp(scaled, (x,), (np.ones(4),))[1], 3.0 * np.cos(x))
+    np.testing.assert_allclose(tp.grad(lambda x: np.sum(scaled(x)))(x), 3.0 * np.cos(x))

@@ -274,3 +274,15 @@ def test_devices_run_at_the_same_time():
         return tp.psum(x, "i")        # every device must be inside f at once to pass
     tp.pmap(f, "i")(np.ones(4))
     assert len(seen) == 4
+
+
+def test_parameters_with_defaults_are_unmapped_and_differentiable():
+    def f(x, scale=2.0):
+        return np.sin(x) * scale
+    pm = tp.pmap(f)
+    x = RNG.normal(size=3)
+    close(pm(x), 2.0 * np.sin(x))
+    close(tp.grad(lambda x: np.sum(pm(x)))(x), 2.0 * np.cos(x))   # derivative code passes
+    close(tp.jvp(pm, (x,), (np.ones(3),))[1], 2.0 * np.cos(x))    # the default on
+    with pytest.raises(TypeError, match="an array is passed as scale"):
+        pm(x, np.ones(3))

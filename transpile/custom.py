@@ -95,8 +95,13 @@ def wrapper_for(custom):
                              "transformed directly.\n  hint: rename it, or call the "
                              "function from another one.")
     text = f"def {name}({args}):\n    return custom({args})\n"
-    custom._wrapper = file_backed(text, {"custom": custom}, name)
-    return custom._wrapper
+    wrapper = file_backed(text, {"custom": custom}, name)
+    # its parameters' defaults are the custom function's (a call may leave them out)
+    defaults = tuple(p.default for p in custom.signature.parameters.values()
+                     if p.default is not p.empty)
+    wrapper.__defaults__ = defaults or None
+    custom._wrapper = wrapper
+    return wrapper
 
 
 def identifier(text):
@@ -123,11 +128,9 @@ def _make_vjp_pair(custom, grad):
     if custom.fwd is not None:
         return custom.fwd, custom.bwd
     if isinstance(custom, custom_vjp):
-        if custom.fwd is None:
-            raise TransformError(f"custom_vjp function {custom.__name__} is differentiated "
-                                 "but has no rules.\n  hint: call "
-                                 f"{custom.__name__}.defvjp(fwd, bwd) after defining it.")
-        return custom.fwd, custom.bwd
+        raise TransformError(f"custom_vjp function {custom.__name__} is differentiated "
+                             "but has no rules.\n  hint: call "
+                             f"{custom.__name__}.defvjp(fwd, bwd) after defining it.")
     if custom.rule is None:
         raise TransformError(f"custom_jvp function {custom.__name__} is differentiated but "
                              f"has no rule.\n  hint: decorate the rule with "

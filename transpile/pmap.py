@@ -160,9 +160,14 @@ class Pmapped(CustomRule):
         except TypeError as e:
             raise TypeError(f"{self.__name__}: {e}") from None
         for i in self.defaulted:
-            if self.params[i] in bound.arguments:
+            # an array passed there would be mapped by JAX; a default passed on (as
+            # derivative code passes every argument) or a number is not
+            value = bound.arguments.get(self.params[i])
+            if value is not self.signature.parameters[self.params[i]].default and \
+                    any(np.ndim(leaf) > 0 for leaf in rt.tree_leaves(value)):
                 raise TypeError(
-                    f"pmap of {self.__name__}: {self.params[i]} is passed, but an int "
+                    f"pmap of {self.__name__}: an array is passed as {self.params[i]}, but "
+                    "an int "
                     "in_axes maps only the parameters without defaults.\n  hint: give "
                     "in_axes as a tuple with an entry for each parameter.")
         bound.apply_defaults()
@@ -184,7 +189,9 @@ class Pmapped(CustomRule):
     def _mapped_size(self, args):
         sizes = []
         for name, a, axes in zip(self.params, args, self.in_axes):
-            for path, leaf, axis in _mapped_leaves(a, axes, name):
+            for path, leaf, axis in rt.leaves_with_axes(a, axes, name):
+                if axis is None:
+                    continue
                 shape = np.shape(leaf)
                 if not -len(shape) <= axis < len(shape):
                     raise ValueError(f"pmap of {self.__name__}: in_axes maps axis {axis} of "
@@ -235,8 +242,7 @@ class Pmapped(CustomRule):
         lines.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         device_bwd = self._source("pmap_device_bwd", "\n    ".join(lines),
                                   {"cotangents": cotangents, "rt": rt}, extra=["g"])
-        g_axis = None if self.out_axes is None else self.out_axes
-        backward = Pmapped(device_bwd, self.inner_axis, self.in_axes + (g_axis,),
+        backward = Pmapped(device_bwd, self.inner_axis, self.in_axes + (self.out_axes,),
                            tuple(self.in_axes), (), self.device_list)
         one = "," if len(self.params) == 1 else ""
         return self._source("pmap_bwd", f"{args}{one} = saved\n    "
@@ -314,35 +320,10 @@ def _zero_unreturned(expr, axes):
 
 
 # ---------------------------------------------------------------------------- slicing
-def _mapped_leaves(x, axes, path):
-    """(path, leaf, axis) for every leaf of x that `axes` (an int, None or a pytree prefix
-    of x) maps."""
-    if axes is None:
-        return
-    if isinstance(axes, int):
-        for i, leaf in enumerate(rt.tree_leaves(x)):
-            yield path if i == 0 else f"{path} (leaf {i})", leaf, axes
-        return
-    if isinstance(axes, (tuple, list)) and isinstance(x, (tuple, list)) and \
-            len(axes) == len(x):
-        for i, (v, a) in enumerate(zip(x, axes)):
-            yield from _mapped_leaves(v, a, f"{path}[{i}]")
-        return
-    if isinstance(axes, dict) and isinstance(x, dict) and set(axes) == set(x):
-        for k in x:
-            yield from _mapped_leaves(x[k], axes[k], f"{path}[{k!r}]")
-        return
-    raise ValueError(f"pmap: in_axes {axes!r} does not match the structure of {path}")
-
-
 def _slice(x, axes, rank):
-    if axes is None:
-        return x
-    if isinstance(axes, int):
-        return rt.tree_map(lambda leaf: spmd.shard_of(leaf, _positive(axes, leaf), rank), x)
-    if isinstance(axes, dict):
-        return {k: _slice(v, axes[k], rank) for k, v in x.items()}
-    return rt.rebuild_like(x, [_slice(v, a, rank) for v, a in zip(x, axes)])
+    """Device `rank`'s part of argument x, mapped by `axes` (an int, None or a prefix tree)."""
+    return rt.tree_axes(x, axes, lambda leaf, axis: spmd.shard_of(leaf, _positive(axis, leaf),
+                                                                  rank))
 
 
 def _positive(axis, leaf):

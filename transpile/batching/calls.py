@@ -265,9 +265,6 @@ class CallRules:
             return call("np.arange", [name(self.size)])
         _, bound = self._bound(v, spelling)
         x = bound.arguments["x"]
-        options = [bound.arguments[p] for p in COLLECTIVES[spelling] if p in bound.arguments]
-        keywords = [gast.keyword(arg=p, value=bound.arguments[p])
-                    for p in COLLECTIVES[spelling] if p in bound.arguments]
         if not batched(self.expr_spec(x)):
             # the same value in every example
             if spelling == "rt.psum":
@@ -276,10 +273,9 @@ class CallRules:
                 return x
             x = call("rt.broadcast_batch", [x, name(self.size)])
         if spelling in LANE_HELPERS:
-            new = call(LANE_HELPERS[spelling], [x] + options[:1] if spelling == "rt.ppermute"
-                       else [x])
-            if spelling != "rt.ppermute":
-                new.keywords = keywords
+            new = call(LANE_HELPERS[spelling], [x])
+            new.keywords = [gast.keyword(arg=p, value=bound.arguments[p])
+                            for p in COLLECTIVES[spelling] if p in bound.arguments]
             return new
         reducer = {"rt.psum": "np.sum", "rt.pmean": "np.mean", "rt.pmax": "np.max",
                    "rt.pmin": "np.min"}[spelling]

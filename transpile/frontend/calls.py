@@ -87,10 +87,9 @@ class CallNormalizer:
             raise self.error(node, "*args and **kwargs in calls are not supported.",
                              "pass the arguments one by one.")
         func = node.func
-        if isinstance(func, gast.Attribute) and (self.static(func) is None or
-                                                 _method_of_array(self.static(func))):
-            return self.method_call(node, stmts)
         callee = self.static(func)
+        if isinstance(func, gast.Attribute) and (callee is None or _method_of_array(callee)):
+            return self.method_call(node, stmts)
         if callee is None:
             if isinstance(func, gast.Call):
                 callee = self.expr(func, stmts)
