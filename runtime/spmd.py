@@ -14,6 +14,7 @@ devices that share the inner position, as JAX defines it.
 import os
 import queue
 import threading
+import time
 
 import numpy as np
 
@@ -44,10 +45,30 @@ class CpuDevice:
 
 
 _CPU_DEVICES = {}
+_PROCESSES = {"mpi": None}     # the MPI communicator once tp.distributed.initialize() ran
+
+
+def join_processes():
+    """Make every pmap span the processes mpiexec started (collectives over MPI)."""
+    if _PROCESSES["mpi"] is None:
+        from mpi4py import MPI
+        _PROCESSES["mpi"] = MPI.COMM_WORLD.Dup()
+    return _PROCESSES["mpi"]
+
+
+def process_index():
+    mpi = _PROCESSES["mpi"]
+    return 0 if mpi is None else mpi.Get_rank()
+
+
+def process_count():
+    mpi = _PROCESSES["mpi"]
+    return 1 if mpi is None else mpi.Get_size()
 
 
 def cpu_devices():
-    """The virtual CPU devices: TRANSPILE_CPU_DEVICES of them (default 8)."""
+    """Every process's virtual CPU devices: TRANSPILE_CPU_DEVICES each (default 8),
+    numbered process by process."""
     text = os.environ.get("TRANSPILE_CPU_DEVICES", "8")
     try:
         count = int(text)
@@ -55,9 +76,17 @@ def cpu_devices():
         count = 0
     if count < 1:
         raise ValueError(f"TRANSPILE_CPU_DEVICES={text!r}: it must be a positive integer")
-    if count not in _CPU_DEVICES:
-        _CPU_DEVICES[count] = [CpuDevice(i) for i in range(count)]
-    return _CPU_DEVICES[count]
+    key = (count, process_count())
+    if key not in _CPU_DEVICES:
+        _CPU_DEVICES[key] = [CpuDevice(p * count + i, p) for p in range(key[1])
+                             for i in range(count)]
+    return _CPU_DEVICES[key]
+
+
+def local_cpu_devices():
+    """This process's virtual CPU devices."""
+    here = process_index()
+    return [d for d in cpu_devices() if d.process_index == here]
 
 
 # ---------------------------------------------------------------------------- communicator
@@ -122,28 +151,34 @@ class SharedMemoryCommunicator:
         self._wait(rank, what)
 
     # -- collectives
-    def allreduce(self, rank, x, op, what):
-        """op in "sum", "max", "min": every rank gets the reduction of all ranks' x.
+    def rank_of(self, thread):
+        """The rank (axis_index) of this process's thread number `thread`."""
+        return thread
 
-        Rank r reduces the r-th stretch of the flattened arrays into one shared buffer
-        (so the work is split, not repeated), then every rank copies the whole result."""
+    def allreduce(self, rank, x, op, what):
+        """op in "sum", "max", "min": every rank gets the reduction of all ranks' x."""
+        return self._reduce_here(rank, x, op, what).copy()
+
+    def _reduce_here(self, thread, x, op, what):
+        """The reduction over this process's threads, in one buffer they share: thread t
+        reduces the t-th stretch of the flattened arrays (the work is split, not
+        repeated)."""
         x = np.asarray(x)
-        if rank == 0:
+        if thread == 0:
             self._shared = np.empty(x.shape, dtype=x.dtype)
-        values = self.exchange(rank, x, what)
-        _check_same(values, rank, what)
+        values = SharedMemoryCommunicator.exchange(self, thread, x, what)
+        _check_same(values, thread, what)
         out = self._shared
         flat = out.reshape(-1)
-        lo, hi = _stretch(flat.size, self.size, rank)
+        lo, hi = _stretch(flat.size, len(values), thread)
         if hi > lo:
-            ufunc = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op]
+            ufunc = REDUCERS[op]
             parts = [v.reshape(-1)[lo:hi] for v in values]
             np.copyto(flat[lo:hi], parts[0])
             for part in parts[1:]:
                 ufunc(flat[lo:hi], part, out=flat[lo:hi])
-        self.done(rank, what)
-        result = out.copy()
-        return result
+        self.done(thread, what)
+        return out
 
     def reduce_scatter(self, rank, x, axis, tiled, what):
         """psum_scatter: rank r gets the sum over ranks of x's r-th block along `axis`."""
@@ -186,6 +221,78 @@ class SharedMemoryCommunicator:
             np.stack(blocks, axis=concat_axis)
         self.done(rank, what)
         return out
+
+
+REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+class ProcessSpanningCommunicator(SharedMemoryCommunicator):
+    """Collectives among the threads of several processes (`tp.distributed.initialize()`):
+    shared memory among a process's threads, then MPI between processes, one call per
+    process (its thread 0), which waits at most TRANSPILE_COLLECTIVE_TIMEOUT seconds.
+
+    Rank = process index * threads per process + thread. Every process must run the same
+    number of threads (devices)."""
+
+    def __init__(self, threads, mpi_comm):
+        super().__init__(threads)
+        self.mpi = mpi_comm
+        self.threads = threads
+        self.offset = mpi_comm.Get_rank() * threads
+        self.size = threads * mpi_comm.Get_size()
+        counts = np.empty(mpi_comm.Get_size(), dtype=np.int64)
+        self._mpi_wait(mpi_comm.Iallgather(np.array([threads], dtype=np.int64), counts),
+                       self.offset, "pmap's start (the processes' device counts)")
+        counts = counts.tolist()
+        if len(set(counts)) > 1:
+            raise CollectiveError(f"pmap across processes: the processes map axes of "
+                                  f"different sizes ({counts}); each must use as many "
+                                  "devices as the others")
+
+    def rank_of(self, thread):
+        return self.offset + thread
+
+    def exchange(self, rank, value, what):
+        thread = rank - self.offset
+        here = SharedMemoryCommunicator.exchange(self, thread, np.asarray(value), what)
+        if thread == 0:
+            stacked = np.stack(here)
+            everyone = np.empty((self.mpi.Get_size(),) + stacked.shape, stacked.dtype)
+            self._mpi_wait(self.mpi.Iallgather(stacked, everyone), rank, what)
+            self._shared = list(everyone.reshape((self.size,) + stacked.shape[1:]))
+        self._wait(rank, what)
+        return self._shared
+
+    def allreduce(self, rank, x, op, what):
+        thread = rank - self.offset
+        out = self._reduce_here(thread, x, op, what)
+        if thread == 0:
+            from mpi4py import MPI
+            mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
+            self._mpi_wait(self.mpi.Iallreduce(MPI.IN_PLACE, out, op=mpi_op), rank, what)
+        self._wait(rank, what)
+        return out.copy()
+
+    def _mpi_wait(self, request, rank, what):
+        deadline = time.monotonic() + collective_timeout()
+        while not request.Test():
+            if time.monotonic() > deadline:
+                reason = (f"timed out after {collective_timeout():g} s waiting for the other "
+                          "processes (TRANSPILE_COLLECTIVE_TIMEOUT sets it)")
+                self.abort(reason)
+                raise CollectiveError(f"{what} on rank {rank}: {reason}")
+            time.sleep(1e-5)
+
+    def split(self, key):
+        return _NoNestedSpan()
+
+
+class _NoNestedSpan:
+    """What a nested pmap's threads see for an axis that spans processes."""
+
+    def __getattr__(self, name):
+        raise CollectiveError("a collective over an axis that spans processes, called "
+                              "inside a nested pmap, is not supported")
 
 
 def _stretch(n, parts, k):
@@ -264,8 +371,11 @@ def run(fn, per_rank_args, axis_name, devices):
     `devices[r]` and to rank r of `axis_name`; the list of results. If a rank raises, the
     others' collectives raise too, and the first rank's own error is raised here."""
     n = len(per_rank_args)
-    comm = SharedMemoryCommunicator(n)
     parent = getattr(_local, "axes", None) or {}
+    mpi = _PROCESSES["mpi"]
+    # a pmap that no other pmap encloses spans the processes, once they are joined
+    comm = ProcessSpanningCommunicator(n, mpi) if mpi is not None and not parent else \
+        SharedMemoryCommunicator(n)
     launch = getattr(_local, "launches", 0)
     _local.launches = launch + 1
     results, errors = [None] * n, [None] * n
@@ -275,7 +385,7 @@ def run(fn, per_rank_args, axis_name, devices):
         def task():
             axes = {name: (c.split(("nested", launch, rank)), k)
                     for name, (c, k) in parent.items()}
-            axes[axis_name] = (comm, rank)
+            axes[axis_name] = (comm, comm.rank_of(rank))
             _local.axes, _local.launches, _local.device = axes, 0, devices[rank]
             try:
                 results[rank] = fn(*per_rank_args[rank])
@@ -386,5 +496,6 @@ def shard_of(x, axis, rank):
     return np.asarray(x).take(rank, axis=axis)
 
 
-__all__ = ["CpuDevice", "cpu_devices", "SharedMemoryCommunicator", "CollectiveError",
+__all__ = ["CpuDevice", "cpu_devices", "local_cpu_devices", "join_processes",
+           "process_index", "process_count", "ProcessSpanningCommunicator", "SharedMemoryCommunicator", "CollectiveError",
            "bound_axis", "current_device", "run", "ShardedArray", "shard_of"]

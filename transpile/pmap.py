@@ -35,14 +35,18 @@ _names = itertools.count()
 # ---------------------------------------------------------------------------- devices
 def devices(backend=None):
     """The devices pmap spreads work over: TRANSPILE_CPU_DEVICES virtual CPU devices
-    (default 8). backend: None or "cpu"."""
+    (default 8) in each process (see `tp.distributed.initialize`). backend: None or
+    "cpu"."""
     _check_backend(backend)
     return list(spmd.cpu_devices())
 
 
 def local_devices(process_index=None, backend=None):
-    """The devices of this process (all of them: one process)."""
-    return devices(backend)
+    """The devices of this process (or of process `process_index`)."""
+    _check_backend(backend)
+    if process_index is None:
+        return spmd.local_cpu_devices()
+    return [d for d in spmd.cpu_devices() if d.process_index == process_index]
 
 
 def device_count(backend=None):
@@ -56,13 +60,13 @@ def local_device_count(backend=None):
 
 
 def process_index():
-    """This process's index among the processes of a computation (0: one process)."""
-    return 0
+    """This process's index among the processes of a computation (0 for one process)."""
+    return spmd.process_index()
 
 
 def process_count():
-    """How many processes share the computation (1)."""
-    return 1
+    """How many processes share the computation (1 unless tp.distributed joined more)."""
+    return spmd.process_count()
 
 
 def _check_backend(backend):
@@ -173,7 +177,7 @@ class Pmapped(CustomRule):
         bound.apply_defaults()
         args = bound.args
         size = self._mapped_size(args)
-        available = self.device_list if self.device_list is not None else devices()
+        available = self.device_list if self.device_list is not None else local_devices()
         if size > len(available):
             raise ValueError(
                 f"pmap of {self.__name__}: the mapped axis has {size} entries but there are "

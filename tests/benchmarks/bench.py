@@ -738,6 +738,44 @@ print(json.dumps(out))
 """
 
 
+MPI_ALLREDUCE_SRC = """
+import json, statistics, sys, time
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+out = {}
+for nbytes, reps in json.loads(sys.argv[1]):
+    x = np.random.default_rng(comm.Get_rank()).standard_normal(nbytes // 8)
+    y = np.empty_like(x)
+    comm.Allreduce(x, y)
+    ts = []
+    for _ in range(reps):
+        comm.Barrier()
+        t = time.perf_counter(); comm.Allreduce(x, y); ts.append(time.perf_counter() - t)
+    out[str(nbytes)] = statistics.median(ts)
+if comm.Get_rank() == 0:
+    print(json.dumps(out))
+"""
+
+
+def _mpi_allreduce_times(ranks, sizes):
+    """MPI Allreduce medians (s) with `ranks` processes under mpiexec; {} without mpi4py."""
+    import json
+    import shutil
+    import subprocess
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = beside if os.path.exists(beside) else shutil.which("mpiexec")
+    if mpiexec is None:
+        return {}
+    try:
+        done = subprocess.run([mpiexec, "-n", str(ranks), sys.executable, "-c",
+                               MPI_ALLREDUCE_SRC, json.dumps(sizes)], capture_output=True,
+                              text=True, timeout=900, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError):
+        return {}
+
+
 def _jax_pmap_times(cases):
     """jax.pmap times in a fresh process with 8 host devices (the XLA flag must come before
     jax starts); {} without jax."""
@@ -779,12 +817,14 @@ def _mlp_step(params, x, y):
 
 def bench_pmap(quick):
     """psum latency and bandwidth over virtual CPU devices (hand: np.sum over the device
-    axis of the gathered array; jax: jax.pmap psum on 8 host devices, another process),
+    axis of the gathered array; jax: jax.pmap psum on 8 host devices, another process;
+    MPI Allreduce with as many mpiexec processes, in the target column),
     a data-parallel MLP step on 1, 2, 4 devices, and the dispatch cost of a tiny pmap."""
     rows, notes = [], []
     sizes = [(1 << 10, 200), (1 << 20, 30), (64 << 20, 3 if quick else 5)]
     cases = [(n, nbytes, reps) for n in (2, 4, 8) for nbytes, reps in sizes]
     jax_times = _jax_pmap_times(cases) if jax is not None else {}
+    mpi_times = {n: _mpi_allreduce_times(n, [(b, r) for b, r in sizes]) for n in (2, 4, 8)}
     psum = tp.pmap(lambda v: tp.psum(v, "i"), axis_name="i")
     for n, nbytes, reps in cases:
         host = np.random.default_rng(0).standard_normal((n, nbytes // 8))
@@ -794,11 +834,13 @@ def bench_pmap(quick):
         tp_s = _median_time(lambda: psum(x), reps)
         hand_s = _median_time(lambda: np.sum(host, axis=0), reps)
         jax_s = jax_times.get(f"{n},{nbytes}")
+        mpi_s = mpi_times[n].get(str(nbytes))
         label = f"pmap psum, {n} devices x {_bytes(nbytes)}"
         rows.append(Row(label, "float64", 1e3 * tp_s, 1e3 * hand_s, tp_s / hand_s, None,
                         None if jax_s is None else 1e3 * jax_s,
                         f"{nbytes / tp_s / 1e9:.2f} GB/s per device"
-                        + ("" if jax_s is None else f"; tp/jax {tp_s / jax_s:.2f}")))
+                        + ("" if jax_s is None else f"; tp/jax {tp_s / jax_s:.2f}")
+                        + ("" if mpi_s is None else f"; MPI Allreduce {1e3 * mpi_s:.3g} ms")))
     # data parallel training step, 784-512-512-10, batch 1024
     rng = np.random.default_rng(0)
     sizes_mlp = (784, 512, 512, 10)
