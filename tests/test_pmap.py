@@ -203,6 +203,34 @@ def test_vmap_of_pmap_equals_vmap_of_vmap():
     close(tp.vmap(f)(x), tp.vmap(tp.vmap(lambda v: v / tp.psum(v, "i"), axis_name="i"))(x))
 
 
+def test_vmap_of_pmap_runs_on_the_devices_with_axes_moved(monkeypatch):
+    def scaled(v, w):
+        return np.tanh(v) * w / tp.psum(np.sum(v ** 2), "i")
+    g = tp.pmap(scaled, "i", in_axes=(1, None), out_axes=1)
+    xs, w = RNG.normal(size=(3, 5, 4)), RNG.normal(size=5)
+    batched = tp.vmap(g, in_axes=(0, None))
+    assert "pmap_vmap" in batched.source          # a pmap of the vmapped function
+    launches = []
+    run = spmd.run
+
+    def spy(fn, per_rank_args, axis_name, devices):
+        launches.append(len(per_rank_args))
+        return run(fn, per_rank_args, axis_name, devices)
+    monkeypatch.setattr(spmd, "run", spy)
+    tp.vmap(tp.pmap(scaled, "i", in_axes=(1, None), out_axes=1), in_axes=(0, None))(xs, w)
+    assert launches == [4]                        # one launch over the 4 devices
+    reference = tp.vmap(tp.vmap(scaled, in_axes=(1, None), out_axes=1, axis_name="i"),
+                        in_axes=(0, None))
+    close(batched(xs, w), reference(xs, w))
+
+    def total_pmap(x):
+        return np.sum(np.sin(batched(x, w)))
+
+    def total_vmap(x):
+        return np.sum(np.sin(reference(x, w)))
+    close(tp.grad(total_pmap)(xs), tp.grad(total_vmap)(xs), 1e-10)
+
+
 def test_grad_through_the_new_collectives_under_pmap():
     x = RNG.normal(size=(4, 4, 3))
 

@@ -27,8 +27,13 @@ _counter = itertools.count()
 class CustomRule:
     """A function with derivative rules of its own (the base of custom_vjp, custom_jvp and
     pmap): `fwd`/`bwd` for reverse mode, `rule` for forward mode, where given; `fn` is
-    what batching transforms."""
+    what batching transforms, unless `batched` gives a function of its own."""
     fwd = bwd = rule = None
+
+    def batched(self, specs, axis_name):
+        """A Python function (batch_size, *args) -> result with the batch axis first, for
+        arguments batched as `specs` say; None: batch `fn`'s body instead."""
+        return None
 
     def __init__(self, fn, nondiff_argnums=()):
         if nondiff_argnums:

@@ -289,17 +289,25 @@ class Build:
                 found[2] = True
                 return found[0], True
             return found[0], found[1]
+        program = self.program
+        axis_name = self.options.get("axis_name")
+        custom_rule = program.custom.get(ir_name)
+        own = custom_rule.batched(specs, axis_name) if custom_rule is not None else None
+        if own is not None:
+            # a function that batches itself (pmap: a pmap of the vmapped function), called
+            # as batched variants are: (batch size, arguments), its result batched
+            name = normalize_function(own, program)[0]
+            self.batch_variants[key] = [name, True, False]
+            return name, True
         name = self.fresh(ir_name + "_vmap")
         entry = self.batch_variants[key] = [name, None, False]
-        program = self.program
-        if ir_name in program.custom:
+        if custom_rule is not None:
             # batching computes the function's value: its own body (a custom derivative
             # rule matters to the derivative passes, which see it when they run first)
-            plain = normalize_function(program.custom[ir_name].fn, program)[0]
+            plain = normalize_function(custom_rule.fn, program)[0]
             callee = program.functions[plain]
         else:
             callee = program.functions[ir_name]
-        axis_name = self.options.get("axis_name")
         node, spec = batching.batched_function(program, _fresh(callee), name, specs,
                                                self.batched_variant, axis_name)
         if entry[2] and spec is not True:

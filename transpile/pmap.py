@@ -14,8 +14,8 @@ CustomRule), all of them pmaps again, so their work runs on the devices too:
                  cotangents of unmapped arguments psum'd over the axis (the transpose of
                  handing every device the same value)
   forward mode   pmap of each device's jvp
-  vmap           vmap of vmap(f) on the calling thread (the same values; the batch is not
-                 spread over devices)
+  vmap           pmap of vmap(f), the device axes moved past the batch axis (arguments
+                 batched only in part: vmap of vmap(f), on the calling thread)
 """
 import functools
 import inspect
@@ -219,6 +219,26 @@ class Pmapped(CustomRule):
         return self._source("pmap_value", f"return mapped({self._args()})",
                             {"mapped": mapped})
 
+    def batched(self, specs, axis_name):
+        """vmap of pmap on the devices: pmap of the vmapped function, each device mapping
+        its slice of the batch; the device axes move past the batch axis (first)."""
+        if not all(spec is True or spec is False for spec in specs) or \
+                not _flat_axes(self.out_axes) or \
+                not all(a is None or isinstance(a, int) for a in self.in_axes):
+            return None        # containers batched in part: vmap of vmap (same values)
+        made = self.__dict__.setdefault("_batched", {})
+        key = (specs, axis_name)
+        if key not in made:
+            inner = vmap(self.f, in_axes=tuple(0 if b else None for b in specs),
+                         axis_name=axis_name)
+            in_axes = tuple(_past_batch(a) if b else a for a, b in zip(self.in_axes, specs))
+            mapped = Pmapped(inner, self.axis_name, in_axes, _past_batch(self.out_axes),
+                             (), self.device_list)
+            made[key] = self._source("pmap_vmap", f"return mapped({self._args()})",
+                                     {"mapped": mapped}, params=["batch_size"] +
+                                     self._arg_names())
+        return made[key]
+
     @functools.cached_property
     def fwd(self):
         self._check_differentiable()
@@ -290,6 +310,13 @@ class Pmapped(CustomRule):
         params = self._arg_names() + list(extra) if params is None else params
         text = f"def {name}({', '.join(params)}):\n    {body}\n"
         return file_backed(text, dict(env), name)
+
+
+def _past_batch(axes):
+    """Device axes (an int, None or a tuple of them) of values whose batch axis now leads."""
+    if isinstance(axes, tuple):
+        return tuple(_past_batch(a) for a in axes)
+    return axes + 1 if isinstance(axes, int) and axes >= 0 else axes
 
 
 def _flat_axes(axes):
