@@ -181,13 +181,15 @@ def devices():
 
 def device_put(x, device=None):
     """`x` (arrays in tuples, lists and dicts too) on a GPU when one is present (a cupy
-    array), else unchanged; device="cpu" brings it back as numpy."""
+    array), else unchanged; device="cpu" (or a CPU device of tp.devices()) brings it back
+    as numpy."""
     if isinstance(x, (tuple, list)):
         return type(x)(device_put(v, device) for v in x)
     if isinstance(x, dict):
         return {k: device_put(v, device) for k, v in x.items()}
     on_gpu = [d for d in devices() if d != "cpu"]
-    if device == "cpu" or (device is None and not on_gpu):
+    if device == "cpu" or getattr(device, "platform", None) == "cpu" or \
+            (device is None and not on_gpu):
         return x.get() if type(x).__module__.startswith("cupy") else x
     import cupy
     target = device if device is not None else on_gpu[0]

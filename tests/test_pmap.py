@@ -314,3 +314,8 @@ def test_parameters_with_defaults_are_unmapped_and_differentiable():
     close(tp.jvp(pm, (x,), (np.ones(3),))[1], 2.0 * np.cos(x))    # the default on
     with pytest.raises(TypeError, match="an array is passed as scale"):
         pm(x, np.ones(3))
+
+
+def test_device_put_on_a_virtual_cpu_device_keeps_numpy():
+    x = RNG.normal(size=3)
+    assert tp.device_put(x, tp.devices()[1]) is x
