@@ -179,6 +179,13 @@ def devices():
     return ["cpu"]
 
 
+def cuda_device(index):
+    """cupy's CUDA device `index`: `with rt.cuda_device(i):` makes it current in this
+    thread (pmap's device threads on GPUs)."""
+    import cupy
+    return cupy.cuda.Device(index)
+
+
 def device_put(x, device=None):
     """`x` (arrays in tuples, lists and dicts too) on a GPU when one is present (a cupy
     array), else unchanged; device="cpu" (or a CPU device of tp.devices()) brings it back

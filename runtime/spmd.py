@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .backend import array_module
 from .trees import rebuild_like
 
 
@@ -366,16 +367,18 @@ def _give_back(workers):
         _IDLE.extend(workers)
 
 
-def run(fn, per_rank_args, axis_name, devices):
+def run(fn, per_rank_args, axis_name, devices, comm=None):
     """fn(*per_rank_args[r]) on every rank r at once, each in a thread bound to
     `devices[r]` and to rank r of `axis_name`; the list of results. If a rank raises, the
-    others' collectives raise too, and the first rank's own error is raised here."""
+    others' collectives raise too, and the first rank's own error is raised here.
+    `comm`: the communicator (GPUs: NCCL's); by default shared memory, or, for a pmap no
+    other encloses once the processes are joined, one spanning them."""
     n = len(per_rank_args)
     parent = getattr(_local, "axes", None) or {}
     mpi = _PROCESSES["mpi"]
-    # a pmap that no other pmap encloses spans the processes, once they are joined
-    comm = ProcessSpanningCommunicator(n, mpi) if mpi is not None and not parent else \
-        SharedMemoryCommunicator(n)
+    if comm is None:
+        comm = ProcessSpanningCommunicator(n, mpi) if mpi is not None and not parent else \
+            SharedMemoryCommunicator(n)
     launch = getattr(_local, "launches", 0)
     _local.launches = launch + 1
     results, errors = [None] * n, [None] * n
@@ -445,7 +448,8 @@ class ShardedArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     def gather(self):
         # not cached: r[i] hands out a device's own buffer, which its holder may write to
-        return np.stack([np.asarray(s) for s in self.shards], axis=self.axis)
+        return np.stack([s.get() if _on_gpu(s) else np.asarray(s) for s in self.shards],
+                        axis=self.axis)
 
     def __array__(self, dtype=None, copy=None):
         out = self.gather()
@@ -493,9 +497,38 @@ def shard_of(x, axis, rank):
     sharded along that axis, else a copy of the slice."""
     if isinstance(x, ShardedArray) and x.axis == axis:
         return x.shards[rank]
-    return np.asarray(x).take(rank, axis=axis)
+    if isinstance(x, ShardedArray):
+        x = x.gather()
+    return array_module(x).take(x, rank, axis=axis)
 
 
-__all__ = ["CpuDevice", "cpu_devices", "local_cpu_devices", "join_processes",
+def _on_gpu(a):
+    return type(a).__module__.startswith("cupy")
+
+
+class GpuDevice:
+    """A CUDA GPU that pmap runs one device's share on (backend="gpu")."""
+    platform = "gpu"
+    device_kind = "gpu"
+
+    def __init__(self, id, process_index=0):
+        self.id = id
+        self.process_index = process_index
+
+    def __repr__(self):
+        return f"GpuDevice(id={self.id})"
+
+
+def gpu_devices():
+    """The CUDA GPUs cupy sees ([] without cupy or a GPU)."""
+    try:
+        import cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception:          # no cupy, no driver, no device: no GPUs
+        return []
+    return [GpuDevice(i) for i in range(count)]
+
+
+__all__ = ["CpuDevice", "GpuDevice", "gpu_devices", "cpu_devices", "local_cpu_devices", "join_processes",
            "process_index", "process_count", "ProcessSpanningCommunicator", "SharedMemoryCommunicator", "CollectiveError",
            "bound_axis", "current_device", "run", "ShardedArray", "shard_of"]

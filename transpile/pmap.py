@@ -24,7 +24,7 @@ import itertools
 import numpy as np
 
 import runtime as rt
-from runtime import spmd
+from runtime import nccl, spmd
 from .api import Transformed, Jitted, add_transformation, grad, jvp, vmap
 from .custom import CustomRule, file_backed, identifier, positional_names
 from .errors import TransformError
@@ -35,15 +35,17 @@ _names = itertools.count()
 # ---------------------------------------------------------------------------- devices
 def devices(backend=None):
     """The devices pmap spreads work over: TRANSPILE_CPU_DEVICES virtual CPU devices
-    (default 8) in each process (see `tp.distributed.initialize`). backend: None or
-    "cpu"."""
-    _check_backend(backend)
+    (default 8) in each process (see `tp.distributed.initialize`); with backend="gpu",
+    the CUDA GPUs cupy sees."""
+    if _is_gpu(backend):
+        return spmd.gpu_devices()
     return list(spmd.cpu_devices())
 
 
 def local_devices(process_index=None, backend=None):
     """The devices of this process (or of process `process_index`)."""
-    _check_backend(backend)
+    if _is_gpu(backend):
+        return spmd.gpu_devices()
     if process_index is None:
         return spmd.local_cpu_devices()
     return [d for d in spmd.cpu_devices() if d.process_index == process_index]
@@ -69,14 +71,20 @@ def process_count():
     return spmd.process_count()
 
 
-def _check_backend(backend):
+def _is_gpu(backend):
     if backend in (None, "cpu"):
-        return
+        return False
     if backend in ("gpu", "cuda"):
-        raise TransformError("pmap over GPUs (one stream per device, NCCL collectives) is "
-                             "not built yet.\n  hint: use backend=None for virtual CPU "
-                             "devices, or tp.jit(f, backend='cuda') on one GPU.")
+        return True
     raise ValueError(f"pmap: backend must be None, 'cpu' or 'gpu', got {backend!r}")
+
+
+def _gpu_devices_or_error():
+    found = spmd.gpu_devices()
+    if not found:
+        raise TransformError("pmap(backend='gpu'): no CUDA GPU is visible (cupy sees "
+                             "none).\n  hint: leave backend=None for virtual CPU devices.")
+    return found
 
 
 # ---------------------------------------------------------------------------- pmap
@@ -95,7 +103,8 @@ def pmap(f=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_ar
       static_broadcasted_argnums: arguments passed to every device unchanged.
       devices: the devices to use (default: `tp.devices()`); the mapped axis may not be
         longer.
-      backend: None or "cpu".
+      backend: None or "cpu" (virtual CPU devices), or "gpu": the CUDA GPUs, one thread
+        and one NCCL communicator each (never run here: no GPU was lent yet).
       donate_argnums: accepted for JAX compatibility; nothing is donated.
     Returns:
       A callable returning `ShardedArray`s (one buffer per device; `np.asarray` gathers).
@@ -106,7 +115,8 @@ def pmap(f=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_ar
                                  static_broadcasted_argnums=static_broadcasted_argnums,
                                  devices=devices, backend=backend,
                                  donate_argnums=donate_argnums)
-    _check_backend(backend)
+    if _is_gpu(backend) and devices is None:
+        devices = _gpu_devices_or_error()
     return Pmapped(f, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices)
 
 
@@ -187,7 +197,12 @@ class Pmapped(CustomRule):
         used = available[:size]
         per_rank = [tuple(_slice(a, axes, r) for a, axes in zip(args, self.in_axes))
                     for r in range(size)]
-        results = spmd.run(self.f, per_rank, self.inner_axis, used)
+        if used[0].platform == "gpu":
+            # each device's thread computes on its GPU, collectives through NCCL
+            results = spmd.run(_on_its_gpu(self.f), per_rank, self.inner_axis, used,
+                               nccl.communicator([d.id for d in used]))
+        else:
+            results = spmd.run(self.f, per_rank, self.inner_axis, used)
         return _combine(results, self.out_axes, used)
 
     def _mapped_size(self, args):
@@ -317,6 +332,15 @@ def _past_batch(axes):
     if isinstance(axes, tuple):
         return tuple(_past_batch(a) for a in axes)
     return axes + 1 if isinstance(axes, int) and axes >= 0 else axes
+
+
+def _on_its_gpu(f):
+    """f, run in a device's thread with that GPU current and its arguments moved there."""
+    def run_on_gpu(*args):
+        gpu = spmd.current_device().id
+        with rt.cuda_device(gpu):
+            return f(*rt.device_put(args, rt.cuda_device(gpu)))
+    return run_on_gpu
 
 
 def _flat_axes(axes):
