@@ -12,11 +12,9 @@ orchestration above NCCL (buffers, counts, data types, the grouped point-to-poin
 is checked on the CPU with a stand-in (tests/test_pmap_nccl.py); NCCL itself runs only
 where a GPU is.
 """
-import time
-
 import numpy as np
 
-from .spmd import CollectiveError, collective_timeout
+from .spmd import CollectiveError, wait_or_abort
 
 _COMMUNICATORS = {}
 
@@ -84,14 +82,7 @@ class NcclCommunicator:
         stream = self._stream()
         if stream is None:
             return
-        deadline = time.monotonic() + collective_timeout()
-        while not stream.done:
-            if time.monotonic() > deadline:
-                reason = (f"timed out after {collective_timeout():g} s waiting for the other "
-                          "devices (TRANSPILE_COLLECTIVE_TIMEOUT sets it)")
-                self.abort(reason)
-                raise CollectiveError(f"{what} on rank {rank}: {reason}")
-            time.sleep(1e-5)
+        wait_or_abort(lambda: stream.done, self, rank, what, "devices")
         self.comms[rank].check_async_error()
 
     def _ptr(self, a):

@@ -32,17 +32,43 @@ class CollectiveError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------- devices
-class CpuDevice:
-    """A virtual CPU device: pmap runs its share of the work in a thread of its own."""
-    platform = "cpu"
-    device_kind = "cpu"
+class Device:
+    """A device pmap runs one share of the work on, in a thread of its own."""
+    platform = None
 
     def __init__(self, id, process_index=0):
         self.id = id
         self.process_index = process_index
 
+    @property
+    def device_kind(self):
+        return self.platform
+
     def __repr__(self):
-        return f"CpuDevice(id={self.id})"
+        return f"{type(self).__name__}(id={self.id})"
+
+
+class CpuDevice(Device):
+    """A virtual CPU device."""
+    platform = "cpu"
+
+
+class GpuDevice(Device):
+    """A CUDA GPU (backend="gpu")."""
+    platform = "gpu"
+
+
+def wait_or_abort(is_done, comm, rank, what, waiting_for):
+    """Poll `is_done()` until it is true, at most TRANSPILE_COLLECTIVE_TIMEOUT seconds;
+    then abort `comm` (its other ranks raise too) and raise, naming the collective."""
+    deadline = time.monotonic() + collective_timeout()
+    while not is_done():
+        if time.monotonic() > deadline:
+            reason = (f"timed out after {collective_timeout():g} s waiting for the other "
+                      f"{waiting_for} (TRANSPILE_COLLECTIVE_TIMEOUT sets it)")
+            comm.abort(reason)
+            raise CollectiveError(f"{what} on rank {rank}: {reason}")
+        time.sleep(1e-5)
 
 
 _CPU_DEVICES = {}
@@ -275,14 +301,7 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         return out.copy()
 
     def _mpi_wait(self, request, rank, what):
-        deadline = time.monotonic() + collective_timeout()
-        while not request.Test():
-            if time.monotonic() > deadline:
-                reason = (f"timed out after {collective_timeout():g} s waiting for the other "
-                          "processes (TRANSPILE_COLLECTIVE_TIMEOUT sets it)")
-                self.abort(reason)
-                raise CollectiveError(f"{what} on rank {rank}: {reason}")
-            time.sleep(1e-5)
+        wait_or_abort(request.Test, self, rank, what, "processes")
 
     def split(self, key):
         return _NoNestedSpan()
@@ -506,19 +525,6 @@ def _on_gpu(a):
     return type(a).__module__.startswith("cupy")
 
 
-class GpuDevice:
-    """A CUDA GPU that pmap runs one device's share on (backend="gpu")."""
-    platform = "gpu"
-    device_kind = "gpu"
-
-    def __init__(self, id, process_index=0):
-        self.id = id
-        self.process_index = process_index
-
-    def __repr__(self):
-        return f"GpuDevice(id={self.id})"
-
-
 def gpu_devices():
     """The CUDA GPUs cupy sees ([] without cupy or a GPU)."""
     try:
@@ -529,6 +535,8 @@ def gpu_devices():
     return [GpuDevice(i) for i in range(count)]
 
 
-__all__ = ["CpuDevice", "GpuDevice", "gpu_devices", "cpu_devices", "local_cpu_devices", "join_processes",
-           "process_index", "process_count", "ProcessSpanningCommunicator", "SharedMemoryCommunicator", "CollectiveError",
-           "bound_axis", "current_device", "run", "ShardedArray", "shard_of"]
+__all__ = ["Device", "CpuDevice", "GpuDevice", "cpu_devices", "local_cpu_devices",
+           "gpu_devices", "join_processes", "process_index", "process_count",
+           "SharedMemoryCommunicator", "ProcessSpanningCommunicator", "CollectiveError",
+           "wait_or_abort", "bound_axis", "current_device", "run", "ShardedArray",
+           "shard_of"]
