@@ -207,47 +207,42 @@ class SharedMemoryCommunicator:
         self.done(thread, what)
         return out
 
-    def reduce_scatter(self, rank, x, axis, tiled, what):
-        """psum_scatter: rank r gets the sum over ranks of x's r-th block along `axis`."""
-        x = np.asarray(x)
-        values = self.exchange(rank, x, what)
+    def _combine(self, rank, x, what, combine):
+        """combine(every rank's x) on this rank, before the slots may be written again."""
+        values = self.exchange(rank, np.asarray(x), what)
         _check_same(values, rank, what)
-        blocks = [_block(v, rank, self.size, axis, tiled, what) for v in values]
-        out = np.array(blocks[0], dtype=x.dtype)
-        for b in blocks[1:]:
-            out += b
+        out = combine(values)
         self.done(rank, what)
         return out
 
+    def reduce_scatter(self, rank, x, axis, tiled, what):
+        """psum_scatter: rank r gets the sum over ranks of x's r-th block along `axis`."""
+        def own_block_summed(values):
+            blocks = [_block(v, rank, self.size, axis, tiled, what) for v in values]
+            out = np.array(blocks[0])
+            for b in blocks[1:]:
+                out += b
+            return out
+        return self._combine(rank, x, what, own_block_summed)
+
     def allgather(self, rank, x, axis, tiled, what):
-        x = np.asarray(x)
-        values = self.exchange(rank, x, what)
-        _check_same(values, rank, what)
-        out = np.concatenate(values, axis=axis) if tiled else np.stack(values, axis=axis)
-        self.done(rank, what)
-        return out
+        return self._combine(rank, x, what, lambda values: np.concatenate(values, axis=axis)
+                             if tiled else np.stack(values, axis=axis))
 
     def permute(self, rank, x, perm, what):
         """ppermute: (source, destination) pairs; a rank no pair sends to gets zeros."""
-        x = np.asarray(x)
-        values = self.exchange(rank, x, what)
-        _check_same(values, rank, what)
         sources = [s for s, d in perm if d == rank]
-        out = np.array(values[sources[0]]) if sources else np.zeros_like(x)
-        self.done(rank, what)
-        return out
+        return self._combine(rank, x, what, lambda values: np.array(values[sources[0]])
+                             if sources else np.zeros_like(values[rank]))
 
     def alltoall(self, rank, x, split_axis, concat_axis, tiled, what):
         """all_to_all: block s of x along split_axis goes to rank s; the blocks a rank
         receives are stacked (or, tiled, concatenated) along concat_axis by source rank."""
-        x = np.asarray(x)
-        values = self.exchange(rank, x, what)
-        _check_same(values, rank, what)
-        blocks = [_block(v, rank, self.size, split_axis, tiled, what) for v in values]
-        out = np.concatenate(blocks, axis=concat_axis) if tiled else \
-            np.stack(blocks, axis=concat_axis)
-        self.done(rank, what)
-        return out
+        def own_blocks(values):
+            blocks = [_block(v, rank, self.size, split_axis, tiled, what) for v in values]
+            return np.concatenate(blocks, axis=concat_axis) if tiled else \
+                np.stack(blocks, axis=concat_axis)
+        return self._combine(rank, x, what, own_blocks)
 
 
 REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
