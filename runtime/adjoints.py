@@ -68,9 +68,17 @@ def seed(out, where):
     return np.ones((), dtype=dtype) if dtype is not None else 1.0
 
 
-def check_scalar_output(out, where, lead=0):
-    """Raise (pointing at `where`) unless `out` is a float scalar; with `lead` leading batch
-    axes, a float scalar per example. Returns its dtype (None for a Python number)."""
+def seed_holomorphic(out, where):
+    """The adjoint 1 of grad(f, holomorphic=True)'s output, which must be a complex scalar:
+    rules transpose without conjugating, so the gradient is then f'(z) itself (as in JAX)."""
+    dtype = check_scalar_output(out, where, holomorphic=True)
+    return np.ones((), dtype=dtype if dtype is not None else np.complex128)
+
+
+def check_scalar_output(out, where, lead=0, holomorphic=False):
+    """Raise (pointing at `where`) unless `out` is a float scalar (with `holomorphic`, a
+    complex one); with `lead` leading batch axes, one such scalar per example. Returns its
+    dtype (None for a Python number)."""
     if is_container(out) or np.ndim(out) != lead:
         what = _describe(out) if is_container(out) or not lead else \
             f"an array of shape {np.shape(out)[lead:]} per example"
@@ -82,12 +90,22 @@ def check_scalar_output(out, where, lead=0):
     kind = dtype.kind if dtype is not None else "b" if isinstance(out, bool) else \
         "i" if isinstance(out, numbers.Integral) else \
         "c" if isinstance(out, numbers.Complex) and not isinstance(out, numbers.Real) else "f"
+    if holomorphic:
+        if kind != "c":
+            func = where.rpartition(" (")[2].rstrip(")") or "the function"
+            raise located(where, f"grad(..., holomorphic=True) of {func} returned "
+                          f"{'a real number' if kind == 'f' else 'a non-complex value'}; "
+                          "holomorphic=True needs a complex scalar output.",
+                          "drop holomorphic=True for a real output, or return the complex "
+                          "value (as JAX requires).")
+        return dtype
     if kind == "c":
         # JAX's rule: the gradient of a complex output is defined only for holomorphic
         # functions, and taking the real part silently would answer another question
         func = where.rpartition(" (")[2].rstrip(")") or "the function"
         raise located(where, f"grad of {func} returned a complex number; grad needs a real "
                       "scalar output.", "return a real scalar (np.real(...), np.abs(...) ** 2), "
+                      "pass holomorphic=True for a holomorphic function (as in JAX), "
                       "or use tp.vjp with a complex cotangent, or tp.jacfwd/tp.jvp for the "
                       "complex derivative.")
     if kind not in "fc":

@@ -41,6 +41,13 @@ def lane_seed(out, where, outer=0):
                                   dtype=dtype if dtype is not None else np.float64)
 
 
+def lane_seed_holomorphic(out, where, outer=0):
+    """rt.seed_holomorphic per example: 1 for each example's complex scalar output."""
+    dtype = check_scalar_output(out, where, lead=outer + 1, holomorphic=True)
+    return array_module(out).ones(np.shape(out),
+                                  dtype=dtype if dtype is not None else np.complex128)
+
+
 def lane_unbroadcast(g, shape, outer=0):
     """rt.unbroadcast per example: each example of `g` summed over the axes that
     broadcasting added to an example of shape `shape` (None: g is the adjoint of a

@@ -287,6 +287,19 @@ def check_float_input(x, name, where):
                           "of 1), or leave this argument out of argnums.")
 
 
+def check_complex_input(x, name, where):
+    """grad(..., holomorphic=True) differentiates complex arguments only (as JAX does): a
+    real one would get the derivative of a function that is not holomorphic in it."""
+    for leaf in tree_leaves(x):
+        dtype = getattr(leaf, "dtype", None)
+        if not (isinstance(leaf, complex) or dtype is not None and dtype.kind == "c"):
+            raise located(where, f"argument '{name}' is differentiated with holomorphic=True "
+                          f"but holds a value of type {type(leaf).__name__}"
+                          f"{'' if dtype is None else ' with dtype ' + str(dtype)}.",
+                          "pass complex arrays (x.astype(complex)), or drop "
+                          "holomorphic=True.")
+
+
 def pop_adjoint(adjoints, value):
     """Adjoint of `stack.append(value)`: the top of the adjoint stack, or zero if the code
     being differentiated never popped that value (its bottom-of-stack leftovers)."""

@@ -14,7 +14,7 @@ from runtime.trees import tangent_zeros, tree_leaves
 from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
-from .custom import CustomRule, wrapper_for
+from .custom import CustomRule, primitive_wrapper, summed_output, wrapper_for
 from .errors import TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
@@ -80,6 +80,8 @@ class Root:
             params = list(self.signature.parameters.values())[1:]
             self.signature = self.signature.replace(parameters=params)
             return
+        if not inspect.isfunction(target) and primitive_wrapper(target) is not None:
+            target = primitive_wrapper(target)     # np.sin, np.linalg.det: a call of it
         if not inspect.isfunction(target):
             if callable(target) and hasattr(type(target), "__call__") and \
                     inspect.isfunction(getattr(type(target), "__call__", None)):
@@ -248,29 +250,44 @@ def transform(f=None, **options):
     return t
 
 
-def grad(f, argnums=0, has_aux=False):
+def _grad_options(argnums, has_aux, holomorphic, value):
+    nums, single = _check_argnums(argnums, None)
+    options = {"argnums": nums, "single": single, "has_aux": has_aux, "value": value}
+    if holomorphic:
+        options["holomorphic"] = True
+    return options
+
+
+def grad(f, argnums=0, has_aux=False, holomorphic=False):
     """The gradient of scalar-output `f` with respect to argument(s) `argnums`.
 
     Args:
-      f: a Python function (or lambda, method, partial, or Transformed function).
+      f: a Python function (or lambda, method, partial, Transformed function, or a NumPy
+        function with rules such as np.sin).
       argnums: int or tuple of ints: which positional arguments to differentiate.
       has_aux: f returns (scalar, aux); the result then returns (gradient, aux).
+      holomorphic: f is holomorphic in complex arguments and returns a complex scalar; the
+        result is its complex derivative f'(z) (as JAX's). Without it, a complex output is
+        an error and complex arguments get df/dx - i df/dy of a real output.
     Returns:
       A Transformed function returning gradients shaped like the chosen arguments (pytrees
       keep their structure; float32 stays float32), a tuple of them for tuple argnums.
     Raises:
       TransformError: for code it cannot differentiate, naming the file and line.
     """
-    nums, single = _check_argnums(argnums, f)
-    return Transformed(f, "grad", {"argnums": nums, "single": single, "has_aux": has_aux,
-                                   "value": False})
+    return Transformed(f, "grad", _grad_options(argnums, has_aux, holomorphic, value=False))
 
 
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
     """Like `grad`, but the result returns (value, gradient) (or ((value, aux), gradient))."""
-    nums, single = _check_argnums(argnums, f)
-    return Transformed(f, "grad", {"argnums": nums, "single": single, "has_aux": has_aux,
-                                   "value": True})
+    return Transformed(f, "grad", _grad_options(argnums, has_aux, holomorphic, value=True))
+
+
+def elementwise_grad(f, argnum=0):
+    """autograd's `elementwise_grad`: the gradient of np.sum(f(...)), i.e. the vector-Jacobian
+    product of f with a cotangent of ones; for an elementwise f, its derivative at each
+    element. Transformable again (`elementwise_grad(elementwise_grad(np.tanh))`)."""
+    return grad(summed_output(f), argnums=argnum)
 
 
 def vjp(f, *primals, has_aux=False):

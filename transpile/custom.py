@@ -18,7 +18,10 @@ import inspect
 import itertools
 import linecache
 
+import numpy as np
+
 import runtime as rt
+from . import rules
 from .errors import TransformError
 
 _counter = itertools.count()
@@ -106,6 +109,65 @@ def wrapper_for(custom):
                      if p.default is not p.empty)
     wrapper.__defaults__ = defaults or None
     custom._wrapper = wrapper
+    return wrapper
+
+
+def primitive_wrapper(obj):
+    """A plain function calling the NumPy (or SciPy) function `obj`, which has rules in the
+    primitive table, so that `tp.grad(np.sin)` or `tp.vmap(np.linalg.det)` transform a call
+    of it. Its parameters are those of the rule templates (NumPy's names and defaults); a
+    parameter the templates rename (`out_`) is left out. None if `obj` has no row."""
+    if id(obj) in _PRIMITIVE_WRAPPERS:
+        return _PRIMITIVE_WRAPPERS[id(obj)]
+    found = rules.lookup_object(obj)
+    if found is None:
+        return None
+    primitive = found[0]
+    template = primitive.rev or primitive.fwd
+    if template is not None:
+        params = list(template.signature.parameters.values())[2 if primitive.rev else 1:]
+    else:
+        try:
+            params = list(inspect.signature(obj).parameters.values())
+        except (TypeError, ValueError):
+            return None
+    params = [p for p in params if not p.name.endswith("_") and
+              p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    required = [p.name for p in params if p.default is p.empty]
+    optional = [p for p in params if p.default is not p.empty]
+    name = primitive.name if primitive.name.isidentifier() else identifier(primitive.name)
+    signature = ", ".join(required + [p.name + "=" + p.name + "_default" for p in optional])
+    call = ", ".join(required + [f"{p.name}={p.name}" for p in optional])
+    text = f"def {name}({signature}):\n    return primitive({call})\n"
+    env = {"primitive": obj}
+    env.update((p.name + "_default", p.default) for p in optional)
+    # one per function (functions in the table live as long as their modules), so that
+    # generated code is cached across tp.grad(np.sin) calls
+    _PRIMITIVE_WRAPPERS[id(obj)] = file_backed(text, env, name)
+    return _PRIMITIVE_WRAPPERS[id(obj)]
+
+
+_PRIMITIVE_WRAPPERS = {}
+
+
+def summed_output(f):
+    """A plain function returning np.sum(f(...)), with f's parameters (autograd's
+    elementwise_grad is the gradient of it)."""
+    f = primitive_wrapper(f) or f
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):
+        raise TypeError(f"elementwise_grad needs a function with a signature, got {f!r}") \
+            from None
+    params = list(signature.parameters.values())
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise TypeError("elementwise_grad needs a function with positional parameters only")
+    names = positional_names(len(params))
+    name = identifier(getattr(f, "__name__", "f")) + "_summed"
+    text = f"def {name}({', '.join(names)}):\n    return np.sum(f({', '.join(names)}))\n"
+    wrapper = file_backed(text, {"f": f, "np": np}, name)
+    defaults = tuple(p.default for p in params if p.default is not p.empty)
+    wrapper.__defaults__ = defaults or None
     return wrapper
 
 

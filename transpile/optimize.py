@@ -40,7 +40,9 @@ def _is_check(call):
     """Calls kept for the errors they raise (rt.seed checks that grad's output is scalar)."""
     f = call.func
     return isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name) and \
-        f.value.id == "rt" and f.attr in ("seed", "lane_seed", "check_float_input")
+        f.value.id == "rt" and f.attr in ("seed", "lane_seed", "seed_holomorphic",
+                                              "lane_seed_holomorphic", "check_float_input",
+                                              "check_complex_input")
 
 
 def _popped(stmts):

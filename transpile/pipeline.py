@@ -139,7 +139,8 @@ def grad(build, fir):
     argnums = [build.nprefix + build.argnum(a) for a in opts["argnums"]]
     name = build.fresh(("value_and_grad_" if opts["value"] else "grad_") + fir.name)
     node = gradients.grad_function(build.program, _fresh(fir), name, argnums, opts["has_aux"],
-                                   opts["value"], build.reverse_pair, single=opts["single"])
+                                   opts["value"], build.reverse_pair, single=opts["single"],
+                                   holomorphic=opts.get("holomorphic", False))
     return Entry(name, [build.add(node, first=True)])
 
 

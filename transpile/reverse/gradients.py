@@ -412,17 +412,21 @@ def build_reverse(program, fir, wrt, split_callee, has_aux=False):
 
 
 def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee,
-                  single=True):
-    """`grad_f(params...)`: forward, seed, backward, return the adjoints of `argnums`."""
+                  single=True, holomorphic=False):
+    """`grad_f(params...)`: forward, seed, backward, return the adjoints of `argnums`.
+    With `holomorphic`, the output and the differentiated arguments are complex and the
+    seed is 1 + 0j: rules transpose without conjugating, so the result is f'(z)."""
     params = fir.params
     wrt = [params[i] for i in argnums]
     ret_line = _where(fir, fir.node.body[-1])
     rev, fwd = build_reverse(program, fir, wrt, split_callee, has_aux)
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
-    seed = [_assign(dout, _call("rt.seed", [_copy(out), _const(ret_line)]))]
+    seed_helper, check = ("rt.seed_holomorphic", "rt.check_complex_input") if holomorphic \
+        else ("rt.seed", "rt.check_float_input")
+    seed = [_assign(dout, _call(seed_helper, [_copy(out), _const(ret_line)]))]
     anno.set(seed[0], Anno.MIRROR, "end")
-    checks = [gast.Expr(value=_call("rt.check_float_input", [_name(p), _const(p),
+    checks = [gast.Expr(value=_call(check, [_name(p), _const(p),
                                                              _const(_where(fir))]))
               for p in wrt]
     bwd = rev.backward_from(seed, dout)

@@ -129,7 +129,7 @@ def astype(dout, out, x, dtype):
     dx = rt.cast_like(dout, x)
 
 
-nondiff("rt.seed", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
+nondiff("rt.seed", "rt.seed_holomorphic", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
         "rt.zeros_like", "rt.dtype_of")
 
 
@@ -137,6 +137,11 @@ nondiff("rt.seed", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_a
 def seed_batch(out_, where):
     """Every example's output must be a scalar: its adjoint seed is 1."""
     out = rt.lane_seed(out_, where)
+
+
+@batch("rt.seed_holomorphic")
+def seed_holomorphic_batch(out_, where):
+    out = rt.lane_seed_holomorphic(out_, where)
 
 
 @batch("rt.reduced_size", out_batched=False)
@@ -152,10 +157,10 @@ def inverse_axes_batch(axes):
 batch_same("rt.zeros_like")
 batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
-nondiff("rt.check_float_input", side_effect=True)
+nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
 nondiff("rt.check_iterable", side_effect=True)
 batch_same("rt.check_iterable", out_batched=False)
-batch_same("rt.check_float_input")
+batch_same("rt.check_float_input", "rt.check_complex_input")
 # the rule of a variant with no derivative rule: it raises where generated code reaches it
 nondiff("rt.no_derivative", side_effect=True)
 batch_same("rt.no_derivative")
@@ -441,9 +446,10 @@ batch_same("rt.push", "rt.pop", "rt.pop_adjoint")
 
 nondiff("rt.cannot_batch", side_effect=True)
 batch_same("rt.cannot_batch")
-nondiff("rt.example_shape", "rt.lane_seed", "rt.lane_basis_like")
+nondiff("rt.example_shape", "rt.lane_seed", "rt.lane_seed_holomorphic", "rt.lane_basis_like")
 batch_lanes("rt.example_shape", ("x",), out_batched=False)
 batch_lanes("rt.lane_seed", ("out",))
+batch_lanes("rt.lane_seed_holomorphic", ("out",))
 batch_lanes("rt.lane_basis_like", ("x",))
 
 
