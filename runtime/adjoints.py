@@ -465,3 +465,21 @@ class IdentityBasis(np.ndarray):
 
 def jacobian_shape(out, x):
     return tuple(np.shape(out)) + tuple(np.shape(x))
+
+
+def draw(generator, method, size):
+    """A standard draw (`standard_normal`, `random`, `standard_exponential`) from a numpy
+    Generator or RandomState that the user's function calls (`rng.normal(...)` is
+    `loc + scale * draw(rng, "standard_normal", size)`, as numpy computes it)."""
+    if not isinstance(generator, (np.random.Generator, np.random.RandomState)):
+        raise TypeError(f"expected a numpy random Generator or RandomState, got "
+                        f"{type(generator).__name__}")
+    return getattr(generator, method)(size=None if size is None else tuple(size)
+                                      if not isinstance(size, (int, np.integer)) else size)
+
+
+def lead_size(n, size):
+    """The size of a draw for `n` examples at once: (n,) followed by each example's size."""
+    if size is None:
+        return (n,)
+    return (n,) + (tuple(size) if not isinstance(size, (int, np.integer)) else (size,))

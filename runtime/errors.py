@@ -4,6 +4,7 @@ It lives in `runtime` (not `transpile`) because generated code raises it at run 
 example when `grad` finds a non-scalar output, and generated code never imports `transpile`.
 `transpile.TransformError` is this same class.
 """
+import re
 
 
 class TransformError(Exception):
@@ -26,3 +27,23 @@ def located(where, message, hint):
     parts.append(message)
     parts.append("  hint: " + hint)
     return TransformError("\n".join(parts))
+
+
+def raise_exception(exc, *args):
+    """`raise exc(*args)` (or `raise exc` for an instance): the user's raise statement, kept
+    in generated code as a call so that every transformation passes it through."""
+    if isinstance(exc, type):
+        raise exc(*args)
+    raise exc
+
+
+def format_string(template, *values):
+    """An f-string of the user's code: `template.format(*values)`. A format spec that an
+    array does not take (`{:.2f}` of a whole batch under vmap) falls back to str()."""
+    try:
+        return template.format(*values)
+    except (TypeError, ValueError):
+        return _SPEC.sub("{}", template).format(*values)
+
+
+_SPEC = re.compile(r"(?<!{){(![sra])?:[^{}]*}")

@@ -380,6 +380,17 @@ def tree_skeleton(structure):
                          "hint: unflatten it outside the transformed function.")
 
 
+def attribute(obj, name):
+    """`obj.name` in transformed code: a namedtuple's field (whose rules follow it as they
+    follow `obj[position]`), or an attribute of a plain object (a model, a config), data
+    that carries no derivative. Arrays are read through their own attributes (T, shape,
+    ...) only: `x.real` of an array is np.real(x), which has a derivative."""
+    if isinstance(obj, (tuple, list, dict)) and getattr(type(obj), "_fields", None) is None \
+            or isinstance(obj, (np.ndarray, np.generic)) or type(obj).__module__ == "cupy":
+        field_index(obj, name)          # raises, naming what transformed code reads
+    return getattr(obj, name)
+
+
 def field_index(obj, name):
     """The position of field `name` of namedtuple `obj`: transformed code reads `obj.name`
     as `obj[position]`."""

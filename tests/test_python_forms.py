@@ -82,3 +82,360 @@ def test_holomorphic_needs_complex_inputs_and_outputs(rng):
         tp.grad(lambda w: np.sum(np.abs(w)), holomorphic=True)(z)
     with pytest.raises(tp.TransformError, match="holomorphic=True for a holomorphic"):
         tp.grad(lambda w: np.sum(w * w))(z)
+
+
+# ---------------------------------------------------------------- *args, **kwargs, keyword-only
+
+def _total(*terms, scale=1.0, **weights):
+    out = 0.0
+    for t in terms:
+        out = out + np.sum(t * t)
+    for k in list(weights):
+        out = out + weights[k] * scale
+    return out * scale
+
+
+def _uses_total(x, y):
+    return _total(x, np.sin(y), x * y, scale=2.0, a=np.sum(x), b=np.sum(y ** 3))
+
+
+def _first(*args):
+    return args[0] * len(args)
+
+
+def test_callees_with_args_kwargs_and_keyword_only_parameters(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    check_grads(_uses_total, (x, y), order=2, modes=("fwd", "rev"))
+    expected = 2.0 * (2 * x + 2 * x * y * y) + 4.0 * np.ones(3)
+    assert np.allclose(tp.grad(_uses_total)(x, y), expected)
+    assert np.isclose(tp.jit(_uses_total)(x, y), _uses_total(x, y))
+
+    def calls_first(x):
+        return np.sum(_first(x, 2.0 * x, 3.0)) + np.sum(_first(x))   # two call shapes
+
+    assert np.allclose(tp.grad(calls_first)(x), 4.0 * np.ones(3))
+
+    def plain_terms(x):
+        return _total(x, np.sin(x))
+
+    xs = rng.normal(size=(4, 3))
+    assert np.allclose(tp.vmap(tp.grad(plain_terms))(xs),
+                       np.stack([tp.grad(plain_terms)(r) for r in xs]))
+
+
+def _power_sum(x, *, p=2.0, q):
+    return np.sum(x ** p) * q
+
+
+def test_keyword_only_parameters_at_the_entry_and_in_callees(rng):
+    x = rng.uniform(0.5, 2.0, size=3)
+    assert np.allclose(tp.grad(_power_sum)(x, q=3.0), 6 * x)
+    assert np.allclose(tp.grad(_power_sum)(x, p=3.0, q=0.5), 1.5 * x ** 2)
+    with pytest.raises(TypeError, match="positional"):
+        tp.grad(_power_sum)(x, 2.0, 3.0)
+
+    def by_position(x):
+        return _power_sum(x, 3.0)
+
+    with pytest.raises(tp.TransformError, match="takes 1 positional argument"):
+        tp.grad(by_position)(x)
+
+
+def test_args_at_the_entry_are_refused_clearly(rng):
+    with pytest.raises(tp.TransformError, match=r"\*args and \*\*kwargs are not supported in "
+                       "the function a transformation is applied to"):
+        tp.grad(_first)(rng.normal(size=2))
+
+
+# ---------------------------------------------------------------- raise, assert, f-strings
+
+def _checked(x):
+    assert x.ndim == 1, f"need a vector, got {x.ndim} dims"
+    if x.shape[0] > 10:
+        raise ValueError("too long: " + str(x.shape[0]))
+    if np.any(x > 100.0):
+        raise ValueError(f"value too large: {np.max(x):.2f}")
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp", "vmap", "jit", "vmap_grad"])
+def test_raise_and_assert_are_kept(transform, rng):
+    def run(x):
+        if transform == "grad":
+            return tp.grad(_checked)(x)
+        if transform == "jvp":
+            return tp.jvp(_checked, (x,), (x,))[1]
+        if transform == "jit":
+            return tp.jit(_checked)(x)
+        batched = np.stack([x, x])
+        return (tp.vmap(_checked) if transform == "vmap" else tp.vmap(tp.grad(_checked)))(
+            batched)[0]
+
+    x = rng.normal(size=3)
+    expected = {"grad": 2 * x, "jvp": 2 * np.sum(x * x), "jit": np.sum(x * x),
+                "vmap": np.sum(x * x), "vmap_grad": 2 * x}[transform]
+    assert np.allclose(run(x), expected)
+    if not transform.startswith("vmap"):
+        with pytest.raises(AssertionError, match="need a vector, got 2 dims"):
+            run(rng.normal(size=(2, 2)))
+    with pytest.raises(ValueError, match="too long: 11"):
+        run(rng.normal(size=11))
+    with pytest.raises(ValueError, match="value too large"):
+        run(np.array([1.0, 200.0, 3.0]))
+
+
+def test_vmap_raises_only_when_an_example_takes_the_branch(rng):
+    xs = rng.normal(size=(5, 3))
+    assert np.allclose(tp.vmap(tp.grad(_checked))(xs), 2 * xs)
+    xs[3, 1] = 150.0
+    with pytest.raises(ValueError, match="value too large"):
+        tp.vmap(tp.grad(_checked))(xs)
+
+
+# ---------------------------------------------------------------- untransformable code in branches
+
+def _plots_when_asked(x, ax=None, verbose=False):
+    y = np.sum(np.tanh(x) ** 2)
+    if ax:
+        ax.plot(x, label="x")
+        ax.legend()
+    if verbose:
+        print(f"loss {y:.3f}")
+    return y
+
+
+class _Axes:
+    def plot(self, *args, **kwargs):
+        pass
+
+
+def test_untransformable_code_is_refused_when_its_branch_runs(rng, capsys):
+    x = rng.normal(size=3)
+    expected = 2 * np.tanh(x) / np.cosh(x) ** 2
+    assert np.allclose(tp.grad(_plots_when_asked)(x), expected)
+    assert np.allclose(tp.grad(_plots_when_asked)(x, None, True), expected)
+    assert capsys.readouterr().out.strip() == f"loss {np.sum(np.tanh(x) ** 2):.3f}"
+    assert np.allclose(tp.vmap(tp.grad(_plots_when_asked))(np.stack([x, -x])),
+                       np.stack([expected, -expected]))
+    with pytest.raises(tp.TransformError, match=r"method '\.plot\(\)' is not supported") as e:
+        tp.grad(_plots_when_asked)(x, _Axes())
+    assert "ax.plot(x, label=\"x\")" in str(e.value) and "line" in str(e.value)
+
+
+# ---------------------------------------------------------------- draws from numpy generators
+
+def test_generator_draws_are_numpy_numbers_drawn_anew_on_each_call():
+    seed = np.random.SeedSequence().entropy
+    rng, reference = np.random.default_rng(seed), np.random.default_rng(seed)
+
+    def f(x):
+        return np.sum(x * rng.normal(size=3))
+
+    x = np.arange(3.0)
+    assert np.array_equal(tp.grad(f)(x), reference.normal(size=3))
+    assert np.array_equal(tp.grad(f)(x), reference.normal(size=3))   # a fresh draw
+
+    rs, rs_reference = np.random.RandomState(seed % 2 ** 32), \
+        np.random.RandomState(seed % 2 ** 32)
+
+    def g(mean, log_std):     # autograd's VAE and black-box SVI draw like this
+        return np.sum((mean + np.exp(log_std) * rs.randn(*mean.shape)) ** 2) + \
+            np.sum(rs.rand(2, 3))
+
+    m, s = np.random.randn(4, 2), np.random.randn(4, 2)
+    eps = rs_reference.randn(4, 2)
+    rs_reference.rand(2, 3)
+    sample = m + np.exp(s) * eps
+    dm, ds = tp.grad(g, argnums=(0, 1))(m, s)
+    assert np.allclose(dm, 2 * sample) and np.allclose(ds, 2 * sample * np.exp(s) * eps)
+
+
+@pytest.mark.parametrize("method", ["normal", "uniform", "exponential"])
+def test_generator_draw_parameters_get_pathwise_derivatives(method, rng):
+    seed = int(rng.integers(2 ** 31))
+    a, b = rng.uniform(0.5, 1.5, size=3), rng.uniform(0.5, 1.5, size=3)
+
+    def f(a, b, gen):
+        if method == "normal":
+            draw = gen.normal(a, b)
+        elif method == "uniform":
+            draw = gen.uniform(a, a + b, size=(2, 3))
+        else:
+            draw = gen.exponential(b * a)
+        return np.sum(np.sin(draw) * draw)
+
+    reference = np.random.default_rng(seed)
+    if method == "normal":              # draw = a + b z
+        z = reference.standard_normal(3)
+        draw, da, db = a + b * z, 1.0, z
+    elif method == "uniform":           # draw = a + b u
+        u = reference.random((2, 3))
+        draw, da, db = a + b * u, 1.0, u
+    else:                               # draw = (b a) e
+        e = reference.standard_exponential(3)
+        draw, da, db = b * a * e, b * e, a * e
+    slope = np.cos(draw) * draw + np.sin(draw)
+    ga, gb = tp.grad(f, argnums=(0, 1))(a, b, np.random.default_rng(seed))
+    assert np.allclose(ga, np.sum(slope * da, axis=0) if method == "uniform" else slope * da)
+    assert np.allclose(gb, np.sum(slope * db, axis=0) if method == "uniform" else slope * db)
+    ta, tb = rng.normal(size=3), rng.normal(size=3)
+    value, tangent = tp.jvp(f, (a, b, np.random.default_rng(seed)), (ta, tb, None))
+    assert np.isclose(value, np.sum(np.sin(draw) * draw))
+    assert np.isclose(tangent, np.sum(slope * (da * ta + db * tb)))
+    assert np.isclose(tp.jit(f)(a, b, np.random.default_rng(seed)), value)
+
+
+def test_generator_draws_differ_per_example_under_vmap_as_in_a_loop(rng):
+    seed = int(rng.integers(2 ** 31))
+
+    def per(x, gen):
+        return np.sum(x * gen.normal(0.5, 2.0, size=(2,)))
+
+    batched = tp.vmap(tp.vmap(per, in_axes=(0, None)), in_axes=(0, None))
+    out = batched(np.ones((3, 4, 2)), np.random.default_rng(seed))
+    gen = np.random.default_rng(seed)
+    loop = [[per(np.ones(2), gen) for _ in range(4)] for _ in range(3)]
+    assert np.allclose(out, loop)
+
+
+# ---------------------------------------------------------------- objects: models and configs
+
+class _Dense:
+    def __init__(self, n, m, rng):
+        self.W = rng.normal(size=(n, m)) / np.sqrt(n)
+        self.b = rng.normal(size=m)
+
+    def __call__(self, x):
+        return np.tanh(x @ self.W + self.b)
+
+
+class _Net:
+    """A Flax/Equinox-style model: layers held by the object, apply and loss as methods."""
+
+    def __init__(self, rng):
+        self.layers = [_Dense(3, 4, rng), _Dense(4, 4, rng)]
+        self.head = _Dense(4, 1, rng)
+        self.scale = 1.5
+
+    def apply(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x) * self.scale
+
+    def loss(self, x, y):
+        return np.mean((self.apply(x) - y) ** 2)
+
+
+def test_methods_of_a_model_object(rng):
+    net = _Net(rng)
+    x, y = rng.normal(size=(6, 3)), rng.normal(size=(6, 1))
+    check_grads(net.loss, (x, y), order=2, modes=("fwd", "rev"))
+    check_grads(net.head, (rng.normal(size=(6, 4)),), order=1, modes=("fwd", "rev"))
+
+    def through_the_model(x):                 # the model is a global object here
+        return np.sum(net.apply(x) ** 2)
+
+    check_grads(through_the_model, (x,), order=1, modes=("fwd", "rev"))
+    per_example = tp.vmap(tp.grad(net.loss))(x[:, None], y[:, None])
+    assert np.allclose(per_example[:, 0], [tp.grad(net.loss)(x[i:i + 1], y[i:i + 1])[0]
+                                           for i in range(6)])
+    assert np.isclose(tp.jit(net.loss)(x, y), net.loss(x, y))
+
+
+def test_hyperparameters_in_plain_objects(rng):
+    import dataclasses
+    import types
+
+    @dataclasses.dataclass
+    class Settings:              # not registered: its fields are data, not differentiated
+        a: float
+        b: np.ndarray
+
+    def f(x, hp):
+        return np.sum(x * hp.a + hp.b * x ** 2)
+
+    x = rng.normal(size=3)
+    for hp in (Settings(2.0, rng.normal(size=3)),
+               types.SimpleNamespace(a=-1.0, b=rng.normal(size=3))):
+        assert np.allclose(tp.grad(f)(x, hp), hp.a + 2 * hp.b * x)
+        assert np.allclose(tp.jvp(f, (x, hp), (x, None))[1], np.sum(x * (hp.a + 2 * hp.b * x)))
+    with pytest.raises(tp.TransformError, match="holds a value of type Settings"):
+        tp.grad(f, argnums=1)(x, Settings(2.0, x))
+    with pytest.raises(tp.TransformError, match=r"'\.real' is read from a value of type"):
+        tp.grad(lambda z: np.sum(z.real))(x)
+
+
+def test_a_loop_over_functions_known_while_transforming(rng):
+    steps = [np.sin, np.tanh, lambda v: v * v]
+
+    def f(x):
+        for step in steps:
+            x = step(x)
+        return np.sum(x)
+
+    x = rng.normal(size=3)
+    check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    steps.append(np.exp)                      # changed in place: new code, not stale code
+    assert np.allclose(tp.grad(f)(x), np.exp(np.tanh(np.sin(x)) ** 2) * 2 *
+                       np.tanh(np.sin(x)) / np.cosh(np.sin(x)) ** 2 * np.cos(x))
+
+
+# ---------------------------------------------------------------- generators
+
+_SHAPES = [(3, 4), (4, 2)]
+
+
+def _unpack_layers(weights):         # autograd's bayesian_neural_net writes it so
+    start = 0
+    for m, n in _SHAPES:
+        W = weights[start:start + m * n].reshape((m, n))
+        b = weights[start + m * n:start + m * n + n]
+        yield W, b
+        start += m * n + n
+
+
+def _predict(weights, x):
+    for W, b in _unpack_layers(weights):
+        x = np.tanh(x @ W + b)
+    return x
+
+
+def _squares(x):
+    for i in range(3):
+        if i == 1:
+            continue
+        yield x ** i
+    yield from [x, 2 * x]
+
+
+def _forever(x):
+    while True:
+        yield x
+
+
+def test_generators_consumed_by_for_list_and_unpacking(rng):
+    n = sum(m * k + k for m, k in _SHAPES)
+    w, x = rng.normal(size=n), rng.normal(size=(5, 3))
+
+    def loss(w, x):
+        return np.sum(_predict(w, x) ** 2)
+
+    def unpacked(w):
+        layers = list(_unpack_layers(w))
+        (W1, b1), (W2, b2) = _unpack_layers(w)
+        return np.sum(layers[0][0] ** 2) + np.sum(W2 * b2) + np.sum(tuple(_squares(b1))[2])
+
+    check_grads(loss, (w, x), order=2, modes=("fwd", "rev"))
+    check_grads(unpacked, (w,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda v: np.sum(sum(_squares(v))), (rng.normal(size=3),), order=2,
+                modes=("fwd", "rev"))
+    ws = rng.normal(size=(3, n))
+    assert np.allclose(tp.vmap(tp.grad(loss), in_axes=(0, None))(ws, x),
+                       [tp.grad(loss)(v, x) for v in ws])
+
+    def endless(x):
+        for v in _forever(x):
+            return np.sum(v)
+
+    with pytest.raises(tp.TransformError, match="a generator that never stops"):
+        tp.grad(endless)(x)

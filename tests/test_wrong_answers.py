@@ -902,6 +902,87 @@ def test_a_function_defined_again_sees_the_globals_it_calls_now():
     assert got == [2.0, 6.0, 3.0, 9.0, 2.0, 6.0]
 
 
+# Values read from globals and from objects were frozen into generated code: a global
+# array or number rebound after the first call of the same transformed function, or an
+# attribute of a model or config object set by a training loop (`model.w = ...`,
+# `cfg.scale = ...`), kept its first value (every gradient below after the first was the
+# first one). Globals are now checked on every call (new code when one is rebound), and
+# data attributes of objects are read when the code runs.
+
+_weights = np.ones(3)
+_factor = 1.0
+
+
+class _Config:
+    pass
+
+
+_config = _Config()
+
+
+def _uses_globals(x):
+    return np.sum(x * _weights) * _factor + np.sum(x) * _config.scale
+
+
+def test_globals_and_object_attributes_set_after_the_first_call_are_used():
+    global _weights, _factor
+    grad, jitted = tp.grad(_uses_globals), tp.jit(tp.grad(_uses_globals))
+    x = np.random.randn(3)
+    try:
+        for k in range(1, 4):
+            _weights = np.random.randn(3)
+            _factor = float(k)
+            _config.scale = 10.0 * k
+            want = _weights * _factor + _config.scale
+            for _ in range(3):       # jit runs general code first, then specializes
+                assert np.allclose(grad(x), want)
+                assert np.allclose(jitted(x), want)
+            assert np.allclose(tp.vmap(grad)(np.stack([x, x])), [want, want])
+    finally:
+        _weights, _factor = np.ones(3), 1.0
+
+
+class _Layer:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return np.tanh(x * self.w)
+
+
+class _Model:
+    def __init__(self):
+        self.layers = [_Layer(0.5), _Layer(2.0)]
+        self.bias = 0.1
+
+    def loss(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return np.sum(x + self.bias) ** 2
+
+
+def test_a_models_parameters_set_between_calls_are_used():
+    model = _Model()
+    x = np.random.randn(4)
+    grad = tp.grad(model.loss)
+    for step in range(3):
+        check_grads(model.loss, (x,), order=2, modes=("rev", "fwd"))
+        h = np.tanh(x * model.layers[0].w)
+        out = np.tanh(h * model.layers[1].w)
+        want = 2 * np.sum(out + model.bias) * (1 - out ** 2) * model.layers[1].w * \
+            (1 - h ** 2) * model.layers[0].w
+        assert np.allclose(grad(x), want)
+        model.layers[0].w = 0.3 * step - 0.4         # what an optimizer step does
+        model.bias = 0.2 * step
+    model.layers.append(_Layer(-1.0))                 # a layer added in place
+    extra = tp.grad(model.loss)(x)
+    eps = 1e-6
+    numeric = [(model.loss(x + eps * e) - model.loss(x - eps * e)) / (2 * eps)
+               for e in np.eye(4)]
+    assert np.allclose(extra, numeric, atol=1e-5)
+    assert np.allclose(grad(x), numeric, atol=1e-5)
+
+
 # ---------------------------------------------------------------- `+` on lists
 # `a + b` on lists whose type the front end could not see (names, results of calls) was
 # differentiated as an array sum: the adjoint of the joined list went whole to each part.

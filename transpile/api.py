@@ -14,7 +14,7 @@ from runtime.trees import tangent_zeros, tree_leaves
 from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
-from .custom import CustomRule, primitive_wrapper, summed_output, wrapper_for
+from .custom import CustomRule, method_caller, primitive_wrapper, summed_output, wrapper_for
 from .errors import TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
@@ -73,6 +73,10 @@ class Root:
             self.key = ("partial", inner.key, len(target.args),
                         tuple((k, _Identity(v)) for k, v in sorted(target.keywords.items())))
             return
+        if inspect.ismethod(target) and not isinstance(target.__self__, (tuple, type)) and \
+                not stand_ins.is_registered(target.__self__) and \
+                inspect.isfunction(target.__func__) and method_caller(target) is not None:
+            target = method_caller(target)   # a model's method: its attributes read as it runs
         if inspect.ismethod(target):
             inner = Root(target.__func__)
             self.__dict__.update(inner.__dict__)
@@ -93,14 +97,14 @@ class Root:
         self.fn = target
         self.signature = inspect.signature(target)
         for p in self.signature.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 fdef, src = parse_function(target)
-                a = fdef.args
-                node = a.vararg or a.kwarg or (a.kwonlyargs[0] if a.kwonlyargs else fdef)
-                raise error_at(node, src, f"{target.__qualname__}: *args, **kwargs and "
-                               f"keyword-only parameters are not supported (parameter "
-                               f"'{p.name}').", "list the parameters explicitly, or pass a "
-                               "tuple/dict as one parameter.")
+                node = fdef.args.vararg or fdef.args.kwarg or fdef
+                raise error_at(node, src, f"{target.__qualname__}: *args and **kwargs are "
+                               f"not supported in the function a transformation is applied "
+                               f"to (parameter '{p.name}'); the functions it calls may have "
+                               "them.", "list the parameters explicitly, or pass a tuple/dict "
+                               "as one parameter.")
         self.lifted = lifted_closure_names(target)
         closure = closure_values(target)
         # identities (holding references, so an id is never reused while the key lives)
@@ -133,11 +137,17 @@ class Transformed:
         self._generated = None
         self._fast = None
         self._nparams = len(self.signature.parameters)
+        self._keyword_only = any(p.kind == p.KEYWORD_ONLY
+                                 for p in self.signature.parameters.values())
+
         self._partial_axes = None     # vmap with one int in_axes: defaults are not mapped
         functools.update_wrapper(self, target, updated=())
 
     # ------------------------------------------------------------------ generation
     def generated(self):
+        if self._generated is not None and self._generated.global_reads and \
+                not self._generated.globals_unchanged():
+            self._generated = self._fast = None     # made with a global rebound since
         if self._generated is None:
             with _GENERATING:      # pmap's device threads may ask for the same code at once
                 self._generate()
@@ -177,13 +187,15 @@ class Transformed:
 
     # ------------------------------------------------------------------ calling
     def bind(self, args, kwargs):
-        if not kwargs and len(args) == self._nparams:
+        if not kwargs and len(args) == self._nparams and not self._keyword_only:
             return args
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self.__name__}: {e}") from None
         bound.apply_defaults()
+        if self._keyword_only:     # generated code takes them after the positional ones
+            return tuple(bound.arguments.values())
         return bound.args
 
     def full_args(self, args, kwargs):
@@ -198,10 +210,14 @@ class Transformed:
     def _call(self, *args, **kwargs):
         if self._partial_axes is not None and len(args) + len(kwargs) < self._nparams:
             return self._vmap_of_passed(args, kwargs)
+        gen = self._generated
+        if gen is None or gen.global_reads and not gen.globals_unchanged():
+            self._generated = self._fast = None     # new, or made with a rebound global
+            gen = self.generated()
         fast = self._fast
-        if fast is not None and not kwargs and len(args) == self._nparams:
+        if fast is not None and not kwargs and len(args) == self._nparams and \
+                not self._keyword_only:
             return fast(*args)          # no defaults, prefix or closure values to add
-        gen = self._generated or self.generated()
         if self.kind != "vjp" and not self.root.prefix and not self.root.has_extra():
             self._fast = gen.entry
         return gen.call(self, self.full_args(args, kwargs))
@@ -589,6 +605,14 @@ class Jitted:
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):
+        made_from = self.inner._generated
+        if made_from is not None and made_from.global_reads and \
+                not made_from.globals_unchanged():
+            # a global the code was made with is rebound: specialize the new code again
+            self._cache.clear()
+            self._calls.clear()
+            self._last = None
+            self.inner.generated()
         full = self.inner.full_args(args, kwargs)
         if self.backend == "cupy":
             full = tuple(rt_device_put(v) for v in full)

@@ -150,6 +150,36 @@ def primitive_wrapper(obj):
 _PRIMITIVE_WRAPPERS = {}
 
 
+def method_caller(method):
+    """A plain function calling the bound method `method` of a plain object (a model), so
+    that `tp.grad(model.loss)` reads the object's attributes as the method runs. One per
+    method (holding its object, so its identity keys cached code safely)."""
+    key = (id(method.__self__), id(method.__func__))
+    if key in _METHOD_CALLERS:
+        return _METHOD_CALLERS[key][1]
+    params = list(inspect.signature(method).parameters.values())
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+           for p in params):
+        return None
+    names = [p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}" for p in params]
+    signature = ", ".join(
+        p.name if p.default is p.empty else f"{p.name}={p.name}_default" for p in params
+        if p.kind != p.KEYWORD_ONLY)
+    kwonly = [p.name if p.default is p.empty else f"{p.name}={p.name}_default"
+              for p in params if p.kind == p.KEYWORD_ONLY]
+    if kwonly:
+        signature += (", " if signature else "") + "*, " + ", ".join(kwonly)
+    name = identifier(method.__func__.__name__).rstrip("_") or "method"
+    text = f"def {name}({signature}):\n    return bound_method_({', '.join(names)})\n"
+    env = {"bound_method_": method}
+    env.update((p.name + "_default", p.default) for p in params if p.default is not p.empty)
+    _METHOD_CALLERS[key] = (method, file_backed(text, env, name))
+    return _METHOD_CALLERS[key][1]
+
+
+_METHOD_CALLERS = {}
+
+
 def summed_output(f):
     """A plain function returning np.sum(f(...)), with f's parameters (autograd's
     elementwise_grad is the gradient of it)."""

@@ -17,6 +17,7 @@ transformed function, once emitted, is an ordinary Python function with source, 
 composing transformations is running the pipeline again on generated code.
 """
 import copy
+import inspect
 
 import gast
 
@@ -24,7 +25,7 @@ from . import batching, custom, emit, forward
 from .emit import located
 from .errors import TransformError
 from .frontend import normalize_function
-from .ir.program import FunctionIR, Program, is_literal
+from .ir.program import FunctionIR, Program, Snapshot, is_literal
 from .reverse import gradients
 
 
@@ -51,11 +52,17 @@ class Generated:
     global_reads = ()
 
     def globals_unchanged(self):
-        """Whether every global name the code was generated from still names the same
-        object: a function defined again with the same code (a `def` in a loop, a cell run
-        again) may call other global functions than the code was made with."""
-        return all(scope.get(name, _UNBOUND) is value
-                   for scope, name, value in self.global_reads)
+        """Whether every global name (or attribute of a module or object) the code was
+        generated from still names the same object: generated code holds what they named
+        then (a global array, a function defined again in a loop or a cell run again, a
+        module's setting), so a rebound one needs new code. Checked on every call."""
+        for scope, name, value in self.global_reads:
+            current = scope.get(name, _UNBOUND) if type(scope) is dict else \
+                getattr(scope, name, _UNBOUND)
+            if current is not value and not (inspect.ismethod(value) and current == value) \
+                    and not (isinstance(value, Snapshot) and value.matches(current)):
+                return False     # (a bound method read again is a new, equal object)
+        return True
 
     def __init__(self, text, env, entry, kind, options, nprefix, nuser, extra=None):
         self.text = text
@@ -340,6 +347,9 @@ class Build:
         gen.entry_name = entry.name
         gen.functions = functions        # the emitted definitions (jit specializes them)
         gen.global_reads = list(program.global_reads.values())
+        # code transformed again from this entry function holds what these globals named
+        # too: normalizing it merges them into that program's reads (normalize_function)
+        gen.entry.__transpile_global_reads__ = gen.global_reads
         return gen
 
 

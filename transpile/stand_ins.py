@@ -19,6 +19,11 @@ def register(nodetype, data_fields):
     _CLASS_OF_PROXY[proxy] = nodetype
 
 
+def is_registered(obj):
+    """Whether `obj` is an instance of a registered dataclass (a pytree node)."""
+    return type(obj) in _PROXIES
+
+
 def has_proxies():
     """Whether any dataclass is registered (the API converts arguments only then)."""
     return bool(_PROXIES)

@@ -336,9 +336,11 @@ def operands(v):
 
 
 def is_random(v):
-    """np.random draws (not seed): each example draws its own numbers, as in a loop."""
+    """np.random draws (not seed) and draws from a user's generator (rt.draw): each
+    example draws its own numbers, as in a loop."""
     name_ = dotted(v.func) if isinstance(v, gast.Call) else None
-    return bool(name_) and name_.startswith("np.random.") and name_ != "np.random.seed"
+    return bool(name_) and (name_.startswith("np.random.") and name_ != "np.random.seed" or
+                            name_ == "rt.draw")
 
 
 def _same_name(a, b):

@@ -21,9 +21,10 @@ from ..ir import anno
 from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
 from ..ir.program import is_literal
-from ..ir.templates import dotted
+from ..ir.templates import binop_spelling, dotted
 from .parse import parse_function
 from .resolved import LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names
+from .variadic import call_shape, has_variadic
 
 ARRAY_METHODS = {
     "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "max": "np.max", "min": "np.min",
@@ -36,6 +37,23 @@ ARRAY_METHODS = {
     "copy": "rt.copy", "astype": "rt.astype", "item": "float", "tolist": "rt.tolist",
 }
 VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
+
+# Draws from a numpy Generator or RandomState (`rng.normal(size=3)`, `rs.randn(*shape)`):
+# each is one standard draw, `rt.draw(rng, "standard_normal", size)`, transformed by the
+# formula numpy itself applies to it (same numbers, same stream), so parameters computed
+# by the function get the pathwise derivative, as np.random.normal's do.
+# method -> (standard draw, parameters with defaults, formula of the draw `z`)
+GENERATOR_DRAWS = {
+    "standard_normal": ("standard_normal", (), "z"),
+    "random": ("random", (), "z"),
+    "random_sample": ("random", (), "z"),
+    "standard_exponential": ("standard_exponential", (), "z"),
+    "randn": ("standard_normal", None, "z"),      # None: dimensions as arguments
+    "rand": ("random", None, "z"),
+    "normal": ("standard_normal", (("loc", 0.0), ("scale", 1.0)), "loc + scale * z"),
+    "uniform": ("random", (("low", 0.0), ("high", 1.0)), "low + (high - low) * z"),
+    "exponential": ("standard_exponential", (("scale", 1.0),), "scale * z"),
+}
 
 
 class CallNormalizer:
@@ -82,6 +100,8 @@ class CallNormalizer:
         return self.lift(fdef, "lambda")
 
     def expr_Call(self, node, stmts, hint=None):
+        if self.is_generator_draw(node):
+            return self.generator_draw(node, stmts)
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             raise self.error(node, "*args and **kwargs in calls are not supported.",
@@ -276,20 +296,60 @@ class CallNormalizer:
             return prim_call(found[1], args, keywords)
         if value in (builtins.tuple, builtins.list) and len(args) == 1 and not keywords:
             return prim_call("rt.to_" + value.__name__, args)   # converting a container
+        if not inspect.isfunction(value) and not inspect.ismethod(value) and \
+                inspect.isfunction(getattr(type(value), "__call__", None)):
+            value = value.__call__           # a callable object: `model(x)`
+        if inspect.ismethod(value) and inspect.isfunction(value.__func__):
+            return self.method_of_object(value, args, keywords, node)
+        if inspect.isfunction(value) and has_variadic(value):
+            fdef, _ = parse_function(value)
+            shape = call_shape(value, len(args), [k for k, _ in keywords],
+                               {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)})
+            ir_name, params, defaults = self.function_ir(value, node, shape=shape)
+            keywords = [(shape.keywords.get(k, k), v) for k, v in keywords]
+            return self.user_call(ir_name, params, defaults, args, keywords, node,
+                                  positional=shape.positional)
         if inspect.isfunction(value) or inspect.ismethod(value):
             ir_name, params, defaults = self.program_function(value, node)
             return self.user_call(ir_name, params, defaults, args, keywords, node)
         written = dotted(node.func) if isinstance(node, gast.Call) else None
         raise self.error(node, *rules.core.missing_rule_message(value, written))
 
+    def method_of_object(self, method, args, keywords, node):
+        """`obj.method(...)` for an object the function reads (a model, `self`): the
+        method's function, normalized with `self` bound to that object (its attribute
+        reads then happen when the code runs, see expr_Attribute)."""
+        fn, owner = method.__func__, method.__self__
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY,
+                                                params[0].POSITIONAL_OR_KEYWORD):
+            raise self.error(node, f"cannot call {fn.__qualname__}: a method needs a first "
+                             "parameter for the object.")
+        bound = {params[0].name: Static(owner)}
+        shape = None
+        if has_variadic(fn):
+            fdef, _ = parse_function(fn)
+            shape = call_shape(fn, len(args) + 1, [k for k, _ in keywords],
+                               {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)})
+            keywords = [(shape.keywords.get(k, k), v) for k, v in keywords]
+        ir_name, names, defaults = self.function_ir(fn, node, bound_functions=bound,
+                                                    shape=shape)
+        return self.user_call(ir_name, names, defaults, [_const(None)] + list(args), keywords,
+                              node, positional=None if shape is None else shape.positional)
+
     def program_function(self, fn, node):
         return self.function_ir(fn, node)
 
-    def user_call(self, ir_name, params, defaults, args, keywords, node, extra=()):
+    def user_call(self, ir_name, params, defaults, args, keywords, node, extra=(),
+                  positional=None):
+        """The call of IR function `ir_name` binding `args` and `keywords` to `params` (the
+        first `positional` of them may be bound by position: the others are keyword-only)."""
         bound = list(args)
         n_user = len(params) - len(extra)
-        if len(bound) > n_user:
-            raise self.error(node, f"too many arguments: {ir_name} takes {n_user}.")
+        limit = n_user if positional is None else positional
+        if len(bound) > limit:
+            raise self.error(node, f"too many arguments: {ir_name} takes {limit} "
+                             f"positional argument{'s' if limit != 1 else ''}.")
         kw = dict(keywords)
         for p in params[len(bound):n_user]:
             if p in kw:
@@ -325,7 +385,84 @@ class CallNormalizer:
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
         raise self.error(node, f"method '.{name}()' is not supported in transformed code.",
                          "call the numpy function instead (np.<name>(x, ...)); supported "
-                         "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS)))
+                         "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS))
+                         + "; methods of objects the function reads from globals or "
+                         "closures (a model) are called as functions, but not those of an "
+                         "object passed as an argument (call a method of the model itself, "
+                         "or tp.grad(model.method))")
+
+    def is_generator_draw(self, node):
+        """Whether `node` calls a draw method of a numpy random generator: one the
+        function can see (a global `rng`), or a method named like one on a value that
+        arrives at run time (no array method has these names)."""
+        func = node.func
+        if not isinstance(func, gast.Attribute) or func.attr not in GENERATOR_DRAWS:
+            return False
+        callee = self.static(func)
+        if callee is None:
+            return True
+        return isinstance(callee, Static) and rules.lookup_object(callee.value) is None and \
+            isinstance(getattr(callee.value, "__self__", None),
+                       (np.random.Generator, np.random.RandomState))
+
+    def generator_draw(self, node, stmts):
+        """`rng.normal(loc, scale, size)` -> `z = rt.draw(rng, 'standard_normal', size)`
+        and `loc + scale * z` (see GENERATOR_DRAWS)."""
+        func = node.func
+        draw, params, formula = GENERATOR_DRAWS[func.attr]
+        generator = self.atom(func.value, stmts)
+        if params is None:                       # rs.randn(d0, d1), rs.randn(*shape)
+            if node.keywords:
+                raise self.error(node, f".{func.attr}() takes dimensions only.")
+            if len(node.args) == 1 and isinstance(node.args[0], gast.Starred):
+                size = self.atom(node.args[0].value, stmts)
+            elif any(isinstance(a, gast.Starred) for a in node.args):
+                raise self.error(node, f"*args in .{func.attr}() is supported only as its "
+                                 "one argument.", f"write .{func.attr}(*shape).")
+            else:
+                size = self.atom(gast.Tuple(elts=list(node.args), ctx=gast.Load()), stmts)
+            values = {}
+        else:
+            if any(isinstance(a, gast.Starred) for a in node.args) or \
+                    any(k.arg is None for k in node.keywords):
+                raise self.error(node, "*args and **kwargs in calls are not supported.",
+                                 "pass the arguments one by one.")
+            names = [p for p, _ in params] + ["size"]
+            if len(node.args) > len(names):
+                raise self.error(node, f".{func.attr}() takes at most {len(names)} "
+                                 "positional arguments.")
+            given = dict(zip(names, node.args))
+            for k in node.keywords:
+                if k.arg not in names or k.arg in given:
+                    raise self.error(k.value, f"'{k.arg}' is not an argument of "
+                                     f".{func.attr}() that transformed code supports.",
+                                     "supported: " + ", ".join(names) + ".")
+                given[k.arg] = k.value
+            values = {p: self.atom(given[p], stmts) if p in given else _const(default)
+                      for p, default in params}
+            if "size" in given:
+                size = self.atom(given["size"], stmts)
+            elif all(isinstance(v, gast.Constant) for v in values.values()):
+                size = _const(None)              # one number, as numpy draws it
+            else:                                # the parameters' broadcast shape
+                shapes = [self.atom_of(prim_call("np.shape", [v]), stmts, "shape")
+                          for v in values.values()]
+                size = self.atom_of(prim_call("np.broadcast_shapes", shapes), stmts, "size")
+        z = self.namer.fresh(draw)
+        stmts.append(_assign(z, prim_call("rt.draw", [generator, _const(draw), size]), node))
+        return self.formula(gast.parse(formula).body[0].value, dict(values, z=_name(z)),
+                            stmts)
+
+    def formula(self, expr, values, stmts):
+        """The arithmetic `expr` (names, + - *) over the atoms `values`, in A-normal form."""
+        if isinstance(expr, gast.Name):
+            return values[expr.id]
+        operands = []
+        for side in (expr.left, expr.right):
+            value = self.formula(side, values, stmts)
+            operands.append(value if isinstance(value, (gast.Name, gast.Constant)) else
+                            self.atom_of(value, stmts, _temp_hint(side)))
+        return prim_call(binop_spelling(expr.op), operands)
 
     def transformation(self, transform, node):
         """`tp.grad(g, ...)` inside transformed code: applied now, while transforming.
@@ -482,3 +619,9 @@ def _method_of_array(found):
     a method call on that array, like a method of a local array."""
     owner = getattr(found.value, "__self__", None) if isinstance(found, Static) else None
     return isinstance(owner, (np.ndarray, np.generic))
+
+
+
+def _temp_hint(node):
+    return {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply"}.get(
+        type(getattr(node, "op", None)), "value")

@@ -24,9 +24,12 @@ variables become parameters), `functools.partial` and calls of transformed funct
 desugared here. Anything else raises TransformError at the offending line.
 """
 import builtins
+import functools
 import inspect
+import numbers
 
 import gast
+import numpy as np
 
 import runtime
 from .. import rules
@@ -35,13 +38,15 @@ from ..ir import anno
 from ..ir.anno import Anno
 from ..ir.naming import TEMP_FOR_OP, Namer
 from ..ir.nodes import assign as _assign, const as _const, prim_call
-from ..ir.program import FunctionIR, is_literal, is_module
+from ..ir.program import FunctionIR, Snapshot, is_literal, is_module
 from ..ir.templates import binop_spelling, cmp_spelling, dotted
 from . import aliasing, controlflow
 from .callees import Callees
 from .calls import CallNormalizer
 from .parse import parse_function
 from .resolved import LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names
+from .generators import as_list_builder, is_generator
+from .variadic import prologue_statements
 
 ARRAY_ATTRS = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
                "dtype": "rt.dtype_of"}
@@ -74,6 +79,7 @@ class Normalizer(CallNormalizer):
         self.src = source
         self.globals = globals_
         self.closure = closure                # free var name -> value (for global functions)
+        self.cells = {}                       # free var name -> its cell (set by the caller)
         self.lifted = list(lifted)            # free vars that became parameters
         self.ir_name = ir_name
         self.local_fns = {}                   # name -> LocalFunction / LocalPartial / Static
@@ -84,15 +90,26 @@ class Normalizer(CallNormalizer):
         self.locals = set()
 
     # ------------------------------------------------------------------ entry
-    def run(self, fdef):
+    def run(self, fdef, shape=None):
+        if is_generator(fdef):          # a helper that yields: one that returns the list
+            fdef = as_list_builder(fdef, self.src, _all_names(fdef))
         args = fdef.args
-        if args.vararg or args.kwarg or args.kwonlyargs:
-            bad = args.vararg or args.kwarg or args.kwonlyargs[0]
-            raise error_at(bad, self.src, f"{self.src.name}: *args, **kwargs and keyword-only "
-                           "parameters are not supported in transformed functions.",
+        if shape is not None:        # a copy for one call shape of *args / **kwargs
+            params, written = shape.params, fdef
+            fdef = gast.FunctionDef(
+                name=fdef.name, args=fdef.args, decorator_list=fdef.decorator_list,
+                body=prologue_statements(shape, args.vararg or args.kwarg or fdef) + fdef.body,
+                returns=None, type_comment=None, type_params=[])
+            gast.copy_location(fdef, written)
+        elif args.vararg or args.kwarg:
+            bad = args.vararg or args.kwarg
+            raise error_at(bad, self.src, f"{self.src.name}: *args and **kwargs are not "
+                           "supported in the function a transformation is applied to (the "
+                           "functions it calls may have them).",
                            "list the parameters explicitly, or pass a tuple/dict as one "
                            "parameter (pytrees are supported).", pass_name="normalize")
-        params = [a.id for a in args.posonlyargs + args.args]
+        else:
+            params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
         self.params = set(params)
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.appended = _appended_names(fdef)
@@ -116,10 +133,10 @@ class Normalizer(CallNormalizer):
         gast.copy_location(node, fdef)
         return FunctionIR(self.ir_name, node, self.src, all_params, self.lifted)
 
-    def normalize(self, fdef):
+    def normalize(self, fdef, shape=None):
         """The whole front end on `fdef`: A-normal form, one exit (`controlflow`), in-place
         writes resolved (`aliasing`)."""
-        fir = self.run(fdef)
+        fir = self.run(fdef, shape)
         controlflow.transform(fir.node, self.namer)
         aliasing.resolve(fir, self.program.functions)
         return fir
@@ -127,13 +144,14 @@ class Normalizer(CallNormalizer):
     def error(self, node, message, hint=None):
         return error_at(node, self.src, message, hint, pass_name="normalize")
 
-    def function_ir(self, fn, node=None, bound_functions=None, extra_params=()):
+    def function_ir(self, fn, node=None, bound_functions=None, extra_params=(), shape=None):
         """(ir_name, params, defaults) of the Python function `fn` in this program,
         normalized on its first use; `node`: the call, for errors that point at it;
-        bound_functions, extra_params: a copy specialized to function arguments
-        (`normalize_function`)."""
+        bound_functions, extra_params: a copy specialized to function arguments; shape: a
+        copy for one call shape of *args/**kwargs (`normalize_function`)."""
         return normalize_function(fn, self.program, node, None if node is None else self.src,
-                                  bound_functions=bound_functions, extra_params=extra_params)
+                                  bound_functions=bound_functions, extra_params=extra_params,
+                                  shape=shape)
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts):
@@ -335,10 +353,27 @@ class Normalizer(CallNormalizer):
         test = self.atom(node.test, stmts, hint="cond")
         if isinstance(test, gast.Constant):
             return stmts + self.block(node.body if test.value else node.orelse)
-        new = gast.If(test=test, body=self.block(node.body), orelse=self.block(node.orelse))
+        new = gast.If(test=test, body=self.branch(node.body), orelse=self.branch(node.orelse))
         gast.copy_location(new, node)
         stmts.append(new)
         return stmts
+
+    def branch(self, stmts):
+        """A branch of an `if` on a value known only when the code runs. A statement here
+        that cannot be transformed (plotting under `if ax:`, logging) is refused when the
+        branch runs, with the error it would have raised now: the statement becomes
+        `rt.raise_exception(error)` and the rest of the branch, which cannot run after it,
+        is dropped."""
+        out = []
+        for s in stmts:
+            try:
+                out.extend(self.stmt(s))
+            except TransformError as error:
+                refusal = prim_call("rt.raise_exception",
+                                    [self.static_atom(error, s)])
+                out.append(gast.copy_location(gast.Expr(value=refusal), s))
+                break
+        return out
 
     def stmt_While(self, node):
         if node.orelse:
@@ -360,6 +395,9 @@ class Normalizer(CallNormalizer):
     def stmt_For(self, node):
         if node.orelse:
             raise self.error(node, "for ... else is not supported.", "use a flag variable.")
+        known = self.static(node.iter)
+        if isinstance(known, Static) and _holds_code(known.value):
+            return self.unrolled(node, known.value)
         stmts = []
         it = node.iter
         func = self.static(it.func) if isinstance(it, gast.Call) else None
@@ -443,6 +481,35 @@ class Normalizer(CallNormalizer):
         stmts.append(loop)
         return stmts
 
+    def unrolled(self, node, items):
+        """`for layer in self.layers:` over a sequence of functions or models known while
+        transforming: the body once per item, with the loop variable naming that item
+        (calls through it are then resolved as any call)."""
+        if not isinstance(node.target, gast.Name):
+            raise self.error(node.target, "unpacking the items of a sequence of functions "
+                             "is not supported.", "loop over one item at a time.")
+        if any(isinstance(n, (gast.Break, gast.Continue)) for s in node.body
+               for n in gast.walk(s)):
+            raise self.error(node, "break/continue in a loop over functions is not "
+                             "supported.", "use a flag variable, or an if around the body.")
+        name = node.target.id
+        if name in self.locals and name not in self.local_fns and any(
+                isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
+                for s in node.body for n in gast.walk(s)):
+            raise self.error(node.target, f"'{name}' is assigned in the loop over functions.")
+        before = self.local_fns.get(name)
+        out = []
+        try:
+            for item in items:
+                self.local_fns[name] = Static(item)
+                out.extend(self.block([_copy_stmt(s) for s in node.body]))
+        finally:
+            if before is None:
+                self.local_fns.pop(name, None)
+            else:
+                self.local_fns[name] = before
+        return out
+
     def _checked_iterable(self, seq, where):
         """`rt.check_iterable(seq, ...)`: the loop below walks `seq` by index, which a dict
         (whose iteration gives keys, its indexing values) or a set would get wrong."""
@@ -517,7 +584,59 @@ class Normalizer(CallNormalizer):
         return []
 
     def stmt_Assert(self, node):
-        return []  # assertions are checks on the primal; the transformed code drops them
+        """`assert test, msg` is kept: `if not test: raise AssertionError(msg)`."""
+        error = gast.Call(func=_name("AssertionError"),
+                          args=[node.msg] if node.msg is not None else [], keywords=[])
+        check = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=node.test),
+                        body=[gast.Raise(exc=error, cause=None)], orelse=[])
+        for n in gast.walk(check):
+            if not hasattr(n, "lineno") or n in (error, error.func, check, check.test):
+                gast.copy_location(n, node)
+        return self.stmt(check)
+
+    def stmt_Raise(self, node):
+        """`raise E(args)` is kept, as a call that raises (`rt.raise_exception(E, args)`):
+        transformations pass it through like print, so it raises where the user's code
+        would."""
+        exc = node.exc
+        if exc is None:
+            raise self.error(node, "a bare `raise` (re-raising) is not supported in "
+                             "transformed code.", "raise a new exception.")
+        stmts = []
+        if isinstance(exc, gast.Call) and isinstance(self.static(exc.func), Static) and \
+                isinstance(self.static(exc.func).value, type) and \
+                issubclass(self.static(exc.func).value, BaseException):
+            if any(isinstance(a, gast.Starred) for a in exc.args) or exc.keywords:
+                raise self.error(exc, "raise with *args or keywords is not supported in "
+                                 "transformed code.", "pass the message as one argument.")
+            args = [self.static_atom(self.static(exc.func).value, exc.func)] + \
+                [self.atom(a, stmts) for a in exc.args]
+        else:
+            args = [self.atom(exc, stmts)]
+        call = prim_call("rt.raise_exception", args)
+        stmts.append(gast.copy_location(gast.Expr(value=call), node))
+        return stmts
+
+    def expr_JoinedStr(self, node, stmts):
+        """An f-string: `rt.format_string("x = {:.3f}", x)` (no derivative flows through
+        text)."""
+        template, values = [], []
+        for part in node.values:
+            if isinstance(part, gast.Constant):
+                template.append(str(part.value).replace("{", "{{").replace("}", "}}"))
+                continue
+            spec = ""
+            if part.format_spec is not None:
+                pieces = part.format_spec.values if isinstance(part.format_spec,
+                                                                gast.JoinedStr) else []
+                if not all(isinstance(p, gast.Constant) for p in pieces):
+                    raise self.error(part, "a computed format spec in an f-string is not "
+                                     "supported in transformed code.", "write it literally.")
+                spec = ":" + "".join(str(p.value) for p in pieces)
+            conversion = {115: "!s", 114: "!r", 97: "!a"}.get(part.conversion, "")
+            template.append("{" + conversion + spec + "}")
+            values.append(self.atom(part.value, stmts))
+        return prim_call("rt.format_string", [_const("".join(template))] + values)
 
     # ------------------------------------------------------------------ expressions
     def atom(self, node, stmts, hint=None):
@@ -542,7 +661,8 @@ class Normalizer(CallNormalizer):
             return _name(self.program.constant(value, hint))
         if isinstance(value, type):   # classes as values: isinstance(t, tuple), dtypes
             return _name(self.program.constant(value, getattr(value, "__name__", "cls")))
-        if is_module(value) or callable(value) and not hasattr(value, "dtype"):
+        if is_module(value) or callable(value) and not hasattr(value, "dtype") and \
+                not _user_object(value):
             raise self.error(node, f"{getattr(value, '__name__', value)!r} is used as a value "
                              "here; transformed code can only call functions.")
         hint = node.id if isinstance(node, gast.Name) else getattr(node, "attr", "const")
@@ -569,10 +689,16 @@ class Normalizer(CallNormalizer):
         if name in self.locals:
             return _name(name)
         if name in self.closure:
-            return Static(self.closure[name])
+            value = self.closure[name]
+            if (_holds_code(value) or _plain_object(value)) and name in self.cells:
+                cell = self.cells[name]      # (a list may change in place, a name be rebound)
+                self.program.global_reads[(id(cell), "cell_contents")] = (
+                    cell, "cell_contents", Snapshot(value) if _holds_code(value) else value)
+            return Static(value)
         if name in self.globals:
             value = self.globals[name]
-            self.program.global_reads[(id(self.globals), name)] = (self.globals, name, value)
+            self.program.global_reads[(id(self.globals), name)] = (
+                self.globals, name, Snapshot(value) if _holds_code(value) else value)
             return Static(value)
         if hasattr(builtins, name):
             return Static(getattr(builtins, name))
@@ -592,7 +718,21 @@ class Normalizer(CallNormalizer):
         if isinstance(node, gast.Attribute):
             base = self.static(node.value)
             if isinstance(base, Static) and hasattr(base.value, node.attr):
-                return Static(getattr(base.value, node.attr))
+                owner, value = base.value, getattr(base.value, node.attr)
+                if inspect.ismodule(owner):
+                    if not _library_module(owner):     # a user's settings module
+                        self.program.global_reads[(id(vars(owner)), node.attr)] = (
+                            vars(owner), node.attr, value)
+                    return Static(value)
+                users = _plain_object(owner) or _user_object(owner) or \
+                    isinstance(owner, type) and not _library_module(inspect.getmodule(owner))
+                if not users:
+                    return Static(value)     # a library object's (a partial's arguments)
+                if not _is_code(value) and not _holds_code(value):
+                    return None      # data on a user's object: read when the code runs
+                self.program.global_reads[(id(owner), node.attr)] = (
+                    owner, node.attr, Snapshot(value) if _holds_code(value) else value)
+                return Static(value)
         return None
 
     def expr_Attribute(self, node, stmts):
@@ -600,18 +740,20 @@ class Normalizer(CallNormalizer):
         if static is not None:
             return static
         base = self.static(node.value)
-        if isinstance(base, Static):
+        if isinstance(base, Static) and not hasattr(base.value, node.attr):
             raise self.error(node, f"{getattr(base.value, '__name__', base.value)!r} has no "
                              f"attribute {node.attr!r}.")
+        if isinstance(base, Static):
+            # data on an object the function reads (`model.w`, `cfg.lr`): read when the code
+            # runs, so that a value set since (by a training loop) is the one used
+            return prim_call("rt.attribute", [self.static_atom(base.value, node.value),
+                                              _const(node.attr)])
         value = self.atom(node.value, stmts)
         if node.attr in ARRAY_ATTRS:
             return prim_call(ARRAY_ATTRS[node.attr], [value])
-        # a namedtuple's field (`state.mu`): read as the element at the field's position,
-        # so every transformation follows it as it follows `state[1]`
-        index = self.namer.fresh(node.attr + "_index")
-        stmts.append(_assign(index, prim_call("rt.field_index",
-                                              [value, _const(node.attr)]), node))
-        return prim_call("[]", [value, _name(index)])
+        # a namedtuple's field (`state.mu`, followed by every transformation as `state[1]`
+        # is), or an attribute of a plain object passed in (hyperparameters)
+        return prim_call("rt.attribute", [value, _const(node.attr)])
 
     def expr_BinOp(self, node, stmts, hint=None):
         kind = _sequence_kind(node, self.sequences)
@@ -807,17 +949,15 @@ _STMT_HINTS = {
     "Nonlocal": "nonlocal writes are not supported: return the value instead.",
     "Delete": "del is not supported: just stop using the name.",
     "ClassDef": "define classes outside the transformed function.",
-    "Raise": "raise is not supported inside transformed code: check inputs before calling.",
     "AsyncFunctionDef": "async functions cannot be transformed.",
 }
 _EXPR_HINTS = {
-    "Yield": "generators cannot be transformed: build a list and return it.",
-    "YieldFrom": "generators cannot be transformed: build a list and return it.",
+    "Yield": "yield as a statement: the value of a yield expression is not supported.",
+    "YieldFrom": "yield as a statement: the value of a yield expression is not supported.",
     "Await": "async code cannot be transformed.",
     "SetComp": "sets have no derivative: use a list.",
     "DictComp": "build the dict with a loop over keys.",
     "NamedExpr": "assign with a separate statement.",
-    "JoinedStr": "f-strings are only supported inside print().",
 }
 
 
@@ -848,6 +988,48 @@ def _written_sequence(node):
     if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Add, gast.Mult)):
         return _written_sequence(node.left) or _written_sequence(node.right)
     return None
+
+
+_LIBRARIES = ("numpy", "scipy", "math", "builtins", "runtime", "transpile", "cupy",
+              "cupyx", "functools", "operator", "itertools", "collections", "jax")
+
+
+def _library_module(module):
+    """Modules whose attributes do not change while a program runs (numpy's functions):
+    reading them is not recorded for the check of rebound globals."""
+    name = getattr(module, "__name__", "") or ""
+    return name.split(".")[0] in _LIBRARIES
+
+
+def _user_object(value):
+    """An instance of a user's class with `__call__` (a model): data as a value (its
+    attributes are read from it), a function when called."""
+    call = getattr(type(value), "__call__", None)
+    return not isinstance(value, type) and inspect.isfunction(call) and \
+        not _library_module(inspect.getmodule(type(value)))
+
+
+def _plain_object(value):
+    """An instance of a user's class (a model without __call__, a config): a closure
+    variable holding one stays known while transforming, so its methods can be called;
+    its data attributes are read when the code runs."""
+    if isinstance(value, (np.ndarray, np.generic, numbers.Number, str, bytes, list, tuple,
+                          dict, set, frozenset, type, functools.partial)) or value is None \
+            or inspect.ismodule(value) or callable(value):
+        return False
+    return hasattr(value, "__dict__") and not _library_module(inspect.getmodule(type(value)))
+
+
+def _holds_code(value):
+    """A list or tuple of functions or models (a model's layers)."""
+    return isinstance(value, (list, tuple)) and bool(value) and \
+        any(callable(v) and not isinstance(v, type) for v in value)
+
+
+def _is_code(value):
+    """Values that shape the generated code itself (functions, classes, modules) rather
+    than data it computes with."""
+    return callable(value) or inspect.ismodule(value)
 
 
 def _is_builtin(found, name):
@@ -978,12 +1160,8 @@ def lifted_closure_names(fn):
     tuples holding functions (an optimizer's (init, update), a layer's pair), whose
     functions transformed code calls as it calls any function it knows."""
     return [name for name, value in closure_values(fn).items()
-            if not (callable(value) or inspect.ismodule(value) or _holds_functions(value))]
-
-
-def _holds_functions(value):
-    return isinstance(value, tuple) and any(callable(v) and not isinstance(v, type)
-                                            for v in value)
+            if not (callable(value) or inspect.ismodule(value) or _holds_code(value) or
+                    _user_object(value) or _plain_object(value))]
 
 
 def defaults_of(fn):
@@ -995,7 +1173,7 @@ def defaults_of(fn):
 
 
 def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=False,
-                       bound_functions=None, extra_params=()):
+                       bound_functions=None, extra_params=(), shape=None):
     """(ir_name, params, defaults) of `fn` inside `program`, normalizing it if new.
 
     bound_functions: parameter -> the function value a call passes it (`Static` or
@@ -1007,11 +1185,15 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         bound_self, fn = fn.__self__, fn.__func__
     if not inspect.isfunction(fn):
         raise TransformError(f"cannot transform {fn!r}: expected a Python function.")
+    for read in getattr(fn, "__transpile_global_reads__", ()):
+        # the entry function of code generated before: the globals it was made from
+        program.global_reads[(id(read[0]), read[1])] = read
     closure = closure_values(fn)
     lifted = lifted_closure_names(fn) if lift_closure else []
     bound_functions = bound_functions or {}
     key = (id(fn.__code__), fn.__code__, tuple(id(v) for k, v in closure.items() if k not in lifted),
-           tuple(lifted), tuple((p, _function_identity(v)) for p, v in bound_functions.items()))
+           tuple(lifted), tuple((p, _function_identity(v)) for p, v in bound_functions.items()),
+           None if shape is None else shape.key)
     name, new = program.function_name(key, _hint(fn))
     if new:
         fdef, src = parse_function(fn)
@@ -1019,9 +1201,16 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         normalizer = Normalizer(program, src, fn.__globals__, static_closure, name,
                                 lifted=lifted + list(extra_params))
         normalizer.local_fns.update(bound_functions)
+        normalizer.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         program.functions[name] = None
-        program.functions[name] = normalizer.normalize(fdef)
-    params = list(inspect.signature(fn).parameters)
+        try:
+            program.functions[name] = normalizer.normalize(fdef, shape)
+        except BaseException:
+            # a refusal inside a branch is raised when the branch runs: the function must
+            # not stay registered half-normalized for a later call to find
+            program.forget_function(key, name)
+            raise
+    params = shape.params if shape is not None else list(inspect.signature(fn).parameters)
     if bound_self is not None:
         raise TransformError(f"calling the bound method {fn.__qualname__} from transformed "
                              "code is not supported yet.\n  hint: call it as a plain function "
@@ -1042,4 +1231,6 @@ def _hint(fn):
     name = fn.__name__
     if name == "<lambda>":
         return "lambda"
+    if name.startswith("__") and "." in fn.__qualname__:     # Dense.__call__ -> Dense_call
+        return fn.__qualname__.split(".")[-2] + "_" + name.strip("_")
     return name

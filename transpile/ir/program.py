@@ -65,6 +65,11 @@ class Program:
         used = {n.id for n in gast.walk(fir.node) if isinstance(n, gast.Name)}
         return Namer(used | set(self.functions) | set(self.namespace) | {"np", "rt", "math"})
 
+    def forget_function(self, key, name):
+        """Undo `function_name` for a function whose normalization failed."""
+        self.keys.pop(key, None)
+        self.functions.pop(name, None)
+
     def function_name(self, key, hint):
         """(name, is_new) for the function identified by `key`."""
         if key in self.keys:
@@ -72,6 +77,18 @@ class Program:
         name = self.namer.fresh(hint)
         self.keys[key] = name
         return name, True
+
+
+class Snapshot:
+    """The items of a list or tuple of functions that generated code was made from (a
+    model's layers), for the check that it still holds them (a list changes in place)."""
+
+    def __init__(self, sequence):
+        self.items = tuple(sequence)
+
+    def matches(self, current):
+        return isinstance(current, (list, tuple)) and len(current) == len(self.items) and \
+            all(a is b for a, b in zip(current, self.items))
 
 
 def is_literal(value):

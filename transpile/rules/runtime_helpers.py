@@ -112,6 +112,25 @@ nondiff("rt.stop_gradient", view=True)
 # a pytree's structure, for tp.tree_unflatten in transformed code: the same in every example
 nondiff("rt.tree_skeleton", "rt.sorted_keys")
 nondiff("rt.check_structure", side_effect=True)
+# obj.name: a namedtuple's field is differentiated as obj[position]; a plain object's
+# attributes (a model's, a config's) come from outside the function and carry no derivative:
+# such an object is never differentiated (check_float_input refuses it) nor batched, so
+# these rules meet namedtuples only.
+@rev("rt.attribute", view=True)
+def attribute(dout, out, obj, name):
+    dobj = rt.index_add(dobj, obj, rt.field_index(obj, name), dout)
+
+
+@fwd("rt.attribute")
+def attribute_fwd(out, obj, name):
+    dout = rt.getitem(dobj, rt.field_index(obj, name))
+
+
+@batch("rt.attribute")
+def attribute_batch(obj, name):
+    out = rt.lane_getitem(obj, rt.field_index(obj, name))
+
+
 nondiff("rt.field_index")                       # obj.name: where the field is, not its value
 batch_same("rt.field_index", out_batched=False)
 batch_same("rt.check_structure", out_batched=False)
@@ -161,6 +180,28 @@ nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
 nondiff("rt.check_iterable", side_effect=True)
 batch_same("rt.check_iterable", out_batched=False)
 batch_same("rt.check_float_input", "rt.check_complex_input")
+# Draws from a user's numpy Generator/RandomState: a standard draw carries no derivative
+# (the parameters' derivatives flow through the formula around it, see frontend/calls.py).
+# Under vmap, each example draws its own numbers: one draw of (batch, *size), in the order a
+# loop over examples would draw them.
+nondiff("rt.draw", side_effect=True)
+nondiff("rt.lead_size")
+batch_same("rt.lead_size", out_batched=False)
+
+
+@batch("rt.draw")
+def draw_batch(generator, method, size):
+    if size_batched or generator_batched:
+        out = rt.cannot_batch("a random draw", "its size or generator differs between examples")
+    else:
+        out = rt.draw(generator, method, rt.lead_size(batch_size, size))
+
+
+# the user's raise statements and f-strings: text carries no derivative; under vmap a
+# message formats the whole batch (as print prints it)
+nondiff("rt.raise_exception", side_effect=True)
+nondiff("rt.format_string", "str", "repr")
+batch_same("rt.raise_exception", "rt.format_string", "str", "repr", out_batched=False)
 # the rule of a variant with no derivative rule: it raises where generated code reaches it
 nondiff("rt.no_derivative", side_effect=True)
 batch_same("rt.no_derivative")
