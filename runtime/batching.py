@@ -404,9 +404,22 @@ def lane_axis(axis, x, outer=0):
     maps None to the last axis of rt.lane_flat's flattened examples."""
     if axis is None:
         return tuple(range(1, np.ndim(x) - outer))
+    # the example's rank bounds the axis for an array; a container's axis is its leaves'
+    rank = np.ndim(x) - outer - 1 if hasattr(x, "ndim") else None
     if isinstance(axis, (tuple, list)):
-        return tuple(a + 1 if a >= 0 else a for a in axis)
-    return axis + 1 if axis >= 0 else axis
+        return tuple(_example_axis(a, rank) for a in axis)
+    return _example_axis(axis, rank)
+
+
+def _example_axis(axis, rank):
+    """Per-example `axis` of an example of rank `rank` as an axis of the batched array; an
+    axis outside the example raises as numpy would for the example (a negative one must not
+    reach the batch axis)."""
+    if rank is None:
+        return axis + 1 if axis >= 0 else axis
+    if not -rank <= axis < rank:
+        raise np.exceptions.AxisError(axis, rank)
+    return axis % rank + 1
 
 
 def flat_lanes(x, outer=0):

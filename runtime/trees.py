@@ -486,3 +486,10 @@ def copy_stack(stack):
     pass goes on appending to. None (a list not made yet, saved before its first trip)
     stays None."""
     return None if stack is None else list(stack)
+
+
+def sorted_order(keys, reverse=False):
+    """The positions of `keys` in the order Python's sorted() puts them (stable; with
+    reverse, stable as sorted(..., reverse=True) is): transformed code's sorted(xs) picks
+    xs's items in this order."""
+    return sorted(range(len(keys)), key=keys.__getitem__, reverse=bool(reverse))

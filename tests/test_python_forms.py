@@ -2,6 +2,9 @@
 transformation targets, autograd's elementwise_grad, holomorphic gradients, *args/**kwargs
 and keyword-only parameters, assert/raise, random draws from numpy generators, and code that
 cannot be transformed in a branch that does not run."""
+import functools
+import operator
+
 import numpy as np
 import pytest
 
@@ -439,3 +442,77 @@ def test_generators_consumed_by_for_list_and_unpacking(rng):
 
     with pytest.raises(tp.TransformError, match="a generator that never stops"):
         tp.grad(endless)(x)
+
+
+# ---------------------------------------------------------------- map, filter, reduce, sorted, dict
+
+def _square(v):
+    return v * v
+
+
+def _map_lambda(x):
+    return np.sum(sum(map(lambda v: v * np.sin(v), [x, 2 * x])))
+
+
+def _map_two(x):
+    return np.sum(sum(map(np.multiply, [x, x], [np.cos(x), 2.0 * x])))
+
+
+def _map_name(x):
+    a, b = map(_square, (x, np.tanh(x)))
+    return np.sum(a * b)
+
+
+def _reduce_operator(x):
+    return np.sum(functools.reduce(operator.mul, [x, np.sin(x), x + 1.0]))
+
+
+def _reduce_initial(x):
+    return np.sum(functools.reduce(lambda acc, v: acc + v * v, [x, 2 * x], x))
+
+
+def _filter(x):
+    return np.sum(sum(filter(lambda v: np.sum(v) > -1e9, [x, x ** 3])))
+
+
+def _sorted(x):
+    items = sorted([np.sum(x), np.sum(x * x), np.sum(np.sin(x))])
+    return items[0] + 3.0 * items[2]
+
+
+def _sorted_key(x):
+    ws = sorted([x, 2 * x, -x], key=lambda v: float(np.sum(v)), reverse=True)
+    return np.sum(ws[0] * np.arange(3.0)) + np.sum(ws[2] ** 2)
+
+
+def _dict_call(x):
+    d = dict(a=x, b=np.exp(x))
+    return np.sum(d["a"] * d["b"])
+
+
+@pytest.mark.parametrize("f", [_map_lambda, _map_two, _map_name, _reduce_operator,
+                               _reduce_initial, _filter, _sorted, _sorted_key, _dict_call])
+def test_functional_builtins_over_user_functions(f, rng):
+    x = rng.normal(size=3)
+    check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    xs = rng.normal(size=(4, 3))
+    if f in (_sorted, _sorted_key):
+        with pytest.raises(tp.TransformError, match="sorted cannot be batched"):
+            tp.vmap(f)(xs)
+    elif f is _filter:       # which items are kept may differ between examples
+        with pytest.raises(tp.TransformError, match="cannot be batched"):
+            tp.vmap(f)(xs)
+    else:
+        assert np.allclose(tp.vmap(tp.grad(f))(xs), [tp.grad(f)(v) for v in xs])
+
+
+def test_a_library_function_without_a_rule_is_named_not_entered():
+    from scipy.integrate import odeint
+
+    def f(y0):
+        return np.sum(odeint(lambda y, t: -y, y0, np.linspace(0.0, 1.0, 3)))
+
+    with pytest.raises(tp.TransformError, match=r"odeint \(scipy\.integrate\.odeint\) has "
+                       "no rule") as e:
+        tp.grad(f)(np.ones(2))
+    assert "test_python_forms.py" in str(e.value)

@@ -21,7 +21,9 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 ULPS_X32 = {"normal": 3, "gumbel": 600, "truncated_normal": 400, "gamma": 8, "beta": 8,
             "dirichlet": 8, "exponential": 2, "multivariate_normal": 4}
 ULPS_X64 = {"gamma": 8, "beta": 8, "dirichlet": 8, "multivariate_normal": 4,
-            "gumbel": 2, "truncated_normal": 64}
+            "gumbel": 2, "truncated_normal": 64,
+            # -log1p(-u): numpy's log1p differs by 1 ulp between CPUs (its SIMD paths)
+            "exponential": 1}
 
 
 # choice with replacement draws randint's default integers: int64 here, as JAX's 64-bit

@@ -1037,3 +1037,57 @@ def test_vmap_refuses_a_dict_out_axes_that_leaves_some_values_unmapped():
         return {"h": np.tanh(x), "s": np.sum(x)}
     with pytest.raises(tp.TransformError, match="maps some values of a dict"):
         tp.vmap(f, out_axes={"h": 0, "s": None})(np.ones((3, 2)))
+
+
+# ---------------------------------------------------------------- axes beyond an example
+# Under vmap, a negative per-example axis beyond the example's rank reached the batch axis:
+# np.sum(x, axis=-2) of 1-D examples summed over the batch, where numpy raises AxisError
+# for every example. Found by the fft rules' author.
+
+def _sum_axis_minus_two(x):
+    return np.sum(x, axis=-2)
+
+
+def _max_axis_minus_two(x, axis):
+    return np.max(x, axis=axis)
+
+
+def test_vmap_refuses_a_negative_axis_beyond_the_example():
+    xs = np.random.randn(3, 4)
+    with pytest.raises(np.exceptions.AxisError):
+        tp.vmap(_sum_axis_minus_two)(xs)
+    with pytest.raises(np.exceptions.AxisError):
+        tp.vmap(_max_axis_minus_two, in_axes=(0, None))(xs, -2)
+    ys = np.random.randn(3, 4, 5)
+    assert np.allclose(tp.vmap(_sum_axis_minus_two)(ys), ys.sum(axis=1))
+    assert np.allclose(tp.vmap(_max_axis_minus_two, in_axes=(0, None))(ys, -1),
+                       ys.max(axis=2))
+
+
+# ---------------------------------------------------------------- numpy's out argument
+# A call writing into an output array (np.sum(a, 0, None, buf), np.exp(x, buf), out=buf)
+# was dropped from the gradient as a statement whose result is unused: the gradient (and
+# value) used the array as it was before. Found by the shape rules' author. Now refused.
+
+_buffer = np.zeros(3)
+
+
+def _sum_into_positional(a):
+    np.sum(a, 0, None, _buffer)
+    return np.sum(_buffer * a[0])
+
+
+def _sum_into_keyword(a):
+    np.sum(a, axis=0, out=_buffer)
+    return np.sum(_buffer * a[0])
+
+
+def _exp_into(a):
+    np.exp(a[0], _buffer)
+    return np.sum(_buffer * a[0])
+
+
+@pytest.mark.parametrize("f", [_sum_into_positional, _sum_into_keyword, _exp_into])
+def test_writing_into_an_output_array_is_refused(f):
+    with pytest.raises(TransformError, match="output array"):
+        tp.grad(f)(np.random.randn(2, 3))

@@ -33,13 +33,15 @@ def fold_static(expr):
                 return n.args[0]           # already batched everywhere
             if dotted(n.func) == "rt.lane_axis" and len(n.args) == 2 and not n.keywords:
                 a = n.args[0]
+                # (a negative axis stays a call: it checks the example's rank when it runs,
+                # so that an axis beyond it raises instead of reaching the batch axis)
                 if isinstance(a, gast.Constant) and isinstance(a.value, int) and \
-                        not isinstance(a.value, bool):
-                    return const(a.value + 1 if a.value >= 0 else a.value)
+                        not isinstance(a.value, bool) and a.value >= 0:
+                    return const(a.value + 1)
                 if isinstance(a, gast.Tuple) and all(
-                        isinstance(e, gast.Constant) and type(e.value) is int for e in a.elts):
-                    return literal_ast(tuple(e.value + 1 if e.value >= 0 else e.value
-                                          for e in a.elts))
+                        isinstance(e, gast.Constant) and type(e.value) is int and
+                        e.value >= 0 for e in a.elts):
+                    return literal_ast(tuple(e.value + 1 for e in a.elts))
             return n
     return Fold().visit(expr)
 

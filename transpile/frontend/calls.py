@@ -12,6 +12,7 @@ function) it asks `self.callees` (callees.py).
 import builtins
 import functools
 import inspect
+import operator
 
 import gast
 import numpy as np
@@ -23,7 +24,8 @@ from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_c
 from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted
 from .parse import parse_function
-from .resolved import LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names
+from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
+                       third_party_function)
 from .variadic import call_shape, has_variadic
 
 ARRAY_METHODS = {
@@ -37,6 +39,19 @@ ARRAY_METHODS = {
     "copy": "rt.copy", "astype": "rt.astype", "item": "float", "tolist": "rt.tolist",
 }
 VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
+
+# builtins over functions, normalized as the loops they run (CallNormalizer.map_call, ...)
+FUNCTIONAL = {id(builtins.map): "map_call", id(builtins.filter): "filter_call",
+              id(functools.reduce): "reduce_call", id(builtins.sorted): "sorted_call",
+              id(builtins.dict): "dict_call"}
+
+# operator.add & co., passed as functions (functools.reduce(operator.add, xs))
+OPERATORS = {id(operator.add): "+", id(operator.sub): "-", id(operator.mul): "*",
+             id(operator.truediv): "/", id(operator.pow): "**", id(operator.matmul): "@",
+             id(operator.neg): "u-", id(operator.pos): "u+", id(operator.floordiv): "//",
+             id(operator.mod): "%", id(operator.lt): "<", id(operator.le): "<=",
+             id(operator.gt): ">", id(operator.ge): ">=", id(operator.eq): "==",
+             id(operator.ne): "!=", id(operator.getitem): "[]"}
 
 # Draws from a numpy Generator or RandomState (`rng.normal(size=3)`, `rs.randn(*shape)`):
 # each is one standard draw, `rt.draw(rng, "standard_normal", size)`, transformed by the
@@ -124,6 +139,9 @@ class CallNormalizer:
     def call(self, callee, node, stmts):
         if isinstance(callee, Static) and callee.value is builtins.next:
             return self._next_item(node, stmts)
+        functional = FUNCTIONAL.get(id(callee.value)) if isinstance(callee, Static) else None
+        if functional is not None:
+            return getattr(self, functional)(node, stmts)
         kind = self.callees.transformation(callee.value) if isinstance(callee, Static) else None
         if kind == "jvp":
             return self.jvp_call(node, stmts)
@@ -157,6 +175,10 @@ class CallNormalizer:
             bound = self.function_arguments(callee.value, node, stmts)
             if bound:
                 return self.specialized_call(callee.value, bound, node, stmts)
+        if isinstance(callee, Static) and third_party_function(callee.value) and \
+                rules.lookup_object(callee.value) is None:
+            raise self.error(node, *rules.core.missing_rule_message(
+                callee.value, dotted(node.func)))
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
         if isinstance(callee, LocalPartial):
@@ -195,6 +217,7 @@ class CallNormalizer:
 
     def is_user_function(self, value):
         return inspect.isfunction(value) and rules.lookup_object(value) is None and \
+            not third_party_function(value) and \
             self.callees.transformed_call(value) is None and \
             self.callees.transformation(value) is None
 
@@ -291,13 +314,23 @@ class CallNormalizer:
             extra = [self.static_atom(v, node) for v in transformed.extra]
             return self.user_call(ir_name, params, transformed.defaults, prefix + args,
                                   keywords, node, extra=extra)
+        if id(value) in OPERATORS and not keywords:     # operator.add as a value: `+`
+            return prim_call(OPERATORS[id(value)], args)
         found = rules.lookup_object(value)
         if found is not None:
+            if _writes_into_out(value, args, keywords):
+                raise self.error(node, "writing a result into an output array (numpy's out "
+                                 "argument) is not supported in transformed code.",
+                                 "use the returned array instead: y = np.sum(x, axis=0).")
             return prim_call(found[1], args, keywords)
         if value in (builtins.tuple, builtins.list) and len(args) == 1 and not keywords:
             return prim_call("rt.to_" + value.__name__, args)   # converting a container
+        if third_party_function(value):
+            written = dotted(node.func) if isinstance(node, gast.Call) else None
+            raise self.error(node, *rules.core.missing_rule_message(value, written))
         if not inspect.isfunction(value) and not inspect.ismethod(value) and \
-                inspect.isfunction(getattr(type(value), "__call__", None)):
+                inspect.isfunction(getattr(type(value), "__call__", None)) and \
+                not third_party_function(type(value).__call__):
             value = value.__call__           # a callable object: `model(x)`
         if inspect.ismethod(value) and inspect.isfunction(value.__func__):
             return self.method_of_object(value, args, keywords, node)
@@ -390,6 +423,134 @@ class CallNormalizer:
                          "closures (a model) are called as functions, but not those of an "
                          "object passed as an argument (call a method of the model itself, "
                          "or tp.grad(model.method))")
+
+    # ------------------------------------------------------------------ map, filter, ...
+    # Python's functional builtins over user functions and lambdas, written as the loops
+    # they run: the functions they call are then resolved while transforming like any call.
+    # (map and filter are lazy in Python; their consumers in numeric code read every item,
+    # which a list gives them in the same order.)
+
+    def _fresh_local(self, hint):
+        name_ = self.namer.fresh(hint)
+        self.locals.add(name_)
+        return name_
+
+    def _plain_args(self, node, n_min, n_max, keywords=()):
+        if any(isinstance(a, gast.Starred) for a in node.args) or \
+                any(k.arg not in keywords for k in node.keywords) or \
+                not n_min <= len(node.args) <= n_max:
+            what = dotted(node.func) or "this function"
+            raise self.error(node, f"{what}() is supported in transformed code with "
+                             f"{n_min} to {n_max} positional arguments"
+                             + (f" and the keywords {', '.join(keywords)}" if keywords else "")
+                             + ".")
+        return list(node.args), {k.arg: k.value for k in node.keywords}
+
+    def _callable(self, f, stmts):
+        """A name for the function `f` (a lambda, a function's name) that calls in the
+        loops written below resolve while transforming."""
+        value = self.function_value(f, stmts)
+        if value is None:
+            raise self.error(f, "this function is known only when the code runs.",
+                             "pass a function by its name, or a lambda.")
+        fresh = self.namer.fresh("fn")
+        self.local_fns[fresh] = value
+        return _name(fresh)
+
+    def _located(self, new, node):
+        for n in gast.walk(new):
+            if not hasattr(n, "lineno") or getattr(n, "lineno", None) is None:
+                gast.copy_location(n, node)
+        return new
+
+    def map_call(self, node, stmts):
+        """map(f, xs[, ys]) -> [f(x) for x in xs] (or over zip(xs, ys))."""
+        args, _ = self._plain_args(node, 2, 3)
+        f, seqs = self._callable(args[0], stmts), args[1:]
+        items = [self._fresh_local("item") for _ in seqs]
+        target = _store(items[0]) if len(items) == 1 else gast.Tuple(
+            elts=[_store(v) for v in items], ctx=gast.Store())
+        it = seqs[0] if len(seqs) == 1 else gast.Call(func=_name("zip"), args=seqs,
+                                                      keywords=[])
+        comp = gast.ListComp(elt=gast.Call(func=f, args=[_name(v) for v in items],
+                                           keywords=[]),
+                             generators=[gast.comprehension(target=target, iter=it, ifs=[],
+                                                            is_async=0)])
+        return self._comprehension(self._located(comp, node), stmts, "mapped")
+
+    def filter_call(self, node, stmts):
+        """filter(f, xs) -> [x for x in xs if f(x)] (filter(None, xs): if x)."""
+        args, _ = self._plain_args(node, 2, 2)
+        item = self._fresh_local("item")
+        test = _name(item) if isinstance(args[0], gast.Constant) and args[0].value is None \
+            else gast.Call(func=self._callable(args[0], stmts), args=[_name(item)],
+                           keywords=[])
+        comp = gast.ListComp(elt=_name(item), generators=[gast.comprehension(
+            target=_store(item), iter=args[1], ifs=[test], is_async=0)])
+        return self._comprehension(self._located(comp, node), stmts, "kept")
+
+    def reduce_call(self, node, stmts):
+        """functools.reduce(f, xs[, initial]) -> the loop `acc = f(acc, x)`."""
+        args, _ = self._plain_args(node, 2, 3)
+        f, seq = self._callable(args[0], stmts), args[1]
+        acc, item, seq_name = (self._fresh_local(h) for h in ("acc", "item", "seq"))
+        body = [gast.Assign(targets=[_store(seq_name)], value=gast.Call(
+            func=_name("list"), args=[seq], keywords=[]), type_comment=None)]
+        if len(args) == 3:
+            body.append(gast.Assign(targets=[_store(acc)], value=args[2], type_comment=None))
+            rest = _name(seq_name)
+        else:
+            body.append(gast.Assign(targets=[_store(acc)], value=gast.Subscript(
+                value=_name(seq_name), slice=gast.Constant(value=0, kind=None),
+                ctx=gast.Load()), type_comment=None))
+            rest = gast.Subscript(value=_name(seq_name), slice=gast.Slice(
+                lower=gast.Constant(value=1, kind=None), upper=None, step=None),
+                ctx=gast.Load())
+        body.append(gast.For(target=_store(item), iter=rest, body=[gast.Assign(
+            targets=[_store(acc)], value=gast.Call(func=f, args=[_name(acc), _name(item)],
+                                                   keywords=[]), type_comment=None)],
+            orelse=[], type_comment=None))
+        stmts.extend(self.block([self._located(b, node) for b in body]))
+        return _name(acc)
+
+    def sorted_call(self, node, stmts):
+        """sorted(xs, key=f, reverse=r) -> the items of xs in the order of their keys
+        (`rt.sorted_order`, a stable sort as Python's): derivatives follow the items."""
+        args, kw = self._plain_args(node, 1, 1, keywords=("key", "reverse"))
+        seq = self._fresh_local("seq")
+        item = self._fresh_local("item")
+        body = [gast.Assign(targets=[_store(seq)], value=gast.Call(
+            func=_name("list"), args=[args[0]], keywords=[]), type_comment=None)]
+        stmts.extend(self.block([self._located(b, node) for b in body]))
+        if "key" in kw and not (isinstance(kw["key"], gast.Constant) and
+                                kw["key"].value is None):
+            keys = self._comprehension(self._located(gast.ListComp(
+                elt=gast.Call(func=self._callable(kw["key"], stmts), args=[_name(item)],
+                              keywords=[]),
+                generators=[gast.comprehension(target=_store(item), iter=_name(seq), ifs=[],
+                                               is_async=0)]), node), stmts, "keys")
+        else:
+            keys = _name(seq)
+        reverse = self.atom(kw["reverse"], stmts) if "reverse" in kw else _const(False)
+        order = self._fresh_local("order")
+        stmts.append(_assign(order, prim_call("rt.sorted_order", [keys, reverse]), node))
+        order = _name(order)
+        position = self._fresh_local("position")
+        picked = gast.ListComp(elt=gast.Subscript(value=_name(seq), slice=_name(position),
+                                                  ctx=gast.Load()),
+                               generators=[gast.comprehension(target=_store(position),
+                                                              iter=order, ifs=[],
+                                                              is_async=0)])
+        return self._comprehension(self._located(picked, node), stmts, "ordered")
+
+    def dict_call(self, node, stmts):
+        """dict(a=x, b=y) -> {'a': x, 'b': y}."""
+        if node.args or any(k.arg is None for k in node.keywords):
+            raise self.error(node, "dict() is supported in transformed code with keyword "
+                             "arguments only.", "write the dict as {key: value, ...}.")
+        display = gast.Dict(keys=[gast.Constant(value=k.arg, kind=None) for k in node.keywords],
+                            values=[k.value for k in node.keywords])
+        return self.expr(self._located(display, node), stmts)
 
     def is_generator_draw(self, node):
         """Whether `node` calls a draw method of a numpy random generator: one the
@@ -625,3 +786,27 @@ def _method_of_array(found):
 def _temp_hint(node):
     return {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply"}.get(
         type(getattr(node, "op", None)), "value")
+
+
+def _store(id_):
+    return _name(id_, True)
+
+
+def _writes_into_out(fn, args, keywords):
+    """Whether a call of numpy function `fn` passes an output array (`out=buf`, or by
+    position: np.exp(x, buf), np.sum(a, 0, None, buf)): numpy writes into it, which the
+    transformations would not follow (the call's result may even look unused)."""
+    def given(node):
+        return not (isinstance(node, gast.Constant) and node.value is None)
+    if any(k == "out" and given(v) for k, v in keywords):
+        return True
+    if isinstance(fn, np.ufunc):
+        return len(args) > fn.nin and any(given(a) for a in args[fn.nin:])
+    if not third_party_function(fn):
+        return False            # runtime's helpers name a parameter `out` (the result)
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return False
+    return "out" in params and len(args) > params.index("out") and \
+        given(args[params.index("out")])

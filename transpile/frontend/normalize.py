@@ -44,7 +44,8 @@ from . import aliasing, controlflow
 from .callees import Callees
 from .calls import CallNormalizer
 from .parse import parse_function
-from .resolved import LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names
+from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
+                       library_module)
 from .generators import as_list_builder, is_generator
 from .variadic import prologue_statements
 
@@ -720,12 +721,12 @@ class Normalizer(CallNormalizer):
             if isinstance(base, Static) and hasattr(base.value, node.attr):
                 owner, value = base.value, getattr(base.value, node.attr)
                 if inspect.ismodule(owner):
-                    if not _library_module(owner):     # a user's settings module
+                    if not library_module(owner):     # a user's settings module
                         self.program.global_reads[(id(vars(owner)), node.attr)] = (
                             vars(owner), node.attr, value)
                     return Static(value)
                 users = _plain_object(owner) or _user_object(owner) or \
-                    isinstance(owner, type) and not _library_module(inspect.getmodule(owner))
+                    isinstance(owner, type) and not library_module(inspect.getmodule(owner))
                 if not users:
                     return Static(value)     # a library object's (a partial's arguments)
                 if not _is_code(value) and not _holds_code(value):
@@ -990,23 +991,12 @@ def _written_sequence(node):
     return None
 
 
-_LIBRARIES = ("numpy", "scipy", "math", "builtins", "runtime", "transpile", "cupy",
-              "cupyx", "functools", "operator", "itertools", "collections", "jax")
-
-
-def _library_module(module):
-    """Modules whose attributes do not change while a program runs (numpy's functions):
-    reading them is not recorded for the check of rebound globals."""
-    name = getattr(module, "__name__", "") or ""
-    return name.split(".")[0] in _LIBRARIES
-
-
 def _user_object(value):
     """An instance of a user's class with `__call__` (a model): data as a value (its
     attributes are read from it), a function when called."""
     call = getattr(type(value), "__call__", None)
     return not isinstance(value, type) and inspect.isfunction(call) and \
-        not _library_module(inspect.getmodule(type(value)))
+        not library_module(inspect.getmodule(type(value)))
 
 
 def _plain_object(value):
@@ -1017,7 +1007,7 @@ def _plain_object(value):
                           dict, set, frozenset, type, functools.partial)) or value is None \
             or inspect.ismodule(value) or callable(value):
         return False
-    return hasattr(value, "__dict__") and not _library_module(inspect.getmodule(type(value)))
+    return hasattr(value, "__dict__") and not library_module(inspect.getmodule(type(value)))
 
 
 def _holds_code(value):

@@ -5,7 +5,29 @@ function, a constant), a nested def or lambda lifted to an IR function (`LocalFu
 a transformation applied to one (`LocalTransformed`), a `functools.partial` of either
 (`LocalPartial`). Anything else is a local variable, read at run time.
 """
+import inspect
+
 import gast
+
+# Modules whose attributes do not change while a program runs (numpy's functions): reading
+# them is not recorded for the check of rebound globals.
+LIBRARIES = ("numpy", "scipy", "math", "builtins", "runtime", "transpile", "cupy", "cupyx",
+             "functools", "operator", "itertools", "collections", "jax")
+# Packages whose Python functions transformed code must not step into: a function of theirs
+# needs a rule (stepping into scipy's source fails deep inside it, pointing at scipy).
+THIRD_PARTY = ("numpy", "scipy", "cupy", "cupyx", "jax", "jaxlib", "sklearn", "torch",
+               "autograd", "matplotlib", "pandas")
+
+
+def library_module(module, packages=LIBRARIES):
+    """Whether `module` belongs to one of `packages`."""
+    name = getattr(module, "__name__", "") or ""
+    return name.split(".")[0] in packages
+
+
+def third_party_function(fn):
+    """A Python function of a package in THIRD_PARTY (scipy.integrate.odeint)."""
+    return library_module(inspect.getmodule(getattr(fn, "__func__", fn)), THIRD_PARTY)
 
 
 class Static:

@@ -8,6 +8,7 @@ names (`substitute`), and annotates the primitives the copy calls (`annotate_pri
 later pass can apply their rules in turn. Reverse, forward and batching all go through here.
 """
 import copy
+import inspect
 
 import gast
 
@@ -44,9 +45,11 @@ def bind_call(template, spelling, value, skip=2):
     params = template.params[skip:]   # after the placeholders (dout, out) or (out,)
     sig = template.signature
     bound = {}
-    if len(args) > len(params):
-        return f"takes at most {len(params)} positional arguments here"
-    for p, a in zip(params, args):
+    positional = [p for p in params if sig.parameters[p].kind is not
+                  inspect.Parameter.KEYWORD_ONLY]    # numpy's keyword-only ones (meshgrid's)
+    if len(args) > len(positional):
+        return f"takes at most {len(positional)} positional arguments here"
+    for p, a in zip(positional, args):
         bound[p] = a
     for k, v in keywords:
         if k not in params:

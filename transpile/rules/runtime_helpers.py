@@ -197,6 +197,18 @@ def draw_batch(generator, method, size):
         out = rt.draw(generator, method, rt.lead_size(batch_size, size))
 
 
+# sorted(xs, key=...): which item goes where is piecewise constant in the keys
+nondiff("rt.sorted_order")
+
+
+@batch("rt.sorted_order")
+def sorted_order_batch(keys, reverse=False):
+    if keys_batched or reverse_batched:
+        out = rt.cannot_batch("sorted", "the order of the items differs between examples")
+    else:
+        out = rt.sorted_order(keys, reverse)
+
+
 # the user's raise statements and f-strings: text carries no derivative; under vmap a
 # message formats the whole batch (as print prints it)
 nondiff("rt.raise_exception", side_effect=True)
