@@ -516,3 +516,52 @@ def test_a_library_function_without_a_rule_is_named_not_entered():
                        "no rule") as e:
         tp.grad(f)(np.ones(2))
     assert "test_python_forms.py" in str(e.value)
+
+
+# ---------------------------------------------------------------- forms found in autograd's examples
+
+def _term(w, x):
+    return np.sum(w * x)
+
+
+def _mapped_partial(w, xs):          # hmm_em: map(partial(...), xs)
+    return sum(map(functools.partial(_term, w), xs))
+
+
+def _zip_three(a, b, c):
+    t = 0.0
+    for x, y, z in zip(a, b, c):
+        t = t + x * y * z
+    return np.sum(t)
+
+
+class _Scale:
+    def __init__(self, s):
+        self.s = s
+
+    def forward(self, x):
+        return x * self.s
+
+
+_scales = [_Scale(2.0), _Scale(3.0)]
+
+
+def _through_scales(x):
+    for layer in _scales:
+        x = layer.forward(x)
+    return np.sum(x ** 2) + np.sum(_scales[0].forward(x))
+
+
+def test_forms_from_autograds_examples(rng):
+    w, xs = rng.normal(size=3), [rng.normal(size=3) for _ in range(2)]
+    assert np.allclose(tp.grad(_mapped_partial)(w, xs), xs[0] + xs[1])
+    check_grads(_zip_three, (rng.normal(size=3), rng.normal(size=4), rng.normal(size=3)),
+                order=2, modes=("fwd", "rev"))
+    x = rng.normal(size=2)
+    try:
+        for s0, s1 in ((2.0, 3.0), (0.5, -1.0)):
+            _scales[0].s, _scales[1].s = s0, s1
+            y = x * s0 * s1
+            assert np.allclose(tp.grad(_through_scales)(x), 2 * y * s0 * s1 + s0 * s0 * s1)
+    finally:
+        _scales[0].s, _scales[1].s = 2.0, 3.0

@@ -450,6 +450,9 @@ class CallNormalizer:
         """A name for the function `f` (a lambda, a function's name) that calls in the
         loops written below resolve while transforming."""
         value = self.function_value(f, stmts)
+        if value is None and isinstance(f, gast.Call):      # functools.partial(g, w)
+            made = self.expr(f, stmts)
+            value = made if isinstance(made, (LocalPartial, Static)) else None
         if value is None:
             raise self.error(f, "this function is known only when the code runs.",
                              "pass a function by its name, or a lambda.")

@@ -445,10 +445,13 @@ class Normalizer(CallNormalizer):
                 ln = self.namer.fresh("n")
                 stmts.append(_assign(ln, prim_call("len", [s]), it))
                 lens.append(_name(ln))
-            stmts.append(_assign(n, lens[0] if len(lens) == 1 else prim_call("min", lens), it))
-            if len(lens) > 2:
-                raise self.error(it, "zip of more than two sequences is not supported yet.",
-                                 "zip two at a time, or index by position.")
+            shortest = lens[0]
+            for ln in lens[1:-1]:           # min is binary: zip(a, b, c) nests it
+                tmp = self.namer.fresh("n")
+                stmts.append(_assign(tmp, prim_call("min", [shortest, ln]), it))
+                shortest = _name(tmp)
+            stmts.append(_assign(n, shortest if len(lens) == 1 else
+                                 prim_call("min", [shortest, lens[-1]]), it))
             bounds = [_name(n)]
             index = self.namer.fresh("i")
             items = [prim_call("[]", [s, _name(index)]) for s in seqs]
@@ -716,6 +719,13 @@ class Normalizer(CallNormalizer):
                 return self.expr_Name(node, [])
             except Exception:
                 return None
+        if isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant) and \
+                type(node.slice.value) is int:
+            base = self.static(node.value)       # layers[0] of a static list of models
+            if isinstance(base, Static) and _holds_code(base.value) and \
+                    -len(base.value) <= node.slice.value < len(base.value):
+                return Static(base.value[node.slice.value])
+            return None
         if isinstance(node, gast.Attribute):
             base = self.static(node.value)
             if isinstance(base, Static) and hasattr(base.value, node.attr):
@@ -1013,7 +1023,7 @@ def _plain_object(value):
 def _holds_code(value):
     """A list or tuple of functions or models (a model's layers)."""
     return isinstance(value, (list, tuple)) and bool(value) and \
-        any(callable(v) and not isinstance(v, type) for v in value)
+        any(callable(v) and not isinstance(v, type) or _plain_object(v) for v in value)
 
 
 def _is_code(value):
