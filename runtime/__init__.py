@@ -20,11 +20,17 @@ module imports from elsewhere is exported only where that module lists it in `RE
     lanes_adjoint    vmap of reverse/forward mode helpers
     collectives      psum, pmean, ... over a named vmap axis
     kernels          jit: fused CPU/CUDA kernels, pooled output buffers, devices
+    special          scipy.special re-exported, and the helpers of its rules
+    fft_helpers      adjoints of numpy.fft
+    scipy_linalg     scipy.linalg re-exported, stacked versions and their adjoints' helpers
+    statistics       helpers of quantiles, nan-reductions, cov, interp, gradient, ...
+    stats            scipy.stats distributions as functions, and their rules' helpers
 """
 import importlib as _importlib
 
 _MODULES = ["backend", "errors", "trees", "adjoints", "linalg_helpers", "shape_helpers",
-            "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives", "kernels"]
+            "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives", "kernels",
+            "special", "fft_helpers", "scipy_linalg", "statistics", "stats"]
 
 
 def _export(module_names):

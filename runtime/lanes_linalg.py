@@ -455,3 +455,147 @@ def lanes_unstack_like(d, g, outer=0):
         return d
     items = list(d) if is_container(d) else lanes_items(d, outer)
     return type(g)(items)
+
+
+# ---------------------------------------------------------------- lstsq
+
+def lanes_lstsq(a, b, rcond=None, a_batched=True, b_batched=False, outer=0):
+    """np.linalg.lstsq per example (numpy's takes one matrix): a loop over the examples,
+    results stacked (the residuals of each example must then be all there or all absent)."""
+    xp = array_module(a, b)
+    k = outer + 1
+    a = _with_lane(xp, a, a_batched, frames(outer, 1)[0])
+    b = _with_lane(xp, b, b_batched, frames(outer, 1)[0])
+    lanes = np.broadcast_shapes(a.shape[:k], b.shape[:k])
+    a = xp.broadcast_to(a, lanes + a.shape[k:])
+    b = xp.broadcast_to(b, lanes + b.shape[k:])
+    results = [np.linalg.lstsq(a[i], b[i], rcond) for i in np.ndindex(*lanes)]
+    sizes = {np.size(r[1]) for r in results}
+    if len(sizes) > 1:
+        raise TransformError("vmap of np.linalg.lstsq: some examples have residuals and "
+                             "others not (their ranks differ); lstsq cannot stack them.")
+    return tuple(xp.asarray(np.stack([r[j] for r in results])).reshape(
+        lanes + np.shape(results[0][j])) for j in range(4))
+
+
+# ---------------------------------------------------------------- multi_dot
+
+def _chain_matrices(arrays, lanes):
+    """The factors of np.linalg.multi_dot as matrices (a 1-D first one a row, a 1-D last
+    one a column), each carrying `lanes` leading batch axes; and which ends were 1-D."""
+    xp = array_module(*arrays)
+    mats = [xp.asarray(x) for x in arrays]
+    first, last = mats[0].ndim - lanes == 1, mats[-1].ndim - lanes == 1
+    if first:
+        mats[0] = mats[0][..., None, :]
+    if last:
+        mats[-1] = mats[-1][..., :, None]
+    return xp, mats, first, last
+
+
+def _unmatrix(r, first, last):
+    if last:
+        r = r[..., 0]
+    if first:
+        r = r[..., 0] if last else r[..., 0, :]
+    return r
+
+
+def lanes_multi_dot(arrays, lanes=0):
+    """np.linalg.multi_dot(arrays) of every example, the arrays carrying `lanes` leading
+    batch axes (all of them: vmap broadcasts the others first)."""
+    if not isinstance(arrays, (list, tuple)):    # never a stack of factors: refuse to guess
+        raise TransformError("np.linalg.multi_dot under vmap needs its factors as a list.")
+    if lanes == 0:
+        return np.linalg.multi_dot(arrays)
+    xp, mats, first, last = _chain_matrices(arrays, lanes)
+    r = mats[0]
+    for m in mats[1:]:
+        r = xp.matmul(r, m)
+    return _unmatrix(r, first, last)
+
+
+def lanes_multi_dot_adj(g, arrays, lanes=0):
+    """The adjoints of np.linalg.multi_dot(arrays) (with `lanes` batch axes) for the
+    cotangent `g`: a list, for factor i (prefix)^T g (suffix)^T."""
+    xp, mats, first, last = _chain_matrices(arrays, lanes)
+    if g is None:      # a zero cotangent (or tangent) left unset
+        return [xp.zeros_like(xp.asarray(x)) for x in arrays]
+    g = xp.asarray(g)
+    if last:
+        g = g[..., None]
+    if first:
+        g = g[..., None, :]
+    n = len(mats)
+    prefix, suffix = [None] * n, [None] * n
+    for i in range(1, n):
+        prefix[i] = mats[0] if i == 1 else xp.matmul(prefix[i - 1], mats[i - 1])
+    for i in range(n - 2, -1, -1):
+        suffix[i] = mats[-1] if i == n - 2 else xp.matmul(mats[i + 1], suffix[i + 1])
+    out = []
+    for i in range(n):
+        d = g if prefix[i] is None else xp.matmul(xp.swapaxes(prefix[i], -1, -2), g)
+        if suffix[i] is not None:
+            d = xp.matmul(d, xp.swapaxes(suffix[i], -1, -2))
+        out.append(xp.reshape(d, np.shape(arrays[i])))
+    return out
+
+
+def lanes_multi_dot_tangent(arrays, tangents, lanes=0):
+    """The tangent of np.linalg.multi_dot(arrays): the sum over the factors with a tangent
+    (not None) of the product with that factor replaced by it."""
+    total = None
+    tangents = [None] * len(arrays) if tangents is None else tangents
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        term = lanes_multi_dot(list(arrays[:i]) + [t] + list(arrays[i + 1:]), lanes)
+        total = term if total is None else total + term
+    if total is None:
+        return array_module(*arrays).zeros_like(lanes_multi_dot(arrays, lanes))
+    return total
+
+
+def _swapped(arrays, *subs):
+    """`arrays` as a list with the (index, value) pairs of `subs` put in."""
+    out = list(arrays)
+    for i, v in subs:
+        out[i] = v
+    return out
+
+
+def lanes_multi_dot_adj_tangent(g, arrays, tangents, lanes=0):
+    """The tangent of lanes_multi_dot_adj(g, arrays) for tangents of the arrays: for factor
+    i, the sum over the other factors j with a tangent of the adjoint of i with factor j
+    replaced by its tangent (factor i's adjoint does not read factor i)."""
+    n = len(arrays)
+    tangents = [None] * n if tangents is None else tangents
+    out = []
+    for i in range(n):
+        total = None
+        for j, t in enumerate(tangents):
+            if t is None or j == i:
+                continue
+            term = lanes_multi_dot_adj(g, _swapped(arrays, (j, t)), lanes)[i]
+            total = term if total is None else total + term
+        out.append(array_module(g).zeros_like(lanes_multi_dot_adj(g, arrays, lanes)[i])
+                   if total is None else total)
+    return out
+
+
+def lanes_multi_dot_tangent2(arrays, tangents, others, lanes=0):
+    """The tangent of lanes_multi_dot_tangent(arrays, tangents) for tangents `others` of
+    the arrays: the products with one factor i replaced by tangents[i] and another j by
+    others[j], summed over i != j."""
+    total = None
+    tangents = [None] * len(arrays) if tangents is None else tangents
+    others = [None] * len(arrays) if others is None else others
+    for i, t in enumerate(tangents):
+        for j, d in enumerate(others):
+            if t is None or d is None or i == j:
+                continue
+            term = lanes_multi_dot(_swapped(arrays, (i, t), (j, d)), lanes)
+            total = term if total is None else total + term
+    if total is None:
+        return array_module(*arrays).zeros_like(lanes_multi_dot(arrays, lanes))
+    return total

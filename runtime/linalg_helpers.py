@@ -283,27 +283,104 @@ def _dtype(x):
 # ---------------------------------------------------------------- norms, special functions
 
 def expand_norm(g, x, ord=None, axis=None, keepdims=False):
-    """`g` broadcast back over the axes np.linalg.norm reduced (the 2-norm/Frobenius adjoint).
-
-    Other orders have no rule yet: they raise here, when the derivative is first needed.
-    """
+    """`g` broadcast back over the axes np.linalg.norm(x, ord, axis) reduced."""
     return expand(g, x, norm_axis(x, ord, axis), keepdims)
 
 
 def norm_axis(x, ord=None, axis=None):
-    """`axis` of np.linalg.norm(x, ord, axis), checked to be a supported (2-norm/Frobenius)
-    case (forward mode sums `x * dx` over it)."""
-    nd = np.ndim(x)
-    n_axes = nd if axis is None else (1 if isinstance(axis, (int, np.integer)) else len(axis))
-    ok = ord is None or (ord == "fro" and n_axes == 2) or \
-        (not isinstance(ord, str) and ord == 2 and n_axes == 1)
-    if not ok:
-        raise TransformError(
-            f"np.linalg.norm(..., ord={ord!r}) over {n_axes} axes has no derivative rule: "
-            f"only the vector 2-norm and the Frobenius norm (ord=None or 'fro') are "
-            f"supported.\n  hint: write the norm with np.sum/np.abs/np.max, or use "
-            f"@tp.custom_vjp.")
+    """`axis` of np.linalg.norm(x, ord, axis): the axes it reduces (None: all of them)."""
     return axis
+
+
+def _norm_reduced(x, ord, axis, outer):
+    """(the axes of `x` that np.linalg.norm(x, ord, axis) reduces, whether it is a matrix
+    norm), the first `outer` axes of `x` being batch axes (vmap)."""
+    nd = np.ndim(x) - outer
+    if axis is None:
+        return tuple(range(outer, outer + nd)), ord is not None and nd == 2
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return tuple(outer + a % nd for a in axes), len(axes) == 2
+
+
+def _is_fro(ord):
+    return ord is None or isinstance(ord, str) and ord == "fro"
+
+
+def _svd_norm(ord, matrix):
+    """Whether the norm reads singular values: the matrix norms 'nuc', 2 and -2."""
+    return matrix and (ord == "nuc" if isinstance(ord, str) else ord in (2, -2))
+
+
+def norm_power(x, ord=None, axis=None, outer=0):
+    """The p of the norm's derivative conj(x) |x|^(p-2) share / |x|_p^(p-1): 2 for the
+    Frobenius and 2-norm, ord for other vector p-norms, 1 for the norms that pick an
+    extremum (max/min of |x| or of its row or column sums)."""
+    _, matrix = _norm_reduced(x, ord, axis, outer)
+    if _is_fro(ord):
+        return 2
+    if matrix or isinstance(ord, str) or ord in (0, np.inf, -np.inf):
+        return 1
+    return int(ord) if float(ord).is_integer() else float(ord)
+
+
+def norm_share(x, ord=None, axis=None, outer=0):
+    """The weight each element of `x` gets in the derivative of np.linalg.norm(x, ord,
+    axis) besides conj(x) |x|^(p-2) (see norm_power): 1 for p-norms; for max/min norms the
+    elements that attain the extremum (split evenly between ties, as np.max's rule does);
+    0 for ord=0 (a count) and for the norms of singular values (their own term)."""
+    axes, matrix = _norm_reduced(x, ord, axis, outer)
+    if _is_fro(ord):
+        return 1.0
+    if isinstance(ord, str) or _svd_norm(ord, matrix) or (not matrix and ord == 0):
+        return 0.0
+    if not matrix and ord not in (np.inf, -np.inf):
+        return 1.0
+    xp = array_module(x)
+    mag = xp.abs(x)
+    if matrix:     # ord 1 / -1: largest / smallest column sum; inf / -inf: row sum
+        summed, picked = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
+        mag = xp.sum(mag, axis=summed, keepdims=True)
+        axes = (picked,)
+    pick = xp.max if ord > 0 else xp.min
+    hit = mag == pick(mag, axis=axes, keepdims=True)
+    return hit / xp.sum(hit, axis=axes, keepdims=True)
+
+
+def norm_svd_share(s, x, ord=None, axis=None, outer=0):
+    """For the norms of singular values (matrix 'nuc', 2, -2): d norm / d s, for the
+    singular values `s` of the matrices of `x` (1 for 'nuc'; the largest or smallest one,
+    ties split evenly); 0 for other norms."""
+    _, matrix = _norm_reduced(x, ord, axis, outer)
+    xp = array_module(s)
+    if not _svd_norm(ord, matrix):
+        return xp.zeros_like(s)
+    if isinstance(ord, str):
+        return xp.ones_like(s)
+    hit = s == (xp.max if ord > 0 else xp.min)(s, axis=-1, keepdims=True)
+    return hit / xp.sum(hit, axis=-1, keepdims=True)
+
+
+def norm_route(x, ord=None, axis=None, outer=0):
+    """For the norms of singular values: `x` with the two matrix axes last (a stack of the
+    matrices whose SVD the derivative reads). For any other norm a stack of 1 x 1 zero
+    matrices, so that the derivative rule, which takes the SVD of the result either way,
+    computes nothing of size there."""
+    axes, matrix = _norm_reduced(x, ord, axis, outer)
+    xp = array_module(x)
+    if _svd_norm(ord, matrix):
+        return xp.moveaxis(x, axes, (-2, -1))
+    rest = tuple(n for i, n in enumerate(np.shape(x)) if i not in axes)
+    return xp.zeros(rest + (1, 1), dtype=_dtype(x))
+
+
+def norm_unroute(w, x, ord=None, axis=None, outer=0):
+    """The transpose of norm_route: `w` (a stack of matrices) with its two last axes moved
+    back to where np.linalg.norm reads them in `x`; zeros like `x` for the other norms."""
+    axes, matrix = _norm_reduced(x, ord, axis, outer)
+    xp = array_module(w, x)
+    if _svd_norm(ord, matrix):
+        return xp.moveaxis(w, (-2, -1), axes)
+    return xp.zeros(np.shape(x), dtype=np.result_type(_dtype(x), _dtype(w)))
 
 
 def weight(w, b=None, return_sign=False):
@@ -351,3 +428,174 @@ def _dot_nd_adj_b(a, g, b):
     t = np.tensordot(a, g, axes=(a_lead, g_lead))  # (k, j..., l)
     # move k to position nb - 2
     return np.moveaxis(t, 0, nb - 2)
+
+
+# ---------------------------------------------------------------- eigh, svd
+
+def gap_div(x, w):
+    """x[..., i, j] / (w[..., j] - w[..., i]), 0 on the diagonal and wherever x is 0.
+
+    The eigenvector (and singular vector) derivatives weigh V^H dA V by these inverse gaps.
+    At a degenerate spectrum a gap is 0: as in JAX the result is then inf (or nan), except
+    where x is exactly 0, which is what a function of the eigenvalues alone passes (its
+    eigenvector cotangent is 0), so such functions keep finite derivatives there.
+    """
+    xp = array_module(x, w)
+    gap = xp.expand_dims(w, -2) - xp.expand_dims(w, -1)
+    skip = xp.eye(np.shape(w)[-1], dtype=bool) | (x == 0)
+    return xp.where(skip, 0, x / xp.where(skip, 1, gap))
+
+
+def div_nonzero(x, y):
+    """x / y, but 0 wherever x is 0 (also where y is 0): for terms of a derivative that
+    divide a cotangent or tangent by a singular value that may vanish."""
+    xp = array_module(x, y)
+    zero = x == 0
+    return xp.where(zero, 0, x / xp.where(zero, 1, y))
+
+
+def svd_factors(a, out, full_matrices=True, compute_uv=True, hermitian=False):
+    """(U, S, Vh) of the reduced SVD of `a`, given `out` = np.linalg.svd(a, full_matrices,
+    compute_uv, hermitian): `out` itself when it holds the vectors, else computed.
+
+    Raises for the variants without a derivative rule (as JAX: the vectors of a full SVD
+    of a non-square matrix; and hermitian=True)."""
+    if hermitian:
+        raise TransformError("np.linalg.svd(..., hermitian=True) has no derivative rule.\n"
+                             "  hint: use hermitian=False (the default), or np.linalg.eigh.")
+    if not compute_uv:
+        xp = array_module(a)
+        return xp.linalg.svd(a, full_matrices=False)
+    if full_matrices and np.shape(a)[-2] != np.shape(a)[-1]:
+        raise TransformError(
+            "np.linalg.svd(a, full_matrices=True) of a non-square matrix has no derivative "
+            "rule (the extra singular vectors are not unique; JAX refuses it too).\n"
+            "  hint: pass full_matrices=False, or compute_uv=False for the singular values.")
+    return out
+
+
+def svd_cotangent(g, like, compute_uv=True):
+    """The cotangent (or tangent) `g` of np.linalg.svd's result as a triple (gU, gS, gVh):
+    `g` itself when the SVD computed the vectors, else (0, g, 0), shaped as like =
+    (U, S, Vh). Each part is broadcast against `like`'s, so that a `g` shared by every
+    example of a batched `like` (vmap) comes out batched like it."""
+    xp = array_module(g, like[0])
+    if compute_uv:
+        return tuple(xp.broadcast_to(p, np.broadcast_shapes(np.shape(p), np.shape(q)))
+                     for p, q in zip(g, like))
+    lead = np.broadcast_shapes(np.shape(g)[:-1], np.shape(like[1])[:-1])
+    dtype = np.result_type(like[0], g)
+    return (xp.zeros(lead + np.shape(like[0])[-2:], dtype),
+            xp.broadcast_to(g, lead + np.shape(g)[-1:]),
+            xp.zeros(lead + np.shape(like[2])[-2:], dtype))
+
+
+def svd_result(t, compute_uv=True):
+    """The triple (U, S, Vh) (a tangent of one) as np.linalg.svd returns it: all of it, or
+    S alone for compute_uv=False."""
+    return t if compute_uv else t[1]
+
+
+def svd_tall(u):
+    """1.0 if the matrices `u` have more rows than columns, else 0.0: the SVD derivative's
+    terms in the complement of the singular vectors exist only on the long side."""
+    return 1.0 if np.shape(u)[-2] > np.shape(u)[-1] else 0.0
+
+
+# ---------------------------------------------------------------- eig, matrix_power
+
+def argmax_mask(v):
+    """1.0 at the largest-magnitude entry of each column of `v` (the first one among ties),
+    0.0 elsewhere: where LAPACK's geev makes each eigenvector real (np.linalg.eig)."""
+    xp = array_module(v)
+    k = xp.argmax(xp.abs(v), axis=-2)
+    return (xp.arange(np.shape(v)[-2])[:, None] == xp.expand_dims(k, -2)).astype(np.float64)
+
+
+def real_if_real(g, x):
+    """`g`, made real where `x` is real: the adjoint of a real input whose function went
+    through complex intermediates (the eigenvectors of a real matrix)."""
+    if np.iscomplexobj(x) or not np.iscomplexobj(g):
+        return g
+    return array_module(g).real(g)
+
+
+def block_place(x, corner):
+    """The 2n x 2n matrices [[x, 0], [0, x]] (corner=0) or [[0, x], [0, 0]] (corner=1) of
+    the n x n matrices `x`. A matrix function's derivative is the corner of the function of
+    [[a, da], [0, a]] (np.linalg.matrix_power's rules)."""
+    xp = array_module(x)
+    n = np.shape(x)[-1]
+    out = xp.zeros(np.shape(x)[:-2] + (2 * n, 2 * n), dtype=_dtype(x))
+    if corner:
+        out[..., :n, n:] = x
+    else:
+        out[..., :n, :n] = x
+        out[..., n:, n:] = x
+    return out
+
+
+def block_take(m, corner):
+    """The transpose of block_place: the sum of the diagonal n x n blocks of the 2n x 2n
+    matrices `m` (corner=0) or their upper right block (corner=1)."""
+    n = np.shape(m)[-1] // 2
+    if corner:
+        return m[..., :n, n:].copy()
+    return m[..., :n, :n] + m[..., n:, n:]
+
+
+# ---------------------------------------------------------------- qr
+
+def qr_factors(a, out, mode="reduced"):
+    """(Q, R) of the reduced QR decomposition of `a`, given out = np.linalg.qr(a, mode):
+    `out` itself, or computed where mode='r' left Q out. Raises for the variants without a
+    derivative rule: mode='complete' of a tall matrix (its extra columns of Q are not
+    unique), mode='raw'."""
+    if mode == "r":
+        return array_module(a).linalg.qr(a)
+    if mode == "complete" and np.shape(a)[-2] > np.shape(a)[-1]:
+        raise TransformError(
+            "np.linalg.qr(a, mode='complete') of a matrix with more rows than columns has no "
+            "derivative rule (the extra columns of Q are not unique).\n"
+            "  hint: use mode='reduced' (the default), or mode='r' for R alone.")
+    if mode not in ("reduced", "complete"):
+        raise TransformError(f"np.linalg.qr(a, mode={mode!r}) has no derivative rule.\n"
+                             "  hint: use mode='reduced', 'complete' or 'r'.")
+    return out
+
+
+def qr_cotangent(g, like, mode="reduced"):
+    """The cotangent (or tangent) `g` of np.linalg.qr's result as a pair (gQ, gR): `g`
+    itself, or (0, g) for mode='r', shaped as like = (Q, R) (each part broadcast against
+    `like`'s, as in svd_cotangent)."""
+    xp = array_module(g, like[0])
+    if mode != "r":
+        return tuple(xp.broadcast_to(p, np.broadcast_shapes(np.shape(p), np.shape(q)))
+                     for p, q in zip(g, like))
+    lead = np.broadcast_shapes(np.shape(g)[:-2], np.shape(like[1])[:-2])
+    return (xp.zeros(lead + np.shape(like[0])[-2:], np.result_type(like[0], g)),
+            xp.broadcast_to(g, lead + np.shape(g)[-2:]))
+
+
+def qr_result(t, mode="reduced"):
+    """The pair (Q, R) (a tangent of one) as np.linalg.qr returns it: R alone for mode='r'."""
+    return t[1] if mode == "r" else t
+
+
+# ---------------------------------------------------------------- lstsq
+
+def lstsq_res_cot(g, full):
+    """The cotangent `g` of np.linalg.lstsq's residuals, or zeros shaped like `full` (the
+    squared residual norms of every column) where lstsq returned no residuals (rank < n or
+    m <= n: `g` is then empty)."""
+    if np.size(g) or not np.size(full):
+        return g
+    return array_module(full).zeros_like(full)
+
+
+def lstsq_res_tan(t, res):
+    """The transpose of lstsq_res_cot: the tangent `t` of the squared residual norms, or an
+    empty array where lstsq returned no residuals `res`."""
+    if np.size(res) or not np.size(t):
+        return t
+    return t[..., :0]

@@ -1091,3 +1091,13 @@ def _exp_into(a):
 def test_writing_into_an_output_array_is_refused(f):
     with pytest.raises(TransformError, match="output array"):
         tp.grad(f)(np.random.randn(2, 3))
+
+
+def _einsum_of_two(a, b):
+    return np.sum(np.einsum("ij,jk->ik", a, b))
+
+
+def test_operands_before_a_keyword_only_out_are_not_taken_for_it():
+    # np.einsum(*operands, out=None): its second operand is not an output array
+    a, b = np.random.randn(2, 3), np.random.randn(3, 2)
+    assert np.allclose(tp.grad(_einsum_of_two)(a, b), np.ones((2, 2)) @ b.T)

@@ -164,12 +164,12 @@ class CallRules:
         and it is told one more outer axis leads (runtime/batching.py)."""
         sig, bound = self._bound(v, spelling)
         if any(batched(self.expr_spec(bound.arguments[p])) for p in bound.arguments
-               if p not in rule.arrays and p not in ("outer", "outer_adj")):
+               if p not in rule.arrays and p not in ("outer", "outer_adj", rule.param)):
             return self.each_lane(v, spelling)     # a per-example index: example by example
         each = rule.each
         args, flags = [], []
         for p in sig.parameters:
-            if p in ("outer", "outer_adj") or p not in bound.arguments:
+            if p in ("outer", "outer_adj", rule.param) or p not in bound.arguments:
                 continue
             a = bound.arguments[p]
             if p in rule.arrays:

@@ -709,7 +709,8 @@ def _lane_slice(idx):
 # lists whose elements are batched); any other numpy function reads a list as one array
 SEQUENCE_ARGS = {"np.concatenate", "np.concat", "np.stack", "np.vstack", "np.row_stack",
                  "np.hstack", "np.dstack", "np.column_stack", "np.block", "np.array",
-                 "np.asarray", "np.asanyarray", "np.broadcast_arrays", "np.meshgrid"}
+                 "np.asarray", "np.asanyarray", "np.broadcast_arrays", "np.meshgrid",
+                 "np.select", "np.linalg.multi_dot"}
 
 
 # arguments (as batching templates name them) that must be the same in every example
@@ -730,7 +731,8 @@ NOT_ARRAYS = {"axis", "axes", "shape", "newshape", "reps", "repeats", "dtype", "
               "axis1", "axis2", "order", "kind", "mode", "pad_width", "shift", "subscripts",
               "ddof", "endpoint", "base", "side", "sorter", "decimals", "out_", "initial",
               "M", "N", "lanes", "skip", "where", "retstep", "copy", "start", "stop", "step",
-              "window", "strides", "padding", "dilation"}
+              "window", "strides", "padding", "dilation",
+              "c_and_lower", "lu_and_piv"}   # scipy.linalg's (factor, flag/pivots) pairs
 
 
 # where those (and the adjoints of joining) take their sequence of arrays
@@ -754,7 +756,13 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
                      "rt.zeros_like", "rt.tangent_zeros", "rt.zero_tangent", "rt.astype",
                      "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint",
                      "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
-                     "rt.stop_gradient", "rt.check_iterable"}
+                     "rt.stop_gradient", "rt.check_iterable",
+                     # lists of arrays of np.r_/np.c_, np.select, np.column_stack, np.meshgrid
+                     "rt.r_", "rt.c_", "rt.index_concat_lanes", "rt.index_concat_adj",
+                     "rt.index_concat_tangent", "rt.broadcast_items", "rt.select_lanes",
+                     "rt.select_choices_adj", "rt.select_default_adj",
+                     "rt.select_default_place", "rt.column_stack_lanes", "rt.column_stack_adj",
+                     "rt.meshgrid_adj", "rt.meshgrid_place"}
 
 
 def _reads_arrays(spelling, rule):

@@ -808,8 +808,13 @@ def _writes_into_out(fn, args, keywords):
     if not third_party_function(fn):
         return False            # runtime's helpers name a parameter `out` (the result)
     try:
-        params = list(inspect.signature(fn).parameters)
+        params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return False
-    return "out" in params and len(args) > params.index("out") and \
-        given(args[params.index("out")])
+    positional = []
+    for p in params:             # those a positional argument can fill, in order
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break                # (np.einsum's out follows *operands: keyword-only)
+        positional.append(p.name)
+    return "out" in positional and len(args) > positional.index("out") and \
+        given(args[positional.index("out")])

@@ -19,6 +19,7 @@ Spellings: "np.tanh" (how generated code calls it), or an operator symbol ("+", 
 """
 import inspect
 import operator
+import sys
 import textwrap
 
 import gast
@@ -140,7 +141,16 @@ def _register(spellings, name):
         if obj is not None and id(obj) not in _BY_OBJECT:
             _BY_OBJECT[id(obj)] = (prim, s)
             _OBJECTS.append(obj)
+        if inspect.ismethod(obj):   # each `scipy.stats.norm.logpdf` is a new bound method;
+            # generated code calls it by the row's first spelling (its runtime re-export)
+            _BY_OBJECT.setdefault(_method_key(obj), (prim, prim.spellings[0]))
     return prim
+
+
+def _method_key(method):
+    """The key of a bound method in _BY_OBJECT: its object and function (kept alive by
+    _OBJECTS, which holds a method bound to them)."""
+    return ("method", id(method.__self__), id(method.__func__))
 
 
 def rev(*spellings, view=False, container_out=False, side_effect=False):
@@ -303,6 +313,8 @@ CANONICAL = {"rt.index_add_into": "rt.index_add"}
 def lookup_object(obj):
     """(Primitive, spelling) for a Python callable, or None if it is not in the table."""
     found = _BY_OBJECT.get(id(obj))
+    if found is None and inspect.ismethod(obj):
+        found = _BY_OBJECT.get(_method_key(obj))
     if found is not None and found[1] in CANONICAL:
         return _BY_SPELLING[CANONICAL[found[1]]], CANONICAL[found[1]]
     return found
@@ -340,7 +352,7 @@ def all_primitives():
 
 # Modules whose functions the table spells with a prefix (most specific first), and the rules
 # file their rows belong in.
-_MODULES = [("numpy.linalg", "np.linalg", "linalg.py"), ("numpy.fft", "np.fft", None),
+_MODULES = [("numpy.linalg", "np.linalg", "linalg.py"), ("numpy.fft", "np.fft", "fft.py"),
             ("numpy.random", "np.random", "elementwise.py"), ("numpy", "np", None),
             ("scipy.special", "scipy.special", "special.py"), ("math", "math", "elementwise.py")]
 
@@ -375,6 +387,12 @@ def missing_rule_message(value, written=None):
     if spelling is None:
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
         module = getattr(value, "__module__", None) or ""
+        parts = module.split(".")
+        for i in range(1, len(parts)):     # the public module that exports it, not a private
+            public = sys.modules.get(".".join(parts[:i]))   # one (scipy.integrate.odeint)
+            if public is not None and getattr(public, name, None) is value:
+                module = ".".join(parts[:i])
+                break
         spelling = name if module in ("", "builtins") else f"{module}.{name}"
     shown = spelling if written in (None, spelling) else f"{written} ({spelling})"
     where = next((f for m, p, f in _MODULES if f and spelling.startswith(p + ".")),

@@ -91,6 +91,22 @@ def power_fwd(out, x1, x2):
 batch_elementwise("**", "np.power")
 
 
+# float_power is ** computed in float64 (or complex128): the same derivatives.
+@rev("np.float_power")
+def float_power(dout, out, x1, x2):
+    dx1 = rt.unbroadcast(dout * x2 * rt.pow_minus_one(x1, x2), x1)
+    dx2 = rt.unbroadcast(dout * out * np.log(np.where(rt.has_log(x1), x1, 1.0)), x2)
+
+
+@fwd("np.float_power")
+def float_power_fwd(out, x1, x2):
+    dout = dx1 * x2 * rt.pow_minus_one(x1, x2)
+    dout = dx2 * out * np.log(np.where(rt.has_log(x1), x1, 1.0))
+
+
+batch_elementwise("np.float_power")
+
+
 @rev("rt.pow_minus_one")
 def pow_minus_one(dout, out, x1, x2):
     """out = x1 ** (x2 - 1), and 0 where x2 == 0 (there it is a constant)."""
@@ -1098,6 +1114,48 @@ def clip_fwd(out, a, a_min=None, a_max=None):
 batch_elementwise("np.clip")
 
 
+# nan_to_num passes finite values through and replaces nan, +inf and -inf by the constants
+# nan, posinf and neginf (numpy's large finite numbers where those are None), in the real
+# and imaginary parts separately: the slope is 1 on finite parts, and each replacement
+# value gets the adjoint of the parts it filled (an imaginary part's through -Im, as
+# np.imag's rule: out = ... + i * nan there). copy=False (which overwrites x, read by the
+# rules) is refused.
+@rev("np.nan_to_num")
+def nan_to_num(dout, out, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    in_place = rt.refuse_in_place("np.nan_to_num", False, copy)
+    dx = np.where(np.isfinite(np.real(x)), np.real(dout), 0.0) + rt.imag_unit(x) * np.where(
+        np.isfinite(np.imag(x)), np.imag(dout), 0.0)
+    dnan = rt.unbroadcast(np.where(np.isnan(np.real(x)), np.real(dout), 0.0) - np.where(
+        np.isnan(np.imag(x)), np.imag(dout), 0.0), nan)
+    dposinf = rt.unbroadcast(np.where(np.isposinf(np.real(x)), np.real(dout), 0.0) - np.where(
+        np.isposinf(np.imag(x)), np.imag(dout), 0.0), posinf)
+    dneginf = rt.unbroadcast(np.where(np.isneginf(np.real(x)), np.real(dout), 0.0) - np.where(
+        np.isneginf(np.imag(x)), np.imag(dout), 0.0), neginf)
+
+
+@fwd("np.nan_to_num")
+def nan_to_num_fwd(out, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    in_place = rt.refuse_in_place("np.nan_to_num", False, copy)
+    dout = np.where(np.isfinite(np.real(x)), np.real(dx), 0.0) + rt.imag_unit(x) * np.where(
+        np.isfinite(np.imag(x)), np.imag(dx), 0.0)
+    dout = rt.broadcast_like(np.where(np.isnan(np.real(x)), dnan, 0.0) + rt.imag_unit(x) *
+                             np.where(np.isnan(np.imag(x)), dnan, 0.0), out)
+    dout = rt.broadcast_like(np.where(np.isposinf(np.real(x)), dposinf, 0.0) + rt.imag_unit(x) *
+                             np.where(np.isposinf(np.imag(x)), dposinf, 0.0), out)
+    dout = rt.broadcast_like(np.where(np.isneginf(np.real(x)), dneginf, 0.0) + rt.imag_unit(x) *
+                             np.where(np.isneginf(np.imag(x)), dneginf, 0.0), out)
+
+
+@batch("np.nan_to_num")
+def nan_to_num_batch(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """nan, posinf and neginf are scalars to numpy."""
+    if nan_batched or posinf_batched or neginf_batched:
+        out = rt.cannot_batch("np.nan_to_num", "nan, posinf and neginf must be the same for "
+                              "every example")
+    else:
+        out = np.nan_to_num(x, copy, nan, posinf, neginf)
+
+
 @rev("np.hypot", "math.hypot")
 def hypot(dout, out, x1, x2):
     """x / hypot, and 0 at the origin (a norm: as np.linalg.norm of a zero vector)."""
@@ -1174,6 +1232,24 @@ def imag_fwd(out, val):
 batch_elementwise("np.imag")
 
 
+# angle(z) = arctan2(Im z, Re z). Its gradient (df/dx - i df/dy, as for every rule) is
+# -i / z; for real z it is 0 (0 or pi, piecewise constant), and at z = 0 it is taken as 0.
+# The result is real, so the rule reads the real part of the adjoint (as np.abs does).
+@rev("np.angle")
+def angle(dout, out, z, deg=False):
+    slope = np.where(z == 0, 0.0, -rt.imag_unit(z) / np.where(z == 0, 1.0, z))
+    dz = np.real(dout) * slope * np.where(deg, 180.0 / np.pi, 1.0)
+
+
+@fwd("np.angle")
+def angle_fwd(out, z, deg=False):
+    slope = np.where(z == 0, 0.0, -rt.imag_unit(z) / np.where(z == 0, 1.0, z))
+    dout = np.real(dz * slope) * np.where(deg, 180.0 / np.pi, 1.0)
+
+
+batch_elementwise("np.angle")
+
+
 nondiff("rt.imag_unit")
 batch_same("rt.imag_unit", out_batched=False)
 
@@ -1196,3 +1272,46 @@ for _math, _np in {"exp": "exp", "expm1": "expm1", "log": "log", "log2": "log2",
                    "isinf": "isinf", "isfinite": "isfinite"}.items():
     batch_elementwise("math." + _math, vectorized="np." + _np)
 
+
+
+# ---------------------------------------------------------------- polynomials
+# np.polyval(p, x) = sum_k p[k] x ** (n - 1 - k): linear in p (the powers of x are its
+# adjoint), and its slope in x is the polynomial of the derivative's coefficients. Both are
+# holomorphic. Only 1-D p (rt.poly_coefficients refuses numpy's one-polynomial-per-column
+# form). Batched coefficients are summed as powers times coefficients, along a last axis.
+@rev("np.polyval")
+def polyval(dout, out, p, x):
+    c = rt.poly_coefficients(p)
+    dp = np.reshape(dout, (-1,)) @ (np.reshape(x, (-1, 1)) ** np.arange(np.size(c) - 1, -1, -1))
+    dx = dout * np.polyval(c[:-1] * np.arange(np.size(c) - 1, 0, -1), x)
+
+
+@fwd("np.polyval")
+def polyval_fwd(out, p, x):
+    dout = np.polyval(rt.poly_coefficients(dp), x)
+    dout = dx * np.polyval(rt.poly_coefficients(p)[:-1] * np.arange(np.size(p) - 1, 0, -1), x)
+
+
+@batch("np.polyval")
+def polyval_batch(p, x):
+    if not p_batched:
+        out = np.polyval(p, x)
+    elif x_batched:
+        out = np.sum(np.expand_dims(x, -1) ** np.arange(np.shape(p)[-1] - 1, -1, -1) *
+                     rt.lane_promote(rt.poly_coefficients(p, 1), np.ndim(x)), axis=-1)
+    else:
+        out = np.sum(np.expand_dims(x, -1) ** np.arange(np.shape(p)[-1] - 1, -1, -1) *
+                     rt.lane_promote(rt.poly_coefficients(p, 1), np.ndim(x) + 1), axis=-1)
+
+
+@rev("rt.poly_coefficients")
+def poly_coefficients(dout, out, p, lead=0):
+    dp = dout
+
+
+@fwd("rt.poly_coefficients")
+def poly_coefficients_fwd(out, p, lead=0):
+    dout = rt.poly_coefficients(dp, lead)
+
+
+batch_lanes("rt.poly_coefficients", ("p",), param="lead")

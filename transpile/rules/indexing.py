@@ -3,8 +3,11 @@
 `x[idx] = v` on a local array is the statement-level primitive `index_update`; the reverse
 pass applies its rule (see reverse/adjoints.py), since it updates a variable rather than making one.
 """
-from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev
+import gast
+
+from .core import batch, batch_lanes, batch_same, fold, fwd, nondiff, rev
 from .core import register_container as _register_container
+import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
 
@@ -308,3 +311,224 @@ def lanes_unstack_like_fwd(out, d, g, outer=0):
 batch_lanes("rt.lanes_items", ("x",))
 batch_lanes("rt.lanes_stack_like", ("g", "x"))
 batch_lanes("rt.lanes_unstack_like", ("d", "g"))
+
+
+# ---------------------------------------------------------------- gathering functions
+# np.take, np.take_along_axis and np.select read parts of their arguments: linear in the
+# values, with scatter-adds (or masks) for adjoints. Their helpers take `lead` batch axes
+# (runtime/shape_helpers.py): batching rules give every argument the batch axis and add one.
+
+# numpy's `out` (positional here: a keyword out= is refused by binding) would be written
+# behind the rules' back: rt.take_mode refuses it where the call is transformed.
+@rev("np.take")
+def take(dout, out, a, indices, axis=None, out_=None, mode="raise"):
+    da = rt.take_adj(dout, a, indices, axis, rt.take_mode(mode, out_))
+
+
+@fwd("np.take")
+def take_fwd(out, a, indices, axis=None, out_=None, mode="raise"):
+    dout = np.take(da, indices, axis, None, rt.take_mode(mode, out_))
+
+
+@batch("np.take")
+def take_batch(a, indices, axis=None, out_=None, mode="raise"):
+    if not indices_batched:
+        out = np.take(rt.lane_flat(a, axis), indices, rt.batched_axis(axis), None,
+                      rt.take_mode(mode, out_))
+    else:
+        out = rt.take_lanes(rt.broadcast_batch(a, batch_size, a_batched), indices, axis,
+                            rt.take_mode(mode, out_), 1)
+
+
+nondiff("rt.take_mode")
+
+
+@batch("rt.take_mode", out_batched=False)
+def take_mode_batch(mode, out_=None):
+    out = rt.take_mode(mode, out_)
+
+
+@fold("rt.take_mode")
+def take_mode_fold(mode, out_=None):
+    """Without an `out` array (the usual call) the check is the mode itself."""
+    return mode if out_ is None or isinstance(out_, gast.Constant) and out_.value is None \
+        else None
+
+
+@rev("rt.take_lanes")
+def take_lanes(dout, out, a, indices, axis=None, mode="raise", lead=0):
+    da = rt.take_adj(dout, a, indices, axis, mode, lead)
+
+
+@fwd("rt.take_lanes")
+def take_lanes_fwd(out, a, indices, axis=None, mode="raise", lead=0):
+    dout = rt.take_lanes(da, indices, axis, mode, lead)
+
+
+@batch("rt.take_lanes")
+def take_lanes_batch(a, indices, axis=None, mode="raise", lead=0):
+    out = rt.take_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                        rt.broadcast_batch(indices, batch_size, indices_batched), axis, mode,
+                        lead + 1)
+
+
+@rev("rt.take_adj")
+def take_adj(dout, out, g, a, indices, axis=None, mode="raise", lead=0):
+    dg = rt.take_lanes(dout, indices, axis, mode, lead)
+
+
+@fwd("rt.take_adj")
+def take_adj_fwd(out, g, a, indices, axis=None, mode="raise", lead=0):
+    dout = rt.take_adj(dg, a, indices, axis, mode, lead)
+
+
+@batch("rt.take_adj")
+def take_adj_batch(g, a, indices, axis=None, mode="raise", lead=0):
+    out = rt.take_adj(rt.broadcast_batch(g, batch_size, g_batched),
+                      rt.broadcast_batch(a, batch_size, a_batched),
+                      rt.broadcast_batch(indices, batch_size, indices_batched), axis, mode,
+                      lead + 1)
+
+
+@rev("np.take_along_axis")
+def take_along_axis(dout, out, arr, indices, axis=-1):
+    darr = rt.take_along_axis_adj(dout, arr, indices, axis)
+
+
+@fwd("np.take_along_axis")
+def take_along_axis_fwd(out, arr, indices, axis=-1):
+    dout = np.take_along_axis(darr, indices, axis)
+
+
+@batch("np.take_along_axis")
+def take_along_axis_batch(arr, indices, axis=-1):
+    out = rt.take_along_axis_lanes(rt.broadcast_batch(arr, batch_size, arr_batched),
+                                   rt.broadcast_batch(indices, batch_size, indices_batched),
+                                   axis, 1)
+
+
+@rev("rt.take_along_axis_lanes")
+def take_along_axis_lanes(dout, out, arr, indices, axis=-1, lead=0):
+    darr = rt.take_along_axis_adj(dout, arr, indices, axis, lead)
+
+
+@fwd("rt.take_along_axis_lanes")
+def take_along_axis_lanes_fwd(out, arr, indices, axis=-1, lead=0):
+    dout = rt.take_along_axis_lanes(darr, indices, axis, lead)
+
+
+@batch("rt.take_along_axis_lanes")
+def take_along_axis_lanes_batch(arr, indices, axis=-1, lead=0):
+    out = rt.take_along_axis_lanes(rt.broadcast_batch(arr, batch_size, arr_batched),
+                                   rt.broadcast_batch(indices, batch_size, indices_batched),
+                                   axis, lead + 1)
+
+
+@rev("rt.take_along_axis_adj")
+def take_along_axis_adj(dout, out, g, arr, indices, axis=-1, lead=0):
+    dg = rt.take_along_axis_lanes(dout, indices, axis, lead)
+
+
+@fwd("rt.take_along_axis_adj")
+def take_along_axis_adj_fwd(out, g, arr, indices, axis=-1, lead=0):
+    dout = rt.take_along_axis_adj(dg, arr, indices, axis, lead)
+
+
+@batch("rt.take_along_axis_adj")
+def take_along_axis_adj_batch(g, arr, indices, axis=-1, lead=0):
+    out = rt.take_along_axis_adj(rt.broadcast_batch(g, batch_size, g_batched),
+                                 rt.broadcast_batch(arr, batch_size, arr_batched),
+                                 rt.broadcast_batch(indices, batch_size, indices_batched),
+                                 axis, lead + 1)
+
+
+# np.select(condlist, choicelist, default): each choice's adjoint is the adjoint where its
+# condition is the first that holds (rt.select_choices_adj), the default's where none holds
+# (rt.select_default_adj); the transposes put them back (np.select, rt.select_default_place).
+@rev("np.select")
+def select(dout, out, condlist, choicelist, default=0):
+    dchoicelist = rt.select_choices_adj(dout, condlist, choicelist)
+    ddefault = rt.select_default_adj(dout, condlist, default)
+
+
+@fwd("np.select")
+def select_fwd(out, condlist, choicelist, default=0):
+    dout = rt.select_lanes(condlist, dchoicelist, ddefault)
+
+
+@batch("np.select")
+def select_batch(condlist, choicelist, default=0):
+    out = rt.select_lanes(rt.broadcast_batch(condlist, batch_size, condlist_spec),
+                          rt.broadcast_batch(choicelist, batch_size, choicelist_spec),
+                          rt.broadcast_batch(default, batch_size, default_batched), 1)
+
+
+@rev("rt.select_lanes")
+def select_lanes(dout, out, condlist, choicelist, default=0, lead=0):
+    dchoicelist = rt.select_choices_adj(dout, condlist, choicelist, lead)
+    ddefault = rt.select_default_adj(dout, condlist, default, lead)
+
+
+@fwd("rt.select_lanes")
+def select_lanes_fwd(out, condlist, choicelist, default=0, lead=0):
+    dout = rt.select_lanes(condlist, dchoicelist, ddefault, lead)
+
+
+@batch("rt.select_lanes")
+def select_lanes_batch(condlist, choicelist, default=0, lead=0):
+    out = rt.select_lanes(rt.broadcast_batch(condlist, batch_size, condlist_spec),
+                          rt.broadcast_batch(choicelist, batch_size, choicelist_spec),
+                          rt.broadcast_batch(default, batch_size, default_batched), lead + 1)
+
+
+@rev("rt.select_choices_adj", container_out=True)
+def select_choices_adj(dout, out, g, condlist, choicelist, lead=0):
+    dg = rt.select_lanes(condlist, dout, np.zeros_like(g), lead)
+
+
+@fwd("rt.select_choices_adj")
+def select_choices_adj_fwd(out, g, condlist, choicelist, lead=0):
+    dout = rt.select_choices_adj(dg, condlist, choicelist, lead)
+
+
+@batch("rt.select_choices_adj")
+def select_choices_adj_batch(g, condlist, choicelist, lead=0):
+    out = rt.select_choices_adj(rt.broadcast_batch(g, batch_size, g_batched),
+                                rt.broadcast_batch(condlist, batch_size, condlist_spec),
+                                rt.broadcast_batch(choicelist, batch_size, choicelist_spec),
+                                lead + 1)
+
+
+@rev("rt.select_default_adj")
+def select_default_adj(dout, out, g, condlist, default, lead=0):
+    dg = rt.select_default_place(dout, condlist, g, lead)
+
+
+@fwd("rt.select_default_adj")
+def select_default_adj_fwd(out, g, condlist, default, lead=0):
+    dout = rt.select_default_adj(dg, condlist, default, lead)
+
+
+@batch("rt.select_default_adj")
+def select_default_adj_batch(g, condlist, default, lead=0):
+    out = rt.select_default_adj(rt.broadcast_batch(g, batch_size, g_batched),
+                                rt.broadcast_batch(condlist, batch_size, condlist_spec),
+                                rt.broadcast_batch(default, batch_size, default_batched),
+                                lead + 1)
+
+
+@rev("rt.select_default_place")
+def select_default_place(dout, out, h, condlist, g, lead=0):
+    dh = rt.select_default_adj(dout, condlist, h, lead)
+
+
+@fwd("rt.select_default_place")
+def select_default_place_fwd(out, h, condlist, g, lead=0):
+    dout = rt.select_default_place(dh, condlist, g, lead)
+
+
+@batch("rt.select_default_place")
+def select_default_place_batch(h, condlist, g, lead=0):
+    out = rt.select_default_place(rt.broadcast_batch(h, batch_size, h_batched),
+                                  rt.broadcast_batch(condlist, batch_size, condlist_spec),
+                                  rt.broadcast_batch(g, batch_size, g_batched), lead + 1)

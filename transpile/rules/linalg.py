@@ -3,7 +3,9 @@
 The adjoints of `x1 @ x2` are bilinear helpers (`rt.matmul_adj_x1/x2`) whose rules are
 written in terms of each other, so products differentiate to any order.
 """
-from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev
+import gast
+
+from .core import batch, batch_elementwise, batch_lanes, batch_same, fold, fwd, nondiff, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -495,19 +497,712 @@ def cholesky_phi_fwd(out, x):
 batch_same("rt.cholesky_phi")
 
 
+# ---------------------------------------------------------------- eigh, svd
+# Eigenvector and singular vector derivatives weigh their rotations by inverse gaps
+# 1 / (w_j - w_i) (rt.gap_div): 0 on the diagonal and, as in JAX, nothing special at a
+# degenerate spectrum (inf or nan there), except that a zero cotangent gives zero, so
+# functions of the eigenvalues (singular values) alone stay finite there.
+
+@rev("np.linalg.eigh", container_out=True)
+def eigh(dout, out, a, UPLO="L"):
+    """`out` = (w, v). As for np.linalg.cholesky, `a` is taken to be Hermitian (symmetric)
+    and the adjoint is symmetrized: the transpose of the forward rule below."""
+    vt = np.swapaxes(out[1], -1, -2)
+    inner = np.expand_dims(np.real(dout[0]), -1) * vt + rt.gap_div(vt @ dout[1], out[0]) @ vt
+    g = np.conj(out[1]) @ inner
+    da = 0.5 * (g + np.conj(np.swapaxes(g, -1, -2)))
+
+
+@fwd("np.linalg.eigh")
+def eigh_fwd(out, a, UPLO="L"):
+    """With x = V^H dA V (dA symmetrized): dw = Re diag(x), dV = V (x / gaps)."""
+    x = np.conj(np.swapaxes(out[1], -1, -2)) @ (0.5 * (da + np.conj(np.swapaxes(da, -1, -2)))) \
+        @ out[1]
+    dout = (np.real(np.diagonal(x, 0, -2, -1)), out[1] @ rt.gap_div(x, out[0]))
+
+
+batch_same("np.linalg.eigh")
+
+
+@rev("np.linalg.eigvalsh")
+def eigvalsh(dout, out, a, UPLO="L"):
+    """The eigenvalue part of np.linalg.eigh's rule: sym(conj(V) diag(dout) V^T)."""
+    v = np.linalg.eigh(a, UPLO)[1]
+    g = (np.conj(v) * np.expand_dims(np.real(dout), -2)) @ np.swapaxes(v, -1, -2)
+    da = 0.5 * (g + np.conj(np.swapaxes(g, -1, -2)))
+
+
+@fwd("np.linalg.eigvalsh")
+def eigvalsh_fwd(out, a, UPLO="L"):
+    v = np.linalg.eigh(a, UPLO)[1]
+    dout = np.real(np.sum(np.conj(v) * ((0.5 * (da + np.conj(np.swapaxes(da, -1, -2)))) @ v),
+                          -2))
+
+
+batch_same("np.linalg.eigvalsh")
+
+
+@rev("rt.gap_div")
+def gap_div(dout, out, x, w):
+    """Linear in x (its own transpose: the weights are elementwise); in w,
+    d out_ij = -x_ij (dw_j - dw_i) / (w_j - w_i)^2."""
+    dx = rt.gap_div(dout, w)
+    h = rt.gap_div(rt.gap_div(dout * x, w), w)
+    dw = np.sum(h, -1) - np.sum(h, -2)
+
+
+@fwd("rt.gap_div")
+def gap_div_fwd(out, x, w):
+    dout = rt.gap_div(dx, w)
+    dout = -rt.gap_div(rt.gap_div(x * (np.expand_dims(dw, -2) - np.expand_dims(dw, -1)), w), w)
+
+
+batch_same("rt.gap_div")
+
+
+@rev("rt.div_nonzero")
+def div_nonzero(dout, out, x, y):
+    dx = rt.unbroadcast(rt.div_nonzero(dout, y), x)
+    dy = -rt.unbroadcast(rt.div_nonzero(rt.div_nonzero(dout * x, y), y), y)
+
+
+@fwd("rt.div_nonzero")
+def div_nonzero_fwd(out, x, y):
+    dout = rt.broadcast_like(rt.div_nonzero(dx, y), out)
+    dout = -rt.div_nonzero(rt.div_nonzero(x * dy, y), y)
+
+
+batch_elementwise("rt.div_nonzero")
+
+
+# np.linalg.svd's rules work on the reduced SVD (U, S, Vh) that rt.svd_factors gives (the
+# result itself, or computed where compute_uv=False left the vectors out; it refuses the
+# variants without a rule) and on a cotangent made a triple by rt.svd_cotangent. With
+# P = U^H dA V, the forward rule is dS = Re diag(P), dU = U (F o (P S + S P^H) + i Im diag(P) / S)
+# + (1 - U U^H) dA V / S, dV = V (F o (S P + P^H S)) + (1 - V V^H) dA^H U / S, where
+# F_ij = 1 / (s_j^2 - s_i^2); the last terms exist only for a tall U (V), and the reverse
+# rule is its transpose. rt.svd_factors has the same rules, reaching `a` only: its value is
+# the SVD of `a` whether it was computed or passed through.
+
+@rev("np.linalg.svd", container_out=True)
+def svd(dout, out, a, full_matrices=True, compute_uv=True, hermitian=False):
+    usv = rt.svd_factors(a, out, full_matrices, compute_uv, hermitian)
+    g = rt.svd_cotangent(dout, usv, compute_uv)
+    v = np.conj(np.swapaxes(usv[2], -1, -2))
+    gv = np.conj(np.swapaxes(g[2], -1, -2))
+    ut_gu = np.swapaxes(usv[0], -1, -2) @ g[0]
+    fu = rt.gap_div(ut_gu, usv[1] * usv[1])
+    fv = rt.gap_div(np.swapaxes(v, -1, -2) @ gv, usv[1] * usv[1])
+    gp = (fu + np.conj(np.swapaxes(fu, -1, -2))) * np.expand_dims(usv[1], -2) + \
+        np.expand_dims(usv[1], -1) * (fv + np.conj(np.swapaxes(fv, -1, -2)))
+    h = rt.div_nonzero(np.diagonal(ut_gu, 0, -2, -1), usv[1])
+    hu = rt.div_nonzero(rt.svd_tall(usv[0]) * g[0], np.expand_dims(usv[1], -2))
+    hv = rt.div_nonzero(rt.svd_tall(v) * gv, np.expand_dims(usv[1], -2))
+    ga = np.conj(usv[0]) @ (gp - np.swapaxes(usv[0], -1, -2) @ hu) + hu + \
+        np.conj(usv[0]) * np.expand_dims(np.real(g[1]) + h - np.real(h), -2)
+    kv = (hv - np.conj(v) @ (np.swapaxes(v, -1, -2) @ hv)) @ np.swapaxes(usv[0], -1, -2)
+    da = ga @ np.swapaxes(v, -1, -2) + np.conj(np.swapaxes(kv, -1, -2))
+
+
+@fwd("np.linalg.svd")
+def svd_fwd(out, a, full_matrices=True, compute_uv=True, hermitian=False):
+    usv = rt.svd_factors(a, out, full_matrices, compute_uv, hermitian)
+    v = np.conj(np.swapaxes(usv[2], -1, -2))
+    p = np.conj(np.swapaxes(usv[0], -1, -2)) @ da @ v
+    pd = np.diagonal(p, 0, -2, -1)
+    ps = p * np.expand_dims(usv[1], -2)
+    sp = np.expand_dims(usv[1], -1) * p
+    du = usv[0] @ rt.gap_div(ps + np.conj(np.swapaxes(ps, -1, -2)), usv[1] * usv[1]) + \
+        usv[0] * np.expand_dims(rt.div_nonzero(pd - np.real(pd), usv[1]), -2) + \
+        rt.div_nonzero(rt.svd_tall(usv[0]) * (da @ v - usv[0] @ p), np.expand_dims(usv[1], -2))
+    dv = v @ rt.gap_div(sp + np.conj(np.swapaxes(sp, -1, -2)), usv[1] * usv[1]) + \
+        rt.div_nonzero(rt.svd_tall(v) * (np.conj(np.swapaxes(da, -1, -2)) @ usv[0] -
+                                         v @ np.conj(np.swapaxes(p, -1, -2))),
+                       np.expand_dims(usv[1], -2))
+    dout = rt.svd_result((du, np.real(pd), np.conj(np.swapaxes(dv, -1, -2))), compute_uv)
+
+
+batch_same("np.linalg.svd")
+
+
+@rev("rt.svd_factors", container_out=True)
+def svd_factors(dout, out, a, svd, full_matrices=True, compute_uv=True, hermitian=False):
+    v = np.conj(np.swapaxes(out[2], -1, -2))
+    gv = np.conj(np.swapaxes(dout[2], -1, -2))
+    ut_gu = np.swapaxes(out[0], -1, -2) @ dout[0]
+    fu = rt.gap_div(ut_gu, out[1] * out[1])
+    fv = rt.gap_div(np.swapaxes(v, -1, -2) @ gv, out[1] * out[1])
+    gp = (fu + np.conj(np.swapaxes(fu, -1, -2))) * np.expand_dims(out[1], -2) + \
+        np.expand_dims(out[1], -1) * (fv + np.conj(np.swapaxes(fv, -1, -2)))
+    h = rt.div_nonzero(np.diagonal(ut_gu, 0, -2, -1), out[1])
+    hu = rt.div_nonzero(rt.svd_tall(out[0]) * dout[0], np.expand_dims(out[1], -2))
+    hv = rt.div_nonzero(rt.svd_tall(v) * gv, np.expand_dims(out[1], -2))
+    ga = np.conj(out[0]) @ (gp - np.swapaxes(out[0], -1, -2) @ hu) + hu + \
+        np.conj(out[0]) * np.expand_dims(np.real(dout[1]) + h - np.real(h), -2)
+    kv = (hv - np.conj(v) @ (np.swapaxes(v, -1, -2) @ hv)) @ np.swapaxes(out[0], -1, -2)
+    da = ga @ np.swapaxes(v, -1, -2) + np.conj(np.swapaxes(kv, -1, -2))
+
+
+@fwd("rt.svd_factors")
+def svd_factors_fwd(out, a, svd, full_matrices=True, compute_uv=True, hermitian=False):
+    v = np.conj(np.swapaxes(out[2], -1, -2))
+    p = np.conj(np.swapaxes(out[0], -1, -2)) @ da @ v
+    pd = np.diagonal(p, 0, -2, -1)
+    ps = p * np.expand_dims(out[1], -2)
+    sp = np.expand_dims(out[1], -1) * p
+    du = out[0] @ rt.gap_div(ps + np.conj(np.swapaxes(ps, -1, -2)), out[1] * out[1]) + \
+        out[0] * np.expand_dims(rt.div_nonzero(pd - np.real(pd), out[1]), -2) + \
+        rt.div_nonzero(rt.svd_tall(out[0]) * (da @ v - out[0] @ p), np.expand_dims(out[1], -2))
+    dv = v @ rt.gap_div(sp + np.conj(np.swapaxes(sp, -1, -2)), out[1] * out[1]) + \
+        rt.div_nonzero(rt.svd_tall(v) * (np.conj(np.swapaxes(da, -1, -2)) @ out[0] -
+                                         v @ np.conj(np.swapaxes(p, -1, -2))),
+                       np.expand_dims(out[1], -2))
+    dout = (du, np.real(pd), np.conj(np.swapaxes(dv, -1, -2)))
+
+
+batch_same("rt.svd_factors")
+
+
+# rt.svd_cotangent and rt.svd_result only restructure (linear): each is the other's transpose
+@rev("rt.svd_cotangent", container_out=True)
+def svd_cotangent(dout, out, g, like, compute_uv=True):
+    dg = rt.svd_result(dout, compute_uv)
+
+
+@fwd("rt.svd_cotangent")
+def svd_cotangent_fwd(out, g, like, compute_uv=True):
+    dout = rt.svd_cotangent(dg, like, compute_uv)
+
+
+batch_same("rt.svd_cotangent")
+
+
+@rev("rt.svd_result", container_out=True)
+def svd_result(dout, out, t, compute_uv=True):
+    dt = rt.svd_cotangent(dout, t, compute_uv)
+
+
+@fwd("rt.svd_result")
+def svd_result_fwd(out, t, compute_uv=True):
+    dout = rt.svd_result(dt, compute_uv)
+
+
+batch_same("rt.svd_result")
+nondiff("rt.svd_tall")
+batch_same("rt.svd_tall", out_batched=False)
+
+
+# ---------------------------------------------------------------- eig, eigvals, pinv, matrix_power
+
+# np.linalg.eig: with P = V^-1 dA V, dw = diag(P) and dV = U + V diag(c), U = V (P / gaps):
+# c fixes the eigenvectors' scale and phase as LAPACK's geev (and so numpy) does, unit norm
+# and a real largest-magnitude component: c = -Re(v^H u) - i Im(u_k) / v_k (JAX, which
+# differentiates eigenvectors so only with enable_eigvec_derivs=True). The reverse rule is
+# its transpose; the adjoint of a real matrix is made real (rt.real_if_real).
+@rev("np.linalg.eig", container_out=True)
+def eig(dout, out, a):
+    mask = rt.argmax_mask(out[1])
+    gc = np.sum(dout[1] * out[1], -2)
+    h = -gc / np.real(np.sum(mask * out[1], -2))
+    gu = dout[1] - np.expand_dims(np.real(gc), -2) * np.conj(out[1]) + \
+        np.expand_dims(h - np.real(h), -2) * mask
+    vt = np.swapaxes(out[1], -1, -2)
+    da = rt.real_if_real(np.linalg.solve(vt, rt.gap_div(vt @ gu, out[0]) @ vt +
+                                         np.expand_dims(dout[0], -1) * vt), a)
+
+
+@fwd("np.linalg.eig")
+def eig_fwd(out, a):
+    p = np.linalg.solve(out[1], da @ out[1])
+    u = out[1] @ rt.gap_div(p, out[0])
+    mask = rt.argmax_mask(out[1])
+    uk = np.sum(mask * u, -2)
+    c = -np.real(np.sum(np.conj(out[1]) * u, -2)) - \
+        (uk - np.real(uk)) / np.real(np.sum(mask * out[1], -2))
+    dout = (np.diagonal(p, 0, -2, -1), u + out[1] * np.expand_dims(c, -2))
+
+
+batch_same("np.linalg.eig")
+
+
+@rev("np.linalg.eigvals")
+def eigvals(dout, out, a):
+    """dw = diag(V^-1 dA V); its transpose V^-T diag(dout) V^T."""
+    vt = np.swapaxes(np.linalg.eig(a)[1], -1, -2)
+    da = rt.real_if_real(np.linalg.solve(vt, np.expand_dims(dout, -1) * vt), a)
+
+
+@fwd("np.linalg.eigvals")
+def eigvals_fwd(out, a):
+    v = np.linalg.eig(a)[1]
+    dout = np.diagonal(np.linalg.solve(v, da @ v), 0, -2, -1)
+
+
+batch_same("np.linalg.eigvals")
+
+
+@rev("rt.real_if_real")
+def real_if_real(dout, out, g, x):
+    dg = rt.real_if_real(dout, x)
+
+
+@fwd("rt.real_if_real")
+def real_if_real_fwd(out, g, x):
+    dout = rt.real_if_real(dg, x)
+
+
+@batch("rt.real_if_real")
+def real_if_real_batch(g, x):
+    if g_batched:
+        out = rt.real_if_real(g, x)
+    else:
+        out = rt.real_if_real(rt.broadcast_batch(g, batch_size), x)
+
+
+nondiff("rt.argmax_mask")
+batch_same("rt.argmax_mask")
+
+
+# The Moore-Penrose inverse P of `a` (its rank held fixed, as in JAX):
+# dP = -P dA P + P P^H dA^H (1 - A P) + (1 - P A) dA^H P^H P.
+@rev("np.linalg.pinv")
+def pinv(dout, out, a, rcond=None, rtol=None):
+    pc = np.conj(out)
+    pt = np.swapaxes(out, -1, -2)
+    gh = np.conj(np.swapaxes(dout, -1, -2))
+    da = -(pt @ dout @ pt) + (gh - np.conj(a) @ pc @ gh) @ pc @ pt + \
+        pt @ pc @ (gh - gh @ pc @ np.conj(a))
+
+
+@fwd("np.linalg.pinv")
+def pinv_fwd(out, a, rcond=None, rtol=None):
+    ph = np.conj(np.swapaxes(out, -1, -2))
+    dah = np.conj(np.swapaxes(da, -1, -2))
+    dout = -(out @ da @ out) + out @ ph @ (dah - dah @ a @ out) + \
+        (dah - out @ a @ dah) @ ph @ out
+
+
+batch_same("np.linalg.pinv")
+
+
+# The derivative of a matrix function is the upper right block of the function of
+# [[a, da], [0, a]]; for a^n the sum of a^k da a^(n-1-k) (any integer n, a^-1 included).
+# Its transpose is the same block of ([[a^T, g], [0, a^T]])^n.
+@rev("np.linalg.matrix_power")
+def matrix_power(dout, out, a, n):
+    at = np.swapaxes(a, -1, -2)
+    da = rt.block_take(np.linalg.matrix_power(rt.block_place(at, 0) + rt.block_place(dout, 1),
+                                              n), 1)
+
+
+@fwd("np.linalg.matrix_power")
+def matrix_power_fwd(out, a, n):
+    dout = rt.block_take(np.linalg.matrix_power(rt.block_place(a, 0) + rt.block_place(da, 1),
+                                                n), 1)
+
+
+@batch("np.linalg.matrix_power")
+def matrix_power_batch(a, n):
+    if n_batched:
+        out = rt.cannot_batch("np.linalg.matrix_power", "its power differs between examples")
+    else:
+        out = np.linalg.matrix_power(a, n)
+
+
+@rev("rt.block_place")
+def block_place(dout, out, x, corner):
+    dx = rt.block_take(dout, corner)
+
+
+@fwd("rt.block_place")
+def block_place_fwd(out, x, corner):
+    dout = rt.block_place(dx, corner)
+
+
+batch_same("rt.block_place")
+
+
+@rev("rt.block_take")
+def block_take(dout, out, m, corner):
+    dm = rt.block_place(dout, corner)
+
+
+@fwd("rt.block_take")
+def block_take_fwd(out, m, corner):
+    dout = rt.block_take(dm, corner)
+
+
+batch_same("rt.block_take")
+
+
+# ---------------------------------------------------------------- qr, lstsq
+
+# np.linalg.qr, for R's leading k x k block R1 invertible (k = min(m, n)): with
+# B = dA1 R1^-1 (dA1, A2: the first k and the other columns), C = Q^H B and
+# W = tril(C, -1) - tril(C, -1)^H + i Im diag(C) - C:
+# dQ = Q W + B, dR = [-W R1, dQ^H A2 + Q^H dA2] (JAX's rule; the reverse rule is its
+# transpose). rt.qr_factors / qr_cotangent / qr_result play svd's helpers' parts.
+@rev("np.linalg.qr", container_out=True)
+def qr(dout, out, a, mode="reduced"):
+    qr = rt.qr_factors(a, out, mode)
+    g = rt.qr_cotangent(dout, qr, mode)
+    k = np.shape(qr[1])[-2]
+    gq = g[0] + np.conj(a[..., k:]) @ np.conj(np.swapaxes(g[1][..., k:], -1, -2))
+    gw = np.swapaxes(qr[0], -1, -2) @ gq - g[1][..., :k] @ np.swapaxes(qr[1][..., :k], -1, -2)
+    gc = np.tril(gw - np.conj(np.swapaxes(gw, -1, -2)), -1) + \
+        np.triu(np.tril(gw - np.real(gw))) - gw
+    gb = gq + np.conj(qr[0]) @ gc
+    da = np.concatenate([gb @ np.swapaxes(np.linalg.inv(qr[1][..., :k]), -1, -2),
+                         np.conj(qr[0]) @ g[1][..., k:]], -1)
+
+
+@fwd("np.linalg.qr")
+def qr_fwd(out, a, mode="reduced"):
+    qr = rt.qr_factors(a, out, mode)
+    k = np.shape(qr[1])[-2]
+    b = da[..., :k] @ np.linalg.inv(qr[1][..., :k])
+    c = np.conj(np.swapaxes(qr[0], -1, -2)) @ b
+    w = np.tril(c, -1) - np.conj(np.swapaxes(np.tril(c, -1), -1, -2)) + \
+        np.triu(np.tril(c - np.real(c))) - c
+    dq = qr[0] @ w + b
+    dout = rt.qr_result((dq, np.concatenate([-(w @ qr[1][..., :k]),
+                                             np.conj(np.swapaxes(dq, -1, -2)) @ a[..., k:] +
+                                             np.conj(np.swapaxes(qr[0], -1, -2)) @
+                                             da[..., k:]], -1)), mode)
+
+
+batch_same("np.linalg.qr")
+
+
+@rev("rt.qr_factors", container_out=True)
+def qr_factors(dout, out, a, qr, mode="reduced"):
+    k = np.shape(out[1])[-2]
+    gq = dout[0] + np.conj(a[..., k:]) @ np.conj(np.swapaxes(dout[1][..., k:], -1, -2))
+    gw = np.swapaxes(out[0], -1, -2) @ gq - \
+        dout[1][..., :k] @ np.swapaxes(out[1][..., :k], -1, -2)
+    gc = np.tril(gw - np.conj(np.swapaxes(gw, -1, -2)), -1) + \
+        np.triu(np.tril(gw - np.real(gw))) - gw
+    gb = gq + np.conj(out[0]) @ gc
+    da = np.concatenate([gb @ np.swapaxes(np.linalg.inv(out[1][..., :k]), -1, -2),
+                         np.conj(out[0]) @ dout[1][..., k:]], -1)
+
+
+@fwd("rt.qr_factors")
+def qr_factors_fwd(out, a, qr, mode="reduced"):
+    k = np.shape(out[1])[-2]
+    b = da[..., :k] @ np.linalg.inv(out[1][..., :k])
+    c = np.conj(np.swapaxes(out[0], -1, -2)) @ b
+    w = np.tril(c, -1) - np.conj(np.swapaxes(np.tril(c, -1), -1, -2)) + \
+        np.triu(np.tril(c - np.real(c))) - c
+    dq = out[0] @ w + b
+    dout = (dq, np.concatenate([-(w @ out[1][..., :k]),
+                                np.conj(np.swapaxes(dq, -1, -2)) @ a[..., k:] +
+                                np.conj(np.swapaxes(out[0], -1, -2)) @ da[..., k:]], -1))
+
+
+batch_same("rt.qr_factors")
+
+
+@rev("rt.qr_cotangent", container_out=True)
+def qr_cotangent(dout, out, g, like, mode="reduced"):
+    dg = rt.qr_result(dout, mode)
+
+
+@fwd("rt.qr_cotangent")
+def qr_cotangent_fwd(out, g, like, mode="reduced"):
+    dout = rt.qr_cotangent(dg, like, mode)
+
+
+batch_same("rt.qr_cotangent")
+
+
+@rev("rt.qr_result", container_out=True)
+def qr_result(dout, out, t, mode="reduced"):
+    dt = rt.qr_cotangent(dout, t, mode)
+
+
+@fwd("rt.qr_result")
+def qr_result_fwd(out, t, mode="reduced"):
+    dout = rt.qr_result(dt, mode)
+
+
+batch_same("rt.qr_result")
+
+
+# np.linalg.lstsq: x = pinv(a) b (the rank held fixed: np.linalg.pinv's rule), the
+# residuals |b - a x|^2 move by 2 Re(r^H (db - da x)) (a^H r = 0 at the solution), the
+# singular values as np.linalg.svd's; the rank is an integer.
+@rev("np.linalg.lstsq", container_out=True)
+def lstsq(dout, out, a, b, rcond=None):
+    p = np.linalg.pinv(a, rcond)
+    r = b - a @ out[0]
+    gr = 2.0 * np.conj(r) * rt.lstsq_res_cot(dout[1], np.atleast_1d(np.sum(np.real(
+        r * np.conj(r)), 0)))
+    gp = rt.matmul_adj_x1(dout[0], b, p)
+    gh = np.conj(np.swapaxes(gp, -1, -2))
+    pc = np.conj(p)
+    pt = np.swapaxes(p, -1, -2)
+    usv = np.linalg.svd(a, full_matrices=False)
+    da = -(pt @ gp @ pt) + (gh - np.conj(a) @ pc @ gh) @ pc @ pt + \
+        pt @ pc @ (gh - gh @ pc @ np.conj(a)) - rt.matmul_adj_x1(gr, out[0], a) + \
+        np.conj((usv[0] * np.expand_dims(np.real(dout[3]), -2)) @ usv[2])
+    db = rt.matmul_adj_x2(p, dout[0], b) + gr
+
+
+@fwd("np.linalg.lstsq")
+def lstsq_fwd(out, a, b, rcond=None):
+    p = np.linalg.pinv(a, rcond)
+    ph = np.conj(np.swapaxes(p, -1, -2))
+    dah = np.conj(np.swapaxes(da, -1, -2))
+    r = b - a @ out[0]
+    usv = np.linalg.svd(a, full_matrices=False)
+    dout = ((-(p @ da @ p) + p @ ph @ (dah - dah @ a @ p) + (dah - p @ a @ dah) @ ph @ p) @ b +
+            p @ db,
+            rt.lstsq_res_tan(2.0 * np.atleast_1d(np.sum(np.real(np.conj(r) * (db - da @ out[0])),
+                                                        0)), out[1]),
+            np.zeros(np.shape(out[2])),
+            np.real(np.sum(np.conj(usv[0]) * (da @ np.conj(np.swapaxes(usv[2], -1, -2))), -2)))
+
+
+@batch("np.linalg.lstsq")
+def lstsq_batch(a, b, rcond=None):
+    if rcond_batched:
+        out = rt.cannot_batch("np.linalg.lstsq", "its rcond differs between examples")
+    else:
+        out = rt.lanes_lstsq(a, b, rcond, a_batched, b_batched)
+
+
+# rt.lanes_lstsq loops over examples; differentiating vmapped code through it (grad of vmap)
+# has no rule yet (vmap of grad does: the gradient's code batches without it).
+@rev("rt.lanes_lstsq", container_out=True)
+def lanes_lstsq(dout, out, a, b, rcond=None, a_batched=True, b_batched=False, outer=0):
+    da = rt.no_derivative("np.linalg.lstsq under vmap", "take the derivative inside the "
+                          "vmap (tp.vmap(tp.grad(f))), or write the solution with "
+                          "np.linalg.pinv(a) @ b.")
+    db = rt.no_derivative("np.linalg.lstsq under vmap", "take the derivative inside the "
+                          "vmap (tp.vmap(tp.grad(f))), or write the solution with "
+                          "np.linalg.pinv(a) @ b.")
+
+
+@fwd("rt.lanes_lstsq")
+def lanes_lstsq_fwd(out, a, b, rcond=None, a_batched=True, b_batched=False, outer=0):
+    dout = rt.no_derivative("np.linalg.lstsq under vmap", "take the derivative inside the "
+                            "vmap (tp.vmap(tp.jvp(f, ...))), or write the solution with "
+                            "np.linalg.pinv(a) @ b.", da)
+    dout = rt.no_derivative("np.linalg.lstsq under vmap", "take the derivative inside the "
+                            "vmap (tp.vmap(tp.jvp(f, ...))), or write the solution with "
+                            "np.linalg.pinv(a) @ b.", db)
+
+
+batch_lanes("rt.lanes_lstsq", ("a", "b"))
+
+
+@rev("rt.lstsq_res_cot")
+def lstsq_res_cot(dout, out, g, full):
+    dg = rt.lstsq_res_tan(dout, g)
+
+
+@fwd("rt.lstsq_res_cot")
+def lstsq_res_cot_fwd(out, g, full):
+    dout = rt.lstsq_res_cot(dg, full)
+
+
+@batch("rt.lstsq_res_cot")
+def lstsq_res_cot_batch(g, full):
+    if full_batched:
+        out = rt.lstsq_res_cot(g, full)
+    else:
+        out = rt.lstsq_res_cot(g, rt.broadcast_batch(full, batch_size))
+
+
+@rev("rt.lstsq_res_tan")
+def lstsq_res_tan(dout, out, t, res):
+    dt = rt.lstsq_res_cot(dout, t)
+
+
+@fwd("rt.lstsq_res_tan")
+def lstsq_res_tan_fwd(out, t, res):
+    dout = rt.lstsq_res_tan(dt, res)
+
+
+batch_same("rt.lstsq_res_tan")
+
+
+# ---------------------------------------------------------------- multi_dot
+
+# np.linalg.multi_dot: the adjoint of factor i is (the product before it)^T g (the product
+# after it)^T (rt.lanes_multi_dot_adj, any number of factors); the tangent is the sum of the
+# products with one factor replaced by its tangent (rt.lanes_multi_dot_tangent). Both are
+# multilinear: their derivatives replace one more factor (rt.lanes_multi_dot_adj_tangent,
+# rt.lanes_multi_dot_tangent2), which gives second derivatives; third ones have no rule.
+@rev("np.linalg.multi_dot")
+def multi_dot(dout, out, arrays):
+    darrays = rt.lanes_multi_dot_adj(dout, arrays)
+
+
+@fwd("np.linalg.multi_dot")
+def multi_dot_fwd(out, arrays):
+    dout = rt.lanes_multi_dot_tangent(arrays, darrays)
+
+
+@batch("np.linalg.multi_dot")
+def multi_dot_batch(arrays):
+    out = rt.lanes_multi_dot(rt.broadcast_batch(arrays, batch_size, arrays_spec), 1)
+
+
+@rev("rt.lanes_multi_dot")
+def lanes_multi_dot(dout, out, arrays, lanes=0):
+    darrays = rt.lanes_multi_dot_adj(dout, arrays, lanes)
+
+
+@fwd("rt.lanes_multi_dot")
+def lanes_multi_dot_fwd(out, arrays, lanes=0):
+    dout = rt.lanes_multi_dot_tangent(arrays, darrays, lanes)
+
+
+@batch("rt.lanes_multi_dot")
+def lanes_multi_dot_batch(arrays, lanes=0):
+    out = rt.lanes_multi_dot(rt.broadcast_batch(arrays, batch_size, arrays_spec), lanes + 1)
+
+
+@rev("rt.lanes_multi_dot_adj", container_out=True)
+def lanes_multi_dot_adj(dout, out, g, arrays, lanes=0):
+    dg = rt.lanes_multi_dot_tangent(arrays, dout, lanes)
+    darrays = rt.lanes_multi_dot_adj_tangent(g, arrays, dout, lanes)
+
+
+@fwd("rt.lanes_multi_dot_adj")
+def lanes_multi_dot_adj_fwd(out, g, arrays, lanes=0):
+    dout = rt.add(rt.lanes_multi_dot_adj(dg, arrays, lanes),
+                  rt.lanes_multi_dot_adj_tangent(g, arrays, darrays, lanes))
+
+
+@batch("rt.lanes_multi_dot_adj")
+def lanes_multi_dot_adj_batch(g, arrays, lanes=0):
+    out = rt.lanes_multi_dot_adj(rt.broadcast_batch(g, batch_size, g_batched),
+                                 rt.broadcast_batch(arrays, batch_size, arrays_spec), lanes + 1)
+
+
+@rev("rt.lanes_multi_dot_tangent")
+def lanes_multi_dot_tangent(dout, out, arrays, tangents, lanes=0):
+    darrays = rt.lanes_multi_dot_adj_tangent(dout, arrays, tangents, lanes)
+    dtangents = rt.lanes_multi_dot_adj(dout, arrays, lanes)
+
+
+@fwd("rt.lanes_multi_dot_tangent")
+def lanes_multi_dot_tangent_fwd(out, arrays, tangents, lanes=0):
+    dout = rt.lanes_multi_dot_tangent2(arrays, tangents, darrays, lanes)
+    dout = rt.lanes_multi_dot_tangent(arrays, dtangents, lanes)
+
+
+@batch("rt.lanes_multi_dot_tangent")
+def lanes_multi_dot_tangent_batch(arrays, tangents, lanes=0):
+    out = rt.lanes_multi_dot_tangent(rt.broadcast_batch(arrays, batch_size, arrays_spec),
+                                     rt.broadcast_batch(tangents, batch_size, tangents_spec),
+                                     lanes + 1)
+
+
+@rev("rt.lanes_multi_dot_adj_tangent", container_out=True)
+def lanes_multi_dot_adj_tangent(dout, out, g, arrays, tangents, lanes=0):
+    dg = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                          "write the product with @ (np.matmul), which differentiates to "
+                          "any order.")
+    darrays = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                               "write the product with @ (np.matmul), which differentiates "
+                               "to any order.")
+    dtangents = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                                 "write the product with @ (np.matmul), which differentiates "
+                                 "to any order.")
+
+
+@fwd("rt.lanes_multi_dot_adj_tangent")
+def lanes_multi_dot_adj_tangent_fwd(out, g, arrays, tangents, lanes=0):
+    dout = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                            "write the product with @ (np.matmul), which differentiates to "
+                            "any order.", dg)
+    dout = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                            "write the product with @ (np.matmul), which differentiates to "
+                            "any order.", darrays)
+    dout = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                            "write the product with @ (np.matmul), which differentiates to "
+                            "any order.", dtangents)
+
+
+@batch("rt.lanes_multi_dot_adj_tangent")
+def lanes_multi_dot_adj_tangent_batch(g, arrays, tangents, lanes=0):
+    out = rt.lanes_multi_dot_adj_tangent(rt.broadcast_batch(g, batch_size, g_batched),
+                                         rt.broadcast_batch(arrays, batch_size, arrays_spec),
+                                         rt.broadcast_batch(tangents, batch_size,
+                                                            tangents_spec), lanes + 1)
+
+
+@rev("rt.lanes_multi_dot_tangent2")
+def lanes_multi_dot_tangent2(dout, out, arrays, tangents, others, lanes=0):
+    darrays = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                               "write the product with @ (np.matmul), which differentiates "
+                               "to any order.")
+    dtangents = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                                 "write the product with @ (np.matmul), which differentiates "
+                                 "to any order.")
+    dothers = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                               "write the product with @ (np.matmul), which differentiates "
+                               "to any order.")
+
+
+@fwd("rt.lanes_multi_dot_tangent2")
+def lanes_multi_dot_tangent2_fwd(out, arrays, tangents, others, lanes=0):
+    dout = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                            "write the product with @ (np.matmul), which differentiates to "
+                            "any order.", darrays)
+    dout = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                            "write the product with @ (np.matmul), which differentiates to "
+                            "any order.", dtangents)
+    dout = rt.no_derivative("the third derivative of np.linalg.multi_dot",
+                            "write the product with @ (np.matmul), which differentiates to "
+                            "any order.", dothers)
+
+
+@batch("rt.lanes_multi_dot_tangent2")
+def lanes_multi_dot_tangent2_batch(arrays, tangents, others, lanes=0):
+    out = rt.lanes_multi_dot_tangent2(rt.broadcast_batch(arrays, batch_size, arrays_spec),
+                                      rt.broadcast_batch(tangents, batch_size, tangents_spec),
+                                      rt.broadcast_batch(others, batch_size, others_spec),
+                                      lanes + 1)
+
+
+# ---------------------------------------------------------------- norm
+
+# Every order's derivative is conj(x) |x|^(p-2) share / |x|_p^(p-1) (p = rt.norm_power: 2 for
+# 'fro', 1 for the max/min norms; share = rt.norm_share: 1, or the elements at the extremum),
+# plus, for the norms of singular values ('nuc', 2, -2 of a matrix), conj(U diag(c) Vh) with
+# c = d norm / d s (rt.norm_svd_share), the SVD taken in the template so that higher
+# derivatives go through np.linalg.svd's rules. rt.norm_route gives that SVD 1 x 1 zeros for
+# the other norms; with a literal `ord` the folds below drop the terms that do not apply.
+# At x = 0 the derivative is 0, as for np.abs (JAX gives nan there).
 @rev("np.linalg.norm")
 def norm(dout, out, x, ord=None, axis=None, keepdims=False):
-    """The vector 2-norm and the Frobenius norm (other orders raise in rt.expand_norm):
-    conj(x) / |x|, real for complex x (see np.abs), and 0 at x = 0 as for np.abs (JAX
-    gives nan there)."""
-    safe = np.where(out == 0, 1.0, out)
-    dx = rt.expand_norm(np.real(dout) / safe, x, ord, axis, keepdims) * np.conj(x)
+    mag = np.abs(x)
+    usv = np.linalg.svd(rt.norm_route(x, ord, axis), full_matrices=False)
+    w = rt.norm_unroute(np.conj((usv[0] * np.expand_dims(rt.norm_svd_share(usv[1], x, ord, axis),
+                                                         -2)) @ usv[2]), x, ord, axis) + \
+        rt.div_nonzero(rt.div_nonzero(np.conj(x) * mag ** (rt.norm_power(x, ord, axis) - 1), mag) *
+                       rt.norm_share(x, ord, axis),
+                       rt.expand_norm(out, x, ord, axis, keepdims) **
+                       (rt.norm_power(x, ord, axis) - 1))
+    dx = rt.expand_norm(np.real(dout), x, ord, axis, keepdims) * w
 
 
 @fwd("np.linalg.norm")
 def norm_fwd(out, x, ord=None, axis=None, keepdims=False):
-    safe = np.where(out == 0, 1.0, out)
-    dout = np.sum(np.real(np.conj(x) * dx), rt.norm_axis(x, ord, axis), keepdims=keepdims) / safe
+    mag = np.abs(x)
+    usv = np.linalg.svd(rt.norm_route(x, ord, axis), full_matrices=False)
+    w = rt.norm_unroute(np.conj((usv[0] * np.expand_dims(rt.norm_svd_share(usv[1], x, ord, axis),
+                                                         -2)) @ usv[2]), x, ord, axis) + \
+        rt.div_nonzero(rt.div_nonzero(np.conj(x) * mag ** (rt.norm_power(x, ord, axis) - 1), mag) *
+                       rt.norm_share(x, ord, axis),
+                       rt.expand_norm(out, x, ord, axis, keepdims) **
+                       (rt.norm_power(x, ord, axis) - 1))
+    dout = np.sum(np.real(w * dx), rt.norm_axis(x, ord, axis), keepdims=keepdims)
 
 
 @batch("np.linalg.norm")
@@ -688,17 +1383,115 @@ def lanes_solve_fwd(out, a, b, a_batched, b_batched, rt_rule=False, outer=0):
 
 @rev("rt.lanes_norm")
 def lanes_norm(dout, out, x, ord=None, axis=None, keepdims=False, outer=0):
-    safe = np.where(out == 0, 1.0, out)
-    dx = rt.expand_norm(np.real(dout) / safe, x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
-                        keepdims) * np.conj(x)
+    """np.linalg.norm's rules, with the helpers told of the `outer` + 1 batch axes."""
+    mag = np.abs(x)
+    usv = np.linalg.svd(rt.norm_route(x, ord, axis, outer + 1), full_matrices=False)
+    w = rt.norm_unroute(np.conj((usv[0] * np.expand_dims(
+        rt.norm_svd_share(usv[1], x, ord, axis, outer + 1), -2)) @ usv[2]), x, ord, axis,
+        outer + 1) + \
+        rt.div_nonzero(rt.div_nonzero(np.conj(x) *
+                                      mag ** (rt.norm_power(x, ord, axis, outer + 1) - 1), mag) *
+                       rt.norm_share(x, ord, axis, outer + 1),
+                       rt.expand_norm(out, x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
+                                      keepdims) ** (rt.norm_power(x, ord, axis, outer + 1) - 1))
+    dx = rt.expand_norm(np.real(dout), x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
+                        keepdims) * w
 
 
 @fwd("rt.lanes_norm")
 def lanes_norm_fwd(out, x, ord=None, axis=None, keepdims=False, outer=0):
-    safe = np.where(out == 0, 1.0, out)
-    dout = np.sum(np.real(np.conj(x) * dx),
-                  rt.norm_axis(x, ord, rt.lanes_norm_axes(x, ord, axis, outer)),
-                  keepdims=keepdims) / safe
+    mag = np.abs(x)
+    usv = np.linalg.svd(rt.norm_route(x, ord, axis, outer + 1), full_matrices=False)
+    w = rt.norm_unroute(np.conj((usv[0] * np.expand_dims(
+        rt.norm_svd_share(usv[1], x, ord, axis, outer + 1), -2)) @ usv[2]), x, ord, axis,
+        outer + 1) + \
+        rt.div_nonzero(rt.div_nonzero(np.conj(x) *
+                                      mag ** (rt.norm_power(x, ord, axis, outer + 1) - 1), mag) *
+                       rt.norm_share(x, ord, axis, outer + 1),
+                       rt.expand_norm(out, x, ord, rt.lanes_norm_axes(x, ord, axis, outer),
+                                      keepdims) ** (rt.norm_power(x, ord, axis, outer + 1) - 1))
+    dout = np.sum(np.real(w * dx), rt.norm_axis(x, ord, rt.lanes_norm_axes(x, ord, axis, outer)),
+                  keepdims=keepdims)
+
+
+@rev("rt.norm_route")
+def norm_route(dout, out, x, ord=None, axis=None, outer=0):
+    dx = rt.norm_unroute(dout, x, ord, axis, outer)
+
+
+@fwd("rt.norm_route")
+def norm_route_fwd(out, x, ord=None, axis=None, outer=0):
+    dout = rt.norm_route(dx, ord, axis, outer)
+
+
+@rev("rt.norm_unroute")
+def norm_unroute(dout, out, w, x, ord=None, axis=None, outer=0):
+    dw = rt.norm_route(dout, ord, axis, outer)
+
+
+@fwd("rt.norm_unroute")
+def norm_unroute_fwd(out, w, x, ord=None, axis=None, outer=0):
+    dout = rt.norm_unroute(dw, x, ord, axis, outer)
+
+
+def _ord_literal(node):
+    """The value of a literal `ord` (None, a number, a string, np.inf, -np.inf), or the
+    string "?" where it is not a literal."""
+    if isinstance(node, gast.Constant):
+        return node.value
+    if isinstance(node, gast.Attribute) and node.attr == "inf" and \
+            isinstance(node.value, gast.Name) and node.value.id == "np":
+        return np.inf
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _ord_literal(node.operand)
+        return -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) \
+            else "?"
+    return "?"
+
+
+def _vector_p(ord_node, axis_node):
+    """A literal vector p-norm (p not 0 or +-inf) over a literal axis: p, else None."""
+    p = _ord_literal(ord_node)
+    if not isinstance(axis_node, gast.Constant) or type(axis_node.value) is not int or \
+            isinstance(p, (str, bool)) or p is None or p in (0, np.inf, -np.inf):
+        return None
+    return p
+
+
+@fold("rt.norm_power")
+def norm_power_fold(x, ord=None, axis=None, outer=None):
+    p = _ord_literal(ord) if ord is not None else None
+    if p is None or p == "fro":
+        return gast.Constant(value=2, kind=None)
+    p = _vector_p(ord, axis)
+    if p is None:
+        return None
+    return gast.Constant(value=int(p) if float(p).is_integer() else float(p), kind=None)
+
+
+@fold("rt.norm_share")
+def norm_share_fold(x, ord=None, axis=None, outer=None):
+    p = _ord_literal(ord) if ord is not None else None
+    if p is None or p == "fro" or _vector_p(ord, axis) is not None:
+        return gast.Constant(value=1, kind=None)
+    return None
+
+
+@fold("rt.norm_unroute")
+def norm_unroute_fold(w, x, ord=None, axis=None, outer=None):
+    p = _ord_literal(ord) if ord is not None else None
+    if p is None or p == "fro" or _vector_p(ord, axis) is not None or \
+            p in (1, -1, 0, np.inf, -np.inf) and not isinstance(p, bool):
+        return gast.Constant(value=0, kind=None)
+    return None
+
+
+nondiff("rt.norm_power", "rt.norm_share", "rt.norm_svd_share")
+batch_lanes("rt.norm_power", ("x",), out_batched=False)
+batch_lanes("rt.norm_share", ("x",))
+batch_lanes("rt.norm_svd_share", ("s", "x"))
+batch_lanes("rt.norm_route", ("x",))
+batch_lanes("rt.norm_unroute", ("w", "x"))
 
 
 # the helpers above, batched again (vmap of vmap): their `outer` goes up by one

@@ -76,7 +76,9 @@ def expand_dims_fwd(out, a, axis):
 
 @batch("np.expand_dims")
 def expand_dims_batch(a, axis):
-    out = np.expand_dims(a, rt.lane_axis(axis, a))
+    """`axis` counts the result's axes, one more than the example's: rt.batched_axis shifts
+    it without checking it against the example's rank (as rt.lane_axis would)."""
+    out = np.expand_dims(a, rt.batched_axis(axis))
 
 
 @rev("np.atleast_1d", "np.atleast_2d", "np.atleast_3d", view=True)
@@ -439,6 +441,351 @@ def sort_like_batch(g, a, axis=-1):
                            rt.lane_flat(rt.broadcast_batch(a, batch_size), axis),
                            rt.batched_axis(axis))
 
+
+# np.partition moves values as np.sort does (kth is an integer: no derivative); where each
+# value went is read off the values themselves (rt.unpartition, rt.partition_like), since
+# numpy does not promise that np.argpartition picks the same arrangement.
+@rev("np.partition")
+def partition(dout, out, a, kth, axis=-1, kind="introselect", order=None):
+    da = rt.unpartition(dout, a, out, axis)
+
+
+@fwd("np.partition")
+def partition_fwd(out, a, kth, axis=-1, kind="introselect", order=None):
+    dout = rt.partition_like(da, a, out, axis)
+
+
+@batch("np.partition")
+def partition_batch(a, kth, axis=-1, kind="introselect", order=None):
+    if kth_batched:
+        out = rt.cannot_batch("np.partition", "kth differs between examples")
+    else:
+        out = np.partition(rt.lane_flat(a, axis), kth, rt.batched_axis(axis), kind, order)
+
+
+@rev("rt.unpartition")
+def unpartition(dout, out, g, a, part, axis=-1, lead=0):
+    dg = rt.partition_like(dout, a, part, axis, lead)
+
+
+@fwd("rt.unpartition")
+def unpartition_fwd(out, g, a, part, axis=-1, lead=0):
+    dout = rt.unpartition(dg, a, part, axis, lead)
+
+
+@batch("rt.unpartition")
+def unpartition_batch(g, a, part, axis=-1, lead=0):
+    out = rt.unpartition(rt.broadcast_batch(g, batch_size, g_batched),
+                         rt.broadcast_batch(a, batch_size, a_batched),
+                         rt.broadcast_batch(part, batch_size, part_batched), axis, lead + 1)
+
+
+@rev("rt.partition_like")
+def partition_like(dout, out, g, a, part, axis=-1, lead=0):
+    dg = rt.unpartition(dout, a, part, axis, lead)
+
+
+@fwd("rt.partition_like")
+def partition_like_fwd(out, g, a, part, axis=-1, lead=0):
+    dout = rt.partition_like(dg, a, part, axis, lead)
+
+
+@batch("rt.partition_like")
+def partition_like_batch(g, a, part, axis=-1, lead=0):
+    out = rt.partition_like(rt.broadcast_batch(g, batch_size, g_batched),
+                            rt.broadcast_batch(a, batch_size, a_batched),
+                            rt.broadcast_batch(part, batch_size, part_batched), axis, lead + 1)
+
+
+# np.rollaxis(a, axis, start) is np.moveaxis(a, axis, rt.rollaxis_dest(ndim, axis, start))
+@rev("np.rollaxis", view=True)
+def rollaxis(dout, out, a, axis, start=0):
+    da = np.moveaxis(dout, rt.rollaxis_dest(np.ndim(a), axis, start), axis)
+
+
+@fwd("np.rollaxis")
+def rollaxis_fwd(out, a, axis, start=0):
+    dout = np.rollaxis(da, axis, start)
+
+
+@batch("np.rollaxis")
+def rollaxis_batch(a, axis, start=0):
+    out = np.moveaxis(a, rt.lane_axis(axis, a),
+                      rt.lane_axis(rt.rollaxis_dest(np.ndim(a) - 1, axis, start), a))
+
+
+@rev("np.rot90", view=True)
+def rot90(dout, out, m, k=1, axes=(0, 1)):
+    dm = np.rot90(dout, -k, axes)
+
+
+@fwd("np.rot90")
+def rot90_fwd(out, m, k=1, axes=(0, 1)):
+    dout = np.rot90(dm, k, axes)
+
+
+@batch("np.rot90")
+def rot90_batch(m, k=1, axes=(0, 1)):
+    if k_batched:
+        out = rt.cannot_batch("np.rot90", "the number of turns k differs between examples")
+    else:
+        out = np.rot90(m, k, rt.batched_axis(axes))
+
+
+# np.kron is bilinear: its adjoints (rt.kron_adj_a/b) are linear in the adjoint and in the
+# other factor, and transpose to np.kron again. The helpers take `lead` batch axes
+# (runtime/shape_helpers.py); batching gives every argument the batch axis and adds one.
+@rev("np.kron")
+def kron(dout, out, a, b):
+    da = rt.kron_adj_a(dout, a, b)
+    db = rt.kron_adj_b(dout, a, b)
+
+
+@fwd("np.kron")
+def kron_fwd(out, a, b):
+    dout = np.kron(da, b)
+    dout = np.kron(a, db)
+
+
+@batch("np.kron")
+def kron_batch(a, b):
+    out = rt.kron_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                        rt.broadcast_batch(b, batch_size, b_batched), 1)
+
+
+@rev("rt.kron_lanes")
+def kron_lanes(dout, out, a, b, lead=0):
+    da = rt.kron_adj_a(dout, a, b, lead)
+    db = rt.kron_adj_b(dout, a, b, lead)
+
+
+@fwd("rt.kron_lanes")
+def kron_lanes_fwd(out, a, b, lead=0):
+    dout = rt.kron_lanes(da, b, lead)
+    dout = rt.kron_lanes(a, db, lead)
+
+
+@batch("rt.kron_lanes")
+def kron_lanes_batch(a, b, lead=0):
+    out = rt.kron_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                        rt.broadcast_batch(b, batch_size, b_batched), lead + 1)
+
+
+@rev("rt.kron_adj_a")
+def kron_adj_a(dout, out, g, a, b, lead=0):
+    dg = rt.kron_lanes(dout, b, lead)
+    db = rt.kron_adj_b(g, dout, b, lead)
+
+
+@fwd("rt.kron_adj_a")
+def kron_adj_a_fwd(out, g, a, b, lead=0):
+    dout = rt.kron_adj_a(dg, a, b, lead)
+    dout = rt.kron_adj_a(g, a, db, lead)
+
+
+@batch("rt.kron_adj_a")
+def kron_adj_a_batch(g, a, b, lead=0):
+    out = rt.kron_adj_a(rt.broadcast_batch(g, batch_size, g_batched),
+                        rt.broadcast_batch(a, batch_size, a_batched),
+                        rt.broadcast_batch(b, batch_size, b_batched), lead + 1)
+
+
+@rev("rt.kron_adj_b")
+def kron_adj_b(dout, out, g, a, b, lead=0):
+    dg = rt.kron_lanes(a, dout, lead)
+    da = rt.kron_adj_a(g, a, dout, lead)
+
+
+@fwd("rt.kron_adj_b")
+def kron_adj_b_fwd(out, g, a, b, lead=0):
+    dout = rt.kron_adj_b(dg, a, b, lead)
+    dout = rt.kron_adj_b(g, da, b, lead)
+
+
+@batch("rt.kron_adj_b")
+def kron_adj_b_batch(g, a, b, lead=0):
+    out = rt.kron_adj_b(rt.broadcast_batch(g, batch_size, g_batched),
+                        rt.broadcast_batch(a, batch_size, a_batched),
+                        rt.broadcast_batch(b, batch_size, b_batched), lead + 1)
+
+
+# np.cross is bilinear: g . (a x b) = a . (b x g) = b . (g x a) (no conjugation) gives the
+# adjoints, rt.cross_adj_a/b, which transpose back to cross products.
+@rev("np.cross")
+def cross(dout, out, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    da = rt.cross_adj_a(dout, a, b, axisa, axisb, axisc, axis)
+    db = rt.cross_adj_b(dout, a, b, axisa, axisb, axisc, axis)
+
+
+@fwd("np.cross")
+def cross_fwd(out, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    dout = np.cross(da, b, axisa, axisb, axisc, axis)
+    dout = np.cross(a, db, axisa, axisb, axisc, axis)
+
+
+@batch("np.cross")
+def cross_batch(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    out = rt.cross_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                         rt.broadcast_batch(b, batch_size, b_batched),
+                         axisa, axisb, axisc, axis, 1)
+
+
+@rev("rt.cross_lanes")
+def cross_lanes(dout, out, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    da = rt.cross_adj_a(dout, a, b, axisa, axisb, axisc, axis, lead)
+    db = rt.cross_adj_b(dout, a, b, axisa, axisb, axisc, axis, lead)
+
+
+@fwd("rt.cross_lanes")
+def cross_lanes_fwd(out, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    dout = rt.cross_lanes(da, b, axisa, axisb, axisc, axis, lead)
+    dout = rt.cross_lanes(a, db, axisa, axisb, axisc, axis, lead)
+
+
+@batch("rt.cross_lanes")
+def cross_lanes_batch(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    out = rt.cross_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                         rt.broadcast_batch(b, batch_size, b_batched),
+                         axisa, axisb, axisc, axis, lead + 1)
+
+
+@rev("rt.cross_adj_a")
+def cross_adj_a(dout, out, g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    dg = rt.cross_lanes(dout, b, axisa, axisb, axisc, axis, lead)
+    db = rt.cross_adj_b(g, dout, b, axisa, axisb, axisc, axis, lead)
+
+
+@fwd("rt.cross_adj_a")
+def cross_adj_a_fwd(out, g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    dout = rt.cross_adj_a(dg, a, b, axisa, axisb, axisc, axis, lead)
+    dout = rt.cross_adj_a(g, a, db, axisa, axisb, axisc, axis, lead)
+
+
+@batch("rt.cross_adj_a")
+def cross_adj_a_batch(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    out = rt.cross_adj_a(rt.broadcast_batch(g, batch_size, g_batched),
+                         rt.broadcast_batch(a, batch_size, a_batched),
+                         rt.broadcast_batch(b, batch_size, b_batched),
+                         axisa, axisb, axisc, axis, lead + 1)
+
+
+@rev("rt.cross_adj_b")
+def cross_adj_b(dout, out, g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    dg = rt.cross_lanes(a, dout, axisa, axisb, axisc, axis, lead)
+    da = rt.cross_adj_a(g, a, dout, axisa, axisb, axisc, axis, lead)
+
+
+@fwd("rt.cross_adj_b")
+def cross_adj_b_fwd(out, g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    dout = rt.cross_adj_b(dg, a, b, axisa, axisb, axisc, axis, lead)
+    dout = rt.cross_adj_b(g, da, b, axisa, axisb, axisc, axis, lead)
+
+
+@batch("rt.cross_adj_b")
+def cross_adj_b_batch(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None, lead=0):
+    out = rt.cross_adj_b(rt.broadcast_batch(g, batch_size, g_batched),
+                         rt.broadcast_batch(a, batch_size, a_batched),
+                         rt.broadcast_batch(b, batch_size, b_batched),
+                         axisa, axisb, axisc, axis, lead + 1)
+
+
+# np.convolve(a, v) is bilinear (commutative, no conjugation); np.correlate(a, v) is the
+# convolution of a with w = conj(v) reversed, so v's adjoint is w's, reversed and conjugated
+# (the transpose of conj is conj). kind="correlate" places mode 'same''s window as
+# np.correlate does, which differs from np.convolve when a is the shorter.
+@rev("np.convolve")
+def convolve(dout, out, a, v, mode="full"):
+    da = rt.convolve_adj_a(dout, a, v, mode)
+    dv = rt.convolve_adj_v(dout, a, v, mode)
+
+
+@fwd("np.convolve")
+def convolve_fwd(out, a, v, mode="full"):
+    dout = np.convolve(da, v, mode)
+    dout = np.convolve(a, dv, mode)
+
+
+@batch("np.convolve")
+def convolve_batch(a, v, mode="full"):
+    out = rt.convolve_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                            rt.broadcast_batch(v, batch_size, v_batched), mode, 1)
+
+
+@rev("np.correlate")
+def correlate(dout, out, a, v, mode="valid"):
+    w = np.conj(np.flip(v))
+    da = rt.convolve_adj_a(dout, a, w, mode, 0, "correlate")
+    dv = np.conj(np.flip(rt.convolve_adj_v(dout, a, w, mode, 0, "correlate")))
+
+
+@fwd("np.correlate")
+def correlate_fwd(out, a, v, mode="valid"):
+    dout = np.correlate(da, v, mode)
+    dout = np.correlate(a, dv, mode)
+
+
+@batch("np.correlate")
+def correlate_batch(a, v, mode="valid"):
+    out = rt.convolve_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                            np.conj(np.flip(rt.broadcast_batch(v, batch_size, v_batched), -1)),
+                            mode, 1, "correlate")
+
+
+@rev("rt.convolve_lanes")
+def convolve_lanes(dout, out, a, v, mode="full", lead=0, kind="convolve"):
+    da = rt.convolve_adj_a(dout, a, v, mode, lead, kind)
+    dv = rt.convolve_adj_v(dout, a, v, mode, lead, kind)
+
+
+@fwd("rt.convolve_lanes")
+def convolve_lanes_fwd(out, a, v, mode="full", lead=0, kind="convolve"):
+    dout = rt.convolve_lanes(da, v, mode, lead, kind)
+    dout = rt.convolve_lanes(a, dv, mode, lead, kind)
+
+
+@batch("rt.convolve_lanes")
+def convolve_lanes_batch(a, v, mode="full", lead=0, kind="convolve"):
+    out = rt.convolve_lanes(rt.broadcast_batch(a, batch_size, a_batched),
+                            rt.broadcast_batch(v, batch_size, v_batched), mode, lead + 1, kind)
+
+
+@rev("rt.convolve_adj_a")
+def convolve_adj_a(dout, out, g, a, v, mode="full", lead=0, kind="convolve"):
+    dg = rt.convolve_lanes(dout, v, mode, lead, kind)
+    dv = rt.convolve_adj_v(g, dout, v, mode, lead, kind)
+
+
+@fwd("rt.convolve_adj_a")
+def convolve_adj_a_fwd(out, g, a, v, mode="full", lead=0, kind="convolve"):
+    dout = rt.convolve_adj_a(dg, a, v, mode, lead, kind)
+    dout = rt.convolve_adj_a(g, a, dv, mode, lead, kind)
+
+
+@batch("rt.convolve_adj_a")
+def convolve_adj_a_batch(g, a, v, mode="full", lead=0, kind="convolve"):
+    out = rt.convolve_adj_a(rt.broadcast_batch(g, batch_size, g_batched),
+                            rt.broadcast_batch(a, batch_size, a_batched),
+                            rt.broadcast_batch(v, batch_size, v_batched), mode, lead + 1, kind)
+
+
+@rev("rt.convolve_adj_v")
+def convolve_adj_v(dout, out, g, a, v, mode="full", lead=0, kind="convolve"):
+    dg = rt.convolve_lanes(a, dout, mode, lead, kind)
+    da = rt.convolve_adj_a(g, a, dout, mode, lead, kind)
+
+
+@fwd("rt.convolve_adj_v")
+def convolve_adj_v_fwd(out, g, a, v, mode="full", lead=0, kind="convolve"):
+    dout = rt.convolve_adj_v(dg, a, v, mode, lead, kind)
+    dout = rt.convolve_adj_v(g, da, v, mode, lead, kind)
+
+
+@batch("rt.convolve_adj_v")
+def convolve_adj_v_batch(g, a, v, mode="full", lead=0, kind="convolve"):
+    out = rt.convolve_adj_v(rt.broadcast_batch(g, batch_size, g_batched),
+                            rt.broadcast_batch(a, batch_size, a_batched),
+                            rt.broadcast_batch(v, batch_size, v_batched), mode, lead + 1, kind)
+
 # ---------------------------------------------------------------- joining and splitting
 
 @rev("np.concatenate", "np.concat")
@@ -604,7 +951,7 @@ def hstack_adj_batch(g, tup):
             rt.lane_hsplit_axis(np.ndim(tup[0]) + 1)), tup, 1)
 
 
-@rev("np.split", "np.array_split", container_out=True)
+@rev("np.split", "np.array_split", view=True, container_out=True)
 def split(dout, out, ary, indices_or_sections, axis=0):
     dary = np.concatenate(dout, axis)
 
@@ -631,7 +978,7 @@ def array_split_batch(ary, indices_or_sections, axis=0):
         out = np.array_split(ary, indices_or_sections, rt.lane_axis(axis, ary))
 
 
-@rev("np.hsplit", container_out=True)
+@rev("np.hsplit", view=True, container_out=True)
 def hsplit(dout, out, ary, indices_or_sections):
     dary = np.hstack(dout)
 
@@ -649,7 +996,7 @@ def hsplit_batch(ary, indices_or_sections):
         out = np.split(ary, indices_or_sections, rt.lane_hsplit_axis(np.ndim(ary)))
 
 
-@rev("np.vsplit", container_out=True)
+@rev("np.vsplit", view=True, container_out=True)
 def vsplit(dout, out, ary, indices_or_sections):
     dary = np.vstack(dout)
 
@@ -665,6 +1012,93 @@ def vsplit_batch(ary, indices_or_sections):
         out = rt.cannot_batch("np.vsplit", "the split points differ between examples")
     else:
         out = np.split(ary, indices_or_sections, 1)
+
+
+@rev("np.dsplit", view=True, container_out=True)
+def dsplit(dout, out, ary, indices_or_sections):
+    """np.dsplit cuts along axis 2 of an array of rank 3 or more."""
+    dary = np.concatenate(dout, 2)
+
+
+@fwd("np.dsplit")
+def dsplit_fwd(out, ary, indices_or_sections):
+    dout = np.dsplit(dary, indices_or_sections)
+
+
+@batch("np.dsplit")
+def dsplit_batch(ary, indices_or_sections):
+    if indices_or_sections_batched:
+        out = rt.cannot_batch("np.dsplit", "the split points differ between examples")
+    else:
+        out = np.split(ary, indices_or_sections, 3)
+
+
+# np.append(arr, values, axis) is np.concatenate((arr, values), axis) (axis None: both
+# flattened, which np.concatenate's axis=None does too)
+@rev("np.append")
+def append(dout, out, arr, values, axis=None):
+    parts = rt.concatenate_adj(dout, (arr, values), axis)
+    darr = parts[0]
+    dvalues = parts[1]
+
+
+@fwd("np.append")
+def append_fwd(out, arr, values, axis=None):
+    dout = np.append(darr, dvalues, axis)
+
+
+@batch("np.append")
+def append_batch(arr, values, axis=None):
+    out = np.concatenate((rt.lane_flat(rt.broadcast_batch(arr, batch_size, arr_batched), axis),
+                          rt.lane_flat(rt.broadcast_batch(values, batch_size, values_batched),
+                                       axis)), rt.batched_axis(axis))
+
+
+# np.column_stack: 1-D items become columns, then all join along axis 1
+@rev("np.column_stack")
+def column_stack(dout, out, tup):
+    dtup = rt.column_stack_adj(dout, tup)
+
+
+@fwd("np.column_stack")
+def column_stack_fwd(out, tup):
+    dout = np.column_stack(dtup)
+
+
+@batch("np.column_stack")
+def column_stack_batch(tup):
+    out = rt.column_stack_lanes(rt.broadcast_batch(tup, batch_size, tup_spec), 1)
+
+
+@rev("rt.column_stack_lanes")
+def column_stack_lanes(dout, out, tup, lead=0):
+    dtup = rt.column_stack_adj(dout, tup, lead)
+
+
+@fwd("rt.column_stack_lanes")
+def column_stack_lanes_fwd(out, tup, lead=0):
+    dout = rt.column_stack_lanes(dtup, lead)
+
+
+@batch("rt.column_stack_lanes")
+def column_stack_lanes_batch(tup, lead=0):
+    out = rt.column_stack_lanes(rt.broadcast_batch(tup, batch_size, tup_spec), lead + 1)
+
+
+@rev("rt.column_stack_adj", container_out=True)
+def column_stack_adj(dout, out, g, tup, lead=0):
+    dg = rt.column_stack_lanes(dout, lead)
+
+
+@fwd("rt.column_stack_adj")
+def column_stack_adj_fwd(out, g, tup, lead=0):
+    dout = rt.column_stack_adj(dg, tup, lead)
+
+
+@batch("rt.column_stack_adj")
+def column_stack_adj_batch(g, tup, lead=0):
+    out = rt.column_stack_adj(rt.broadcast_batch(g, batch_size, g_batched),
+                              rt.broadcast_batch(tup, batch_size, tup_spec), lead + 1)
 
 
 @rev("np.tile")
@@ -888,13 +1322,13 @@ def linspace_batch(start, stop, num=50, endpoint=True, retstep=False, dtype=None
         out = rt.cannot_batch("np.linspace", "the number of samples differs between examples")
     elif not start_batched:
         out = np.linspace(start, rt.align(stop, start), num, endpoint, retstep, dtype,
-                          rt.lane_axis(axis, start))
+                          rt.batched_axis(axis))
     elif not stop_batched:
         out = np.linspace(rt.align(start, stop), stop, num, endpoint, retstep, dtype,
-                          rt.lane_axis(axis, start))
+                          rt.batched_axis(axis))
     else:
         out = np.linspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
-                          endpoint, retstep, dtype, rt.lane_axis(axis, start))
+                          endpoint, retstep, dtype, rt.batched_axis(axis))
 
 
 @rev("np.logspace")
@@ -925,13 +1359,13 @@ def logspace_batch(start, stop, num=50, endpoint=True, base=10.0, dtype=None, ax
         out = rt.cannot_batch("np.logspace", "the base differs between examples")
     elif not start_batched:
         out = np.logspace(start, rt.align(stop, start), num, endpoint, base, dtype,
-                          rt.lane_axis(axis, start))
+                          rt.batched_axis(axis))
     elif not stop_batched:
         out = np.logspace(rt.align(start, stop), stop, num, endpoint, base, dtype,
-                          rt.lane_axis(axis, start))
+                          rt.batched_axis(axis))
     else:
         out = np.logspace(rt.align_lanes(start, stop), rt.align_lanes(stop, start), num,
-                          endpoint, base, dtype, rt.lane_axis(axis, start))
+                          endpoint, base, dtype, rt.batched_axis(axis))
 
 
 @rev("np.arange")
@@ -952,6 +1386,123 @@ def arange_fwd(out, start, stop=None, step=None, dtype=None):
 def arange_batch(start=None, stop=None, step=None, dtype=None):
     out = rt.cannot_batch("np.arange", "its bounds differ between examples, so its length "
                            "would too")
+
+
+# np.vander(x, N)[i, j] = x[i] ** p[j], with p the column exponents (rt.vander_powers):
+# rt.pow_minus_one is x ** (p - 1), 0 where p == 0, so the constant column has slope 0
+# even at x = 0.
+@rev("np.vander")
+def vander(dout, out, x, N=None, increasing=False):
+    p = rt.vander_powers(x, N, increasing)
+    dx = np.sum(dout * p * rt.pow_minus_one(np.expand_dims(x, -1), p), axis=-1)
+
+
+@fwd("np.vander")
+def vander_fwd(out, x, N=None, increasing=False):
+    p = rt.vander_powers(x, N, increasing)
+    dout = np.expand_dims(dx, -1) * p * rt.pow_minus_one(np.expand_dims(x, -1), p)
+
+
+@batch("np.vander")
+def vander_batch(x, N=None, increasing=False):
+    if N_batched:
+        out = rt.cannot_batch("np.vander", "the number of columns N differs between examples")
+    else:
+        out = np.expand_dims(x, -1) ** rt.vander_powers(x, N, increasing)
+
+
+nondiff("rt.vander_powers")
+
+
+@batch("rt.vander_powers", out_batched=False)
+def vander_powers_batch(x, N=None, increasing=False):
+    """The same for every example: only the length of x's last axis is read."""
+    if N_batched:
+        out = rt.cannot_batch("np.vander", "the number of columns N differs between examples")
+    else:
+        out = rt.vander_powers(x, N, increasing)
+
+
+# np.meshgrid(x0, x1, ...): grid k is input k (flattened) repeated along the other axes;
+# its adjoint sums grid k's adjoint over them (rt.meshgrid_adj), whose transpose puts a value
+# back as grid k (rt.meshgrid_place). Up to four inputs (slots x0..x3). copy=False returns
+# views of the inputs: view=True.
+@rev("np.meshgrid", view=True)
+def meshgrid(dout, out, x0=None, x1=None, x2=None, x3=None, *, copy=True, sparse=False,
+             indexing="xy"):
+    dx0 = rt.meshgrid_adj(dout, 0, x0, indexing)
+    dx1 = rt.meshgrid_adj(dout, 1, x1, indexing)
+    dx2 = rt.meshgrid_adj(dout, 2, x2, indexing)
+    dx3 = rt.meshgrid_adj(dout, 3, x3, indexing)
+
+
+@fwd("np.meshgrid")
+def meshgrid_fwd(out, x0=None, x1=None, x2=None, x3=None, *, copy=True, sparse=False,
+                 indexing="xy"):
+    dout = rt.meshgrid_lanes(sparse, indexing, 0, dx0, dx1, dx2, dx3)
+
+
+@batch("np.meshgrid")
+def meshgrid_batch(x0=None, x1=None, x2=None, x3=None, *, copy=True, sparse=False,
+                   indexing="xy"):
+    out = rt.meshgrid_lanes(sparse, indexing, 1, rt.broadcast_batch(x0, batch_size, x0_batched),
+                            rt.broadcast_batch(x1, batch_size, x1_batched),
+                            rt.broadcast_batch(x2, batch_size, x2_batched),
+                            rt.broadcast_batch(x3, batch_size, x3_batched))
+
+
+@rev("rt.meshgrid_lanes", container_out=True)
+def meshgrid_lanes(dout, out, sparse, indexing, lead, x0=None, x1=None, x2=None, x3=None):
+    dx0 = rt.meshgrid_adj(dout, 0, x0, indexing, lead)
+    dx1 = rt.meshgrid_adj(dout, 1, x1, indexing, lead)
+    dx2 = rt.meshgrid_adj(dout, 2, x2, indexing, lead)
+    dx3 = rt.meshgrid_adj(dout, 3, x3, indexing, lead)
+
+
+@fwd("rt.meshgrid_lanes")
+def meshgrid_lanes_fwd(out, sparse, indexing, lead, x0=None, x1=None, x2=None, x3=None):
+    dout = rt.meshgrid_lanes(sparse, indexing, lead, dx0, dx1, dx2, dx3)
+
+
+@batch("rt.meshgrid_lanes")
+def meshgrid_lanes_batch(sparse, indexing, lead, x0=None, x1=None, x2=None, x3=None):
+    out = rt.meshgrid_lanes(sparse, indexing, lead + 1,
+                            rt.broadcast_batch(x0, batch_size, x0_batched),
+                            rt.broadcast_batch(x1, batch_size, x1_batched),
+                            rt.broadcast_batch(x2, batch_size, x2_batched),
+                            rt.broadcast_batch(x3, batch_size, x3_batched))
+
+
+@rev("rt.meshgrid_adj")
+def meshgrid_adj(dout, out, g, k, x, indexing, lead=0):
+    dg = rt.meshgrid_place(dout, g, k, indexing, lead)
+
+
+@fwd("rt.meshgrid_adj")
+def meshgrid_adj_fwd(out, g, k, x, indexing, lead=0):
+    dout = rt.meshgrid_adj(dg, k, x, indexing, lead)
+
+
+@batch("rt.meshgrid_adj")
+def meshgrid_adj_batch(g, k, x, indexing, lead=0):
+    out = rt.meshgrid_adj(rt.broadcast_batch(g, batch_size, g_spec), k,
+                          rt.broadcast_batch(x, batch_size, x_batched), indexing, lead + 1)
+
+
+@rev("rt.meshgrid_place", container_out=True)
+def meshgrid_place(dout, out, h, g, k, indexing, lead=0):
+    dh = rt.meshgrid_adj(dout, k, h, indexing, lead)
+
+
+@fwd("rt.meshgrid_place")
+def meshgrid_place_fwd(out, h, g, k, indexing, lead=0):
+    dout = rt.meshgrid_place(dh, g, k, indexing, lead)
+
+
+@batch("rt.meshgrid_place")
+def meshgrid_place_batch(h, g, k, indexing, lead=0):
+    out = rt.meshgrid_place(rt.broadcast_batch(h, batch_size, h_batched),
+                            rt.broadcast_batch(g, batch_size, g_spec), k, indexing, lead + 1)
 
 
 nondiff("rt.linspace_t", "rt.logspace_log_base", "rt.arange_weight", "rt.inexact_dtype")
@@ -1006,36 +1557,82 @@ def c__fwd(out, items):
     dout = rt.index_concat_tangent("c_", items, ditems)
 
 
-@batch("rt.r_", "rt.c_")
-def index_concat_batch(items):
-    out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
-                          "write it with np.concatenate or np.stack, which vmap batches")
+@batch("rt.r_")
+def r__batch(items):
+    out = rt.index_concat_lanes("r_", rt.broadcast_items(items, batch_size, items_spec), 1)
+
+
+@batch("rt.c_")
+def c__batch(items):
+    out = rt.index_concat_lanes("c_", rt.broadcast_items(items, batch_size, items_spec), 1)
+
+
+# the same with `lead` batch axes on every number and array item (slices and directive
+# strings are the same for all examples): rt.broadcast_items gives the others the batch axis
+@rev("rt.index_concat_lanes")
+def index_concat_lanes(dout, out, kind, items, lead=0):
+    ditems = rt.index_concat_adj(dout, kind, items, lead)
+
+
+@fwd("rt.index_concat_lanes")
+def index_concat_lanes_fwd(out, kind, items, lead=0):
+    dout = rt.index_concat_tangent(kind, items, ditems, lead)
+
+
+@batch("rt.index_concat_lanes")
+def index_concat_lanes_batch(kind, items, lead=0):
+    out = rt.index_concat_lanes(kind, rt.broadcast_items(items, batch_size, items_spec),
+                                lead + 1)
 
 
 @rev("rt.index_concat_adj", container_out=True)
-def index_concat_adj(dout, out, g, kind, items):
-    dg = rt.index_concat_tangent(kind, items, dout)
+def index_concat_adj(dout, out, g, kind, items, lead=0):
+    dg = rt.index_concat_tangent(kind, items, dout, lead)
 
 
 @fwd("rt.index_concat_adj")
-def index_concat_adj_fwd(out, g, kind, items):
-    dout = rt.index_concat_adj(dg, kind, items)
+def index_concat_adj_fwd(out, g, kind, items, lead=0):
+    dout = rt.index_concat_adj(dg, kind, items, lead)
+
+
+@batch("rt.index_concat_adj")
+def index_concat_adj_batch(g, kind, items, lead=0):
+    out = rt.index_concat_adj(rt.broadcast_batch(g, batch_size, g_batched), kind,
+                              rt.broadcast_items(items, batch_size, items_spec), lead + 1)
 
 
 @rev("rt.index_concat_tangent")
-def index_concat_tangent(dout, out, kind, items, tangents):
-    dtangents = rt.index_concat_adj(dout, kind, items)
+def index_concat_tangent(dout, out, kind, items, tangents, lead=0):
+    dtangents = rt.index_concat_adj(dout, kind, items, lead)
 
 
 @fwd("rt.index_concat_tangent")
-def index_concat_tangent_fwd(out, kind, items, tangents):
-    dout = rt.index_concat_tangent(kind, items, dtangents)
+def index_concat_tangent_fwd(out, kind, items, tangents, lead=0):
+    dout = rt.index_concat_tangent(kind, items, dtangents, lead)
 
 
-@batch("rt.index_concat_adj", "rt.index_concat_tangent")
-def index_concat_adj_batch(a, b, c):
-    out = rt.cannot_batch("np.r_/np.c_", "its items differ between examples",
-                          "write it with np.concatenate or np.stack, which vmap batches")
+@batch("rt.index_concat_tangent")
+def index_concat_tangent_batch(kind, items, tangents, lead=0):
+    out = rt.index_concat_tangent(kind, rt.broadcast_items(items, batch_size, items_spec),
+                                  rt.broadcast_items(tangents, batch_size, tangents_spec),
+                                  lead + 1)
+
+
+@rev("rt.broadcast_items", container_out=True)
+def broadcast_items(dout, out, items, n, have=False, outer=0):
+    ditems = rt.sum_batch(dout, have, outer)
+
+
+@fwd("rt.broadcast_items")
+def broadcast_items_fwd(out, items, n, have=False, outer=0):
+    dout = rt.broadcast_items(ditems, n, have, outer)
+
+
+@batch("rt.broadcast_items")
+def broadcast_items_batch(items, n, have=False, outer=0):
+    """Items this vmap does not batch get its axis first; then the inner one, behind it."""
+    out = rt.broadcast_items(rt.broadcast_items(items, batch_size, items_spec), n, have,
+                             outer + 1)
 
 
 nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinstance",
@@ -1310,11 +1907,13 @@ def lane_pad_batch(array, pad_width, mode="constant", constant_values=0, outer=0
 # helpers that answer questions about shapes and axes: their arguments are the same for
 # every example unless axes or shapes are computed from the data, which cannot be batched
 nondiff("rt.batched_axis", "rt.lane_axes", "rt.lane_perm", "rt.lane_squeeze_axis",
-        "rt.lane_hsplit_axis", "rt.lane_reps", "rt.lane_pad_width", "rt.pad_mask")
+        "rt.lane_hsplit_axis", "rt.lane_reps", "rt.lane_pad_width", "rt.pad_mask",
+        "rt.rollaxis_dest")
 
 
 @batch("rt.batched_axis", "rt.lane_axes", "rt.lane_perm", "rt.lane_squeeze_axis",
-       "rt.lane_hsplit_axis", "rt.lane_reps", "rt.lane_pad_width", "rt.pad_mask")
+       "rt.lane_hsplit_axis", "rt.lane_reps", "rt.lane_pad_width", "rt.pad_mask",
+       "rt.rollaxis_dest")
 def axes_helper_batch(a, b=None, c=None):
     out = rt.cannot_batch("an axis or shape argument", "it differs between examples",
                           "compute axes and shapes from shapes, not from values")
