@@ -30,32 +30,10 @@ def _refused(name, reason):
                                                       reason=reason))
 
 
-def _einsum_refused():
-    """Since commit f97d0cb every np.einsum call in transformed code is refused as "writing a
-    result into an output array": `_writes_into_out` (transpile/frontend/calls.py) matches
-    positional arguments against einsum's signature `(*operands, out=None, ...)` and takes
-    the second operand for `out`. Probed here so the marks below lift once it is fixed."""
-    from tests.programs import _einsum_probe
-    try:
-        tp.grad(_einsum_probe.f)(np.ones((2, 3)), np.ones((3, 2)))
-    except tp.TransformError as e:
-        return "output array" in str(e)
-    return False
-
-
-EINSUM_REFUSED = _einsum_refused()
-EINSUM_PROGRAMS = {"convnet", "bayesian_nn"}
-REFUSED_EINSUM = ("np.einsum is refused: 'writing a result into an output array (numpy's out "
-                  "argument)' for np.einsum(\"ij,jk->ik\", a, b) (_writes_into_out takes the second "
-                  "operand for out=)")
-
-
 def _names(names, extra=None):
     out = []
     for n in names:
         reason = (extra or {}).get(n, XFAIL.get(n))
-        if reason is None and EINSUM_REFUSED and n in EINSUM_PROGRAMS:
-            reason = REFUSED_EINSUM
         out.append(_refused(n, reason) if reason else n)
     return out
 
