@@ -414,6 +414,7 @@ def basis_like(x, i):
 def basis_of(x, outer=0):
     """Every standard basis vector shaped like `x`, stacked: shape (size,) + shape(x).
     (`outer`: leading axes of x that an enclosing vmap added, not part of its shape.)"""
+    _check_jacobian_array(x)
     xp = array_module(x)
     dtype = getattr(x, "dtype", np.float64)
     if getattr(dtype, "kind", "f") not in "fc":
@@ -464,7 +465,20 @@ class IdentityBasis(np.ndarray):
 
 
 def jacobian_shape(out, x):
+    """The shape of the Jacobian of `out` with respect to `x`: out's, then x's."""
+    _check_jacobian_array(out)
+    _check_jacobian_array(x)
     return tuple(np.shape(out)) + tuple(np.shape(x))
+
+
+def _check_jacobian_array(x):
+    if is_container(x):
+        # (a dict's np.shape is (): its "basis" would be one number, a wrong Jacobian's)
+        raise TransformError(
+            f"jacfwd, jacrev and hessian take Jacobians of arrays with respect to arrays; "
+            f"this is a {type(x).__name__} (a pytree).\n  hint: pass each leaf as its own "
+            f"argument (one Jacobian per argument), flatten the pytree into one array, or "
+            f"use tp.jvp / tp.vjp, which take pytrees (tp.grad too, for a scalar output).")
 
 
 def draw(generator, method, size):

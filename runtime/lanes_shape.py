@@ -164,6 +164,12 @@ def lane_flat(a, axis, outer=0):
             x = _asarray(x)
             return x.reshape(x.shape[:lead] + (int(np.prod(x.shape[lead:], dtype=np.int64)),))
         return _map(flat, a)
+    if hasattr(a, "ndim") and isinstance(axis, numbers.Integral):
+        # the axis of an example: one beyond it must raise as numpy does for the example,
+        # not reach a batch axis (rt.batched_axis, which maps it, does not know the rank)
+        rank = a.ndim - 1 - outer
+        if not -rank <= axis < rank:
+            raise np.exceptions.AxisError(int(axis), rank)
     return a
 
 

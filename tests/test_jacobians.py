@@ -245,3 +245,23 @@ def test_identity_basis_products_are_exact_and_plain():
                       (np.dot(basis, A.T), np.dot(plain, A.T))]:
         assert type(got) is np.ndarray
         np.testing.assert_allclose(got, want)
+
+
+def _of_a_dict(p, x):
+    return np.sum(np.tanh(p["a"] * x) * p["b"])
+
+
+def _vector_of_a_dict(p, x):
+    return np.tanh(p["a"] * x) * p["b"]
+
+
+def test_jacobians_of_pytrees_are_refused_clearly():
+    # np.shape of a dict is (): its basis was one number, and the Jacobian an IndexError
+    # (jacfwd, hessian) or a ValueError (jacrev of a vector)
+    p = {"a": np.random.randn(3), "b": np.random.randn(3)}
+    # (jacrev of a scalar returned a 0-d object array holding the gradient dict: tp.grad)
+    for transform, f in ((tp.jacfwd, _of_a_dict), (tp.hessian, _of_a_dict),
+                         (tp.jacrev, _vector_of_a_dict), (tp.jacrev, _of_a_dict)):
+        with pytest.raises(tp.TransformError, match="Jacobians of arrays with respect to "
+                           "arrays; this is a dict"):
+            transform(f)(p, np.random.randn(3))

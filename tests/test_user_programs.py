@@ -259,10 +259,9 @@ def test_gp_hessian_flat_params():
     np.testing.assert_allclose(tp.hessian(_gp_flat)(theta, x, y), numeric, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError,
-                   reason="tp.hessian of a function of a dict crashes: IndexError in "
-                          "rt.lane_getitem(p_dot, 'a') (runtime/batching.py), a dict key used "
-                          "as an array index on the batched tangent")
+@pytest.mark.xfail(strict=True, raises=tp.TransformError,
+                   reason="tp.hessian (jacfwd/jacrev) takes Jacobians with respect to arrays "
+                          "only; a dict argument is refused (JAX returns a nested dict)")
 def test_gp_hessian_dict_params():
     mod = load("gaussian_process")
     params, x, y = mod.make_args(np.random.default_rng())

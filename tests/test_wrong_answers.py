@@ -1052,13 +1052,25 @@ def _max_axis_minus_two(x, axis):
     return np.max(x, axis=axis)
 
 
+def _cumsum_axis_minus_two(x):
+    return np.cumsum(x, axis=-2)
+
+
+def _sort_axis_minus_two(x):
+    return np.sort(x, axis=-2)
+
+
 def test_vmap_refuses_a_negative_axis_beyond_the_example():
     xs = np.random.randn(3, 4)
     with pytest.raises(np.exceptions.AxisError):
         tp.vmap(_sum_axis_minus_two)(xs)
     with pytest.raises(np.exceptions.AxisError):
         tp.vmap(_max_axis_minus_two, in_axes=(0, None))(xs, -2)
+    for f in (_cumsum_axis_minus_two, _sort_axis_minus_two):      # (rt.lane_flat's check)
+        with pytest.raises(np.exceptions.AxisError):
+            tp.vmap(f)(xs)
     ys = np.random.randn(3, 4, 5)
+    assert np.allclose(tp.vmap(_cumsum_axis_minus_two)(ys), np.cumsum(ys, axis=1))
     assert np.allclose(tp.vmap(_sum_axis_minus_two)(ys), ys.sum(axis=1))
     assert np.allclose(tp.vmap(_max_axis_minus_two, in_axes=(0, None))(ys, -1),
                        ys.max(axis=2))

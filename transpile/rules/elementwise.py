@@ -298,13 +298,18 @@ def poisson_batch(lam=1.0, size=None):
 
 @batch("np.random.randn", "np.random.rand")
 def randn_batch(d0=None, d1=None, d2=None, d3=None, d4=None, d5=None):
-    out = rt.cannot_batch("np.random.randn/rand", "its shape differs between examples")
+    out = rt.cannot_batch("np.random.randn/rand", "each example needs its own draw, which "
+                          "draws without parameters do not batch yet: draw outside vmap and "
+                          "pass the numbers in, draw from a Generator (rng.standard_normal), "
+                          "or use tp.random with a key per example")
 
 
 @batch("np.random.standard_normal", "np.random.random", "np.random.random_sample")
 def standard_normal_batch(size=None):
-    out = rt.cannot_batch("np.random.standard_normal/random", "its size differs between "
-                          "examples")
+    out = rt.cannot_batch("np.random.standard_normal/random", "each example needs its own "
+                          "draw, which draws without parameters do not batch yet: draw "
+                          "outside vmap and pass the numbers in, draw from a Generator "
+                          "(rng.standard_normal), or use tp.random with a key per example")
 
 
 @batch("np.random.seed")
