@@ -58,6 +58,10 @@ def init_params(rng, num_filters=3):
 
 def make_args(rng):
     images, labels = load_data(rng)
+    # the digits' blank borders give equal activations in a pooling window: max-pooling
+    # ties, where the derivative jumps and finite differences straddle it; a little noise
+    # keeps every check away from them
+    images = images + 1e-3 * rng.standard_normal(images.shape)
     return init_params(rng), images, labels
 
 
