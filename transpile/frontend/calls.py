@@ -335,11 +335,9 @@ class CallNormalizer:
         if inspect.ismethod(value) and inspect.isfunction(value.__func__):
             return self.method_of_object(value, args, keywords, node)
         if inspect.isfunction(value) and has_variadic(value):
-            fdef, _ = parse_function(value)
-            shape = call_shape(value, len(args), [k for k, _ in keywords],
-                               {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)})
+            shape = call_shape(value, len(args), [k for k, _ in keywords])
             ir_name, params, defaults = self.function_ir(value, node, shape=shape)
-            keywords = [(shape.keywords.get(k, k), v) for k, v in keywords]
+            keywords = shape.rename(keywords)
             return self.user_call(ir_name, params, defaults, args, keywords, node,
                                   positional=shape.positional)
         if inspect.isfunction(value) or inspect.ismethod(value):
@@ -361,10 +359,8 @@ class CallNormalizer:
         bound = {params[0].name: Static(owner)}
         shape = None
         if has_variadic(fn):
-            fdef, _ = parse_function(fn)
-            shape = call_shape(fn, len(args) + 1, [k for k, _ in keywords],
-                               {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)})
-            keywords = [(shape.keywords.get(k, k), v) for k, v in keywords]
+            shape = call_shape(fn, len(args) + 1, [k for k, _ in keywords])
+            keywords = shape.rename(keywords)
         ir_name, names, defaults = self.function_ir(fn, node, bound_functions=bound,
                                                     shape=shape)
         return self.user_call(ir_name, names, defaults, [_const(None)] + list(args), keywords,

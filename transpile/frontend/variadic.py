@@ -11,6 +11,7 @@ import inspect
 import gast
 
 from ..ir.nodes import assign, const, name
+from .parse import parse_function
 
 
 class Shape:
@@ -25,6 +26,10 @@ class Shape:
         self.key = key                  # (extra positional count, extra keyword names)
         self.prologue = prologue        # (vararg, [names]) and (kwarg, [(key, name)]) or None
 
+    def rename(self, keywords):
+        """A call's (keyword, value) pairs with each keyword as the parameter it binds."""
+        return [(self.keywords.get(k, k), v) for k, v in keywords]
+
 
 def has_variadic(fn):
     """Whether `fn` has *args, **kwargs or keyword-only parameters."""
@@ -35,9 +40,11 @@ def has_variadic(fn):
     return any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params)
 
 
-def call_shape(fn, n_args, keywords, taken):
+def call_shape(fn, n_args, keywords):
     """The Shape of a call of `fn` with `n_args` positional arguments and keyword names
-    `keywords`; `taken`: names the function's source uses (the copies must not clash)."""
+    `keywords` (the copies' names avoid every name the function's source uses)."""
+    fdef, _ = parse_function(fn)
+    taken = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)}
     params = list(inspect.signature(fn).parameters.values())
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                        p.POSITIONAL_OR_KEYWORD)]
