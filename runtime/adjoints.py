@@ -65,14 +65,14 @@ def seed(out, where):
     if t is float or t is np.float64 or t is np.float32:
         return t(1.0)
     dtype = check_scalar_output(out, where)
-    return np.ones((), dtype=dtype) if dtype is not None else 1.0
+    return array_module(out).ones((), dtype=dtype) if dtype is not None else 1.0
 
 
 def seed_holomorphic(out, where):
     """The adjoint 1 of grad(f, holomorphic=True)'s output, which must be a complex scalar:
     rules transpose without conjugating, so the gradient is then f'(z) itself (as in JAX)."""
     dtype = check_scalar_output(out, where, holomorphic=True)
-    return np.ones((), dtype=dtype if dtype is not None else np.complex128)
+    return array_module(out).ones((), dtype=dtype if dtype is not None else np.complex128)
 
 
 def check_scalar_output(out, where, lead=0, holomorphic=False):
@@ -267,7 +267,8 @@ def pow_minus_one(x1, x2):
         p = np.power(x1, x2 - 1)
     if np.ndim(x2) == 0 and x2 != 0:
         return p
-    return np.where(np.asarray(x2) == 0, np.zeros((), np.result_type(p)), p)
+    xp = array_module(p, x2)
+    return xp.where(xp.asarray(x2) == 0, xp.zeros((), np.result_type(p)), p)
 
 
 def has_log(x):
@@ -306,14 +307,17 @@ def imag_unit(x):
 
 def tie_share(wins, ties):
     """1 where an argument of max/min wins, 0.5 where it ties (the adjoint is shared)."""
-    return np.where(wins, 1.0, np.where(ties, 0.5, 0.0))
+    if np.ndim(wins) == 0 and np.ndim(ties) == 0 and not hasattr(wins, "shape"):
+        return 1.0 if wins else 0.5 if ties else 0.0        # Python numbers: max(x, y)
+    xp = array_module(wins, ties)
+    return xp.where(wins, 1.0, xp.where(ties, 0.5, 0.0))
 
 
 def inside(a, lo, hi):
     """d np.clip(a, lo, hi) / da (either bound may be None): 1 where lo < a < hi, 0 outside,
     and 0.5 where `a` equals a bound, as np.minimum(np.maximum(a, lo), hi) shares a tie
     (JAX's jnp.clip): the two one-sided derivatives there are 0 and 1."""
-    share = clip_share(a, lo, hi)
+    share = clip_share(a, lo, hi, array_module(a, lo, hi))
     return share.astype(getattr(a, "dtype", np.float64)) if np.ndim(share) else float(share)
 
 

@@ -4,9 +4,15 @@ Generated code spells numpy calls as `np.<name>`; the module it runs in binds `n
 Helpers in `runtime` that allocate pick the array module from their arguments, so the same
 helper serves numpy and cupy arrays. cupy is optional and imported lazily.
 """
+import contextvars
+import functools
+
 import numpy as np
 
 _cupy = None
+# The module helpers allocate with when no argument is a cupy array (rt.broadcast_batch(0, n),
+# say): numpy, or cupy while code transformed for cupy arrays runs (`allocating_with`).
+_default_module = contextvars.ContextVar("transpile_array_module", default=np)
 _cupy_checked = False
 
 
@@ -22,9 +28,45 @@ def _get_cupy():
     return _cupy
 
 
+def cupy_module():
+    """The cupy module, or None where it cannot be imported."""
+    return _get_cupy()
+
+
 def array_module(*values):
-    """numpy, or cupy when any of `values` is a cupy array."""
+    """cupy when any of `values` is a cupy array, else numpy (or cupy inside code running
+    for cupy arrays: `allocating_with`)."""
     for v in values:
         if type(v).__module__.startswith("cupy"):
             return _get_cupy()
-    return np
+    return _default_module.get()
+
+
+def allocating_with(module, fn):
+    """`fn` with `module` (cupy) the array module of helpers whose arguments name none."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        token = _default_module.set(module)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _default_module.reset(token)
+    return call
+
+
+def to_host(x):
+    """`x` as a numpy array: a cupy array copied from its device (small values only: index
+    plans, quantile levels), anything else through np.asarray."""
+    if type(x).__module__.startswith("cupy"):
+        return x.get()
+    return np.asarray(x)
+
+
+def read_only(a):
+    """Whether array `a` must be copied before it is handed out as a fresh result: numpy's
+    read-only arrays (broadcasts, shared zeros); cupy has no such flag, and a broadcast
+    (a stride of 0) is what numpy would have marked."""
+    writeable = getattr(a.flags, "writeable", None)
+    if writeable is not None:
+        return not writeable
+    return a.size > 1 and 0 in a.strides

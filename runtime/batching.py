@@ -511,7 +511,7 @@ def lane_getitem_adj(dout, x, index, outer=0):
     xp = array_module(dout)
     dx = xp.zeros(np.shape(x), dtype=xp.result_type(dout, np.float32))
     full = (slice(None),) * (1 + outer) + _as_tuple(index)
-    np.add.at(dx, full, dout) if not _basic(index) else dx.__setitem__(full, dout)
+    xp.add.at(dx, full, dout) if not _basic(index) else dx.__setitem__(full, dout)
     return dx
 
 

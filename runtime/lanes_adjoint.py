@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .adjoints import check_scalar_output, clip_share
-from .backend import array_module
+from .backend import array_module, read_only
 from .errors import TransformError
 from .trees import is_float_leaf, rebuild_like
 
@@ -160,7 +160,7 @@ def lane_as_grad(g, x, g_batched, x_batched, n, outer=0):
             ga = xp.real(ga)          # a real input's gradient is real (rt.as_grad)
         if ga.dtype != dtype:
             ga = ga.astype(dtype)
-        elif not ga.flags.writeable:
+        elif read_only(ga):
             ga = ga.copy()
         return ga
 

@@ -76,7 +76,7 @@ def prod_others(a, axis=None):
     right = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, -1)[..., :-1], axis=-1)],
                                    axis=-1), -1)
     others = xp.reshape(left * right, moved.shape)
-    return xp.transpose(others, np.argsort(rest + axes))
+    return xp.transpose(others, tuple(np.argsort(rest + axes).tolist()))
 
 
 def sum_adj(g, xs):
@@ -107,7 +107,7 @@ def sum_adj_t(d, g):
 
 def _pieces(g, sizes, axis):
     """Split `g` along `axis` into consecutive pieces of the given sizes."""
-    bounds = np.cumsum(sizes)[:-1]
+    bounds = np.cumsum(sizes)[:-1].tolist()      # a list: cupy takes no numpy array
     return array_module(g).split(g, bounds, axis=axis)
 
 
@@ -182,7 +182,7 @@ def repeat_adj(g, a, repeats, axis=None):
     owner = np.repeat(np.arange(n), counts)
     moved = xp.moveaxis(g, ax, 0)
     out = xp.zeros((n,) + moved.shape[1:], dtype=_float_dtype(g))
-    np.add.at(out, owner, moved)
+    xp.add.at(out, xp.asarray(owner), moved)
     out = xp.moveaxis(out, 0, ax)
     return xp.reshape(out, shape) if axis is None else out
 
@@ -230,7 +230,7 @@ def diagonal_adj(g, a, offset=0, axis1=0, axis2=1):
     out = xp.zeros(moved, dtype=_float_dtype(g))
     rows, cols = _diag_index(shape, offset, axis1, axis2)
     out[..., rows, cols] = g
-    return xp.transpose(out, np.argsort(perm))
+    return xp.transpose(out, tuple(np.argsort(perm).tolist()))
 
 
 def trace_adj(g, a, offset=0, axis1=0, axis2=1):
@@ -322,8 +322,9 @@ def linspace_t(samples, num, endpoint=True, axis=0, dtype=None):
             "np.linspace(..., retstep=True) has no reverse-mode rule (forward mode has one)."
             "\n  hint: compute the step yourself, (stop - start) / (num - 1).")
     ndim = np.ndim(samples)
-    t = np.linspace(0.0, 1.0, num, endpoint, dtype=_float_dtype(samples))
-    return np.reshape(t, (-1,) + (1,) * (ndim - 1 - int(axis) % max(ndim, 1)))
+    t = array_module(samples).linspace(0.0, 1.0, num, endpoint=endpoint,
+                                       dtype=_float_dtype(samples))
+    return t.reshape((-1,) + (1,) * (ndim - 1 - int(axis) % max(ndim, 1)))
 
 
 def logspace_log_base(start, stop, base=10.0, axis=0):
@@ -730,7 +731,8 @@ def take_adj(g, a, indices, axis=None, mode="raise", lead=0):
         tuple(range(lead, lead + before)) + tuple(range(lead + before + irank, g.ndim))
     out = xp.zeros(shape[:lead] + (shape[ax],) + shape[lead:ax] + shape[ax + 1:],
                    dtype=_float_dtype(g))
-    np.add.at(out, _lane_grid(shape[:lead], irank) + (idx,), xp.transpose(g, perm))
+    index = tuple(xp.asarray(i) for i in _lane_grid(shape[:lead], irank) + (idx,))
+    xp.add.at(out, index, xp.transpose(g, perm))
     return xp.reshape(xp.moveaxis(out, lead, ax), np.shape(a))
 
 
@@ -757,7 +759,7 @@ def take_along_axis_adj(g, arr, indices, axis=-1, lead=0):
         pos = np.arange(g.shape[d]) if shape[d] != 1 else np.zeros(g.shape[d], np.intp)
         index.append(pos.reshape((1,) * d + (-1,) + (1,) * (g.ndim - d - 1)))
     out = xp.zeros(shape, dtype=_float_dtype(g))
-    np.add.at(out, tuple(index), g)
+    xp.add.at(out, tuple(xp.asarray(i) for i in index), g)
     return xp.reshape(out, np.shape(arr))
 
 
@@ -1042,5 +1044,5 @@ def vander_powers(x, N=None, increasing=False):
     """The exponents of the columns of np.vander(x, N, increasing) (integers), read from
     the length of x's last axis."""
     n = np.shape(x)[-1] if N is None else int(N)
-    powers = np.arange(n, dtype=np.int64)
+    powers = array_module(x).arange(n, dtype=np.int64)
     return powers if increasing else powers[::-1].copy()

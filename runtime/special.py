@@ -46,6 +46,9 @@ def trigamma(x):
         raise TransformError("scipy.special.digamma of a complex argument has no derivative "
                              "rule.\n  hint: its slope, polygamma(1, z), is in scipy for real "
                              "arguments only.")
+    if type(x).__module__.startswith("cupy"):           # scipy's takes no cupy array
+        from cupyx.scipy.special import polygamma as on_device
+        return on_device(1, x)
     return polygamma(1, x)
 
 

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .backend import array_module
+from .backend import array_module, to_host
 from .errors import TransformError
 
 
@@ -70,7 +70,7 @@ def _quantile_plan(a, q, axis, method, lead, deriv):
     m = int(np.prod([example[i] for i in axes], dtype=np.int64))
     moved = xp.transpose(a, perm).reshape(batch + rest + (m,))
     order = xp.argsort(moved, axis=-1, kind="stable")
-    pos = xp.asarray(np.quantile(np.arange(m, dtype=np.float64), np.reshape(q, -1),
+    pos = xp.asarray(np.quantile(np.arange(m, dtype=np.float64), to_host(q).reshape(-1),
                                  method=method)).reshape(q.shape)
     lo = xp.clip(xp.floor(pos), 0, max(m - 2, 0))
     hi = xp.minimum(lo + 1, m - 1)
@@ -141,7 +141,8 @@ def quantile_adj(g, a, q, axis=None, method="linear", keepdims=False, deriv=0, l
     ranked = xp.where(plan["nan"][..., None], 0, ranked.reshape(batch + plan["rest"] + (m,)))
     moved = xp.zeros(ranked.shape, dtype=np.result_type(ranked, np.float64))
     xp.put_along_axis(moved, plan["order"], ranked, axis=-1)
-    return xp.transpose(moved.reshape(plan["moved_shape"]), np.argsort(plan["perm"]))
+    return xp.transpose(moved.reshape(plan["moved_shape"]),
+                        tuple(np.argsort(plan["perm"]).tolist()))
 
 
 def quantile_of(a, q, axis=None, method="linear", keepdims=False, lead=0):

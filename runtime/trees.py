@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from .backend import array_module
+from .backend import array_module, read_only
 from .errors import TransformError, located
 
 
@@ -226,7 +226,7 @@ def _finish_leaf(g, x):
         g = xp.broadcast_to(g, np.shape(x))
     if g.dtype != dtype and dtype.kind in "fc":
         g = g.astype(dtype)
-    elif not g.flags.writeable:
+    elif read_only(g):
         g = g.copy()
     return g
 

@@ -41,6 +41,17 @@ def host_compiler():
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 
 
+def nvrtc_archs():
+    """Two virtual architectures to compile for: the oldest this NVRTC supports (sm_70 with
+    CUDA 12; CUDA 13 dropped it) and Hopper's compute_90."""
+    from cupy_backends.cuda.libs import nvrtc
+    try:
+        oldest = min(nvrtc.getSupportedArchs())
+    except Exception:           # an NVRTC too old to say
+        oldest = 70
+    return (f"compute_{max(oldest, 70)}", "compute_90")
+
+
 def nvrtc_compile(name, source, arch):
     """PTX text of `source` for `arch` ("compute_70"); raises RuntimeError with NVRTC's log."""
     from cupy_backends.cuda.libs import nvrtc
@@ -87,12 +98,16 @@ def host_library(source):
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
     lib = os.path.join(_BUILD, f"{name}_{digest}.so")
     if not os.path.exists(lib):
-        src = lib[:-3] + ".cpp"
-        with open(src, "w") as f:
+        # built under a name of this process's own, then renamed: test workers running at
+        # once must never load a library another one is still writing
+        tmp = f"{lib[:-3]}.{os.getpid()}"
+        with open(tmp + ".cpp", "w") as f:
             f.write(text)
         # -ffp-contract=off: no fused multiply-add, so each operation rounds as numpy's does
         subprocess.run([host_compiler(), "-O1", "-ffp-contract=off", "-shared", "-fPIC",
-                        "-o", lib, src], check=True, capture_output=True, text=True)
+                        "-o", tmp + ".so", tmp + ".cpp"], check=True, capture_output=True,
+                       text=True)
+        os.replace(tmp + ".so", lib)
     return ctypes.CDLL(lib), params
 
 

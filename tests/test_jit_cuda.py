@@ -8,15 +8,13 @@ import numpy as np
 import pytest
 
 import transpile as tp
-from cuda_check import host_compiler, host_cupy, host_run, nvrtc_available, nvrtc_compile
+from cuda_check import (host_compiler, host_cupy, host_run, nvrtc_archs, nvrtc_available,
+                        nvrtc_compile)
 from jit_programs import PROGRAMS
 from runtime.trees import tree_leaves
 from transpile.specialize import kernels as kernel_text
 
 cupy = pytest.importorskip("cupy", reason="cupy is not installed (pip install -e '.[test]')")
-
-ARCHS = ("compute_70", "compute_90")
-
 
 def cuda_specialization(name, seed=1):
     fn, make_args, options = PROGRAMS[name]
@@ -39,7 +37,7 @@ def test_every_kernel_compiles_with_nvrtc(name):
     if name not in ("grad_mlp", "vmap_grad_mlp"):
         assert kernels, "no kernel was generated"
     for kernel_name, source in kernels:
-        for arch in ARCHS:
+        for arch in nvrtc_archs():
             assert ".entry " + kernel_name in nvrtc_compile(kernel_name, source, arch)
 
 

@@ -7,8 +7,10 @@ first call (or on `.source`), once per (function, transformation, options), and 
 import collections
 import functools
 import inspect
+import sys
 import threading
 
+from runtime.backend import cupy_module
 from runtime.kernels import device_put as rt_device_put
 from runtime.trees import tangent_zeros, tree_leaves
 from . import specialize as jit_pass
@@ -214,6 +216,9 @@ class Transformed:
         if gen is None or gen.global_reads and not gen.globals_unchanged():
             self._generated = self._fast = None     # new, or made with a rebound global
             gen = self.generated()
+        if "cupy" in sys.modules and (gen.device_constants or _on_device(
+                [*args, *kwargs.values(), *self.root.prefix, *self.root.extra_values()])):
+            return gen.on_device(cupy_module()).call(self, self.full_args(args, kwargs))
         fast = self._fast
         if fast is not None and not kwargs and len(args) == self._nparams and \
                 not self._keyword_only:
@@ -306,6 +311,12 @@ def elementwise_grad(f, argnum=0):
     return grad(summed_output(f), argnums=argnum)
 
 
+def _on_device(values):
+    """Whether `values` hold a cupy array: the call then runs the code with np bound to
+    cupy (Generated.on_device). Without cupy imported, nothing is searched."""
+    return "cupy" in sys.modules and jit_pass.array_module_name(values) == "cupy"
+
+
 def vjp(f, *primals, has_aux=False):
     """(f(*primals), vjp_fn): vjp_fn(cotangent) returns one cotangent per primal.
 
@@ -313,6 +324,8 @@ def vjp(f, *primals, has_aux=False):
     """
     t = Transformed(f, "vjp", {"has_aux": has_aux})
     gen = t.generated()
+    if gen.device_constants or _on_device(primals):
+        gen = gen.on_device(cupy_module())
     if stand_ins.has_proxies():       # registered dataclasses: as namedtuples inside
         out, vjp_fn, *aux = gen.call(t, t.full_args(stand_ins.to_transformable(primals), {}),
                                      nprimals=len(primals))
@@ -359,6 +372,8 @@ def _jvp(f, primals, tangents, has_aux):
         options["active"] = active
     t = Transformed(f, "jvp", options)
     gen = t.generated()
+    if gen.device_constants or _on_device(primals) or _on_device(tangents):
+        gen = gen.on_device(cupy_module())
     root = t.root
     extra = root.extra_values()
     args = root.prefix + tuple(primals) + extra

@@ -10,6 +10,7 @@ import hashlib
 import linecache
 import math
 import re
+import types
 
 import astor
 import gast
@@ -195,6 +196,22 @@ def compile_module(text, namespace, label):
     env.update(namespace)
     exec(code, env)  # noqa: S102 - running the code we generated is the point
     return env, filename
+
+
+def rebind_module(env, **names):
+    """A copy of generated module globals `env` with `names` rebound (np to cupy, say), and
+    every function defined in it re-created over the copy, so that the functions call each
+    other, and read the rebound names, there."""
+    new = dict(env)
+    new.update(names)
+    for key, value in env.items():
+        if isinstance(value, types.FunctionType) and value.__globals__ is env:
+            fn = types.FunctionType(value.__code__, new, value.__name__, value.__defaults__,
+                                    value.__closure__)
+            fn.__kwdefaults__ = value.__kwdefaults__
+            fn.__dict__.update(value.__dict__)
+            new[key] = fn
+    return new
 
 
 def located(exc):

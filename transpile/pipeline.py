@@ -21,6 +21,7 @@ import inspect
 
 import gast
 
+from runtime.backend import allocating_with
 from . import batching, custom, emit, forward
 from .emit import located
 from .errors import TransformError
@@ -50,6 +51,7 @@ class Generated:
     """The compiled result of one transformation: text, entry function(s), calling glue."""
 
     global_reads = ()
+    device_constants = False
 
     def globals_unchanged(self):
         """Whether every global name (or attribute of a module or object) the code was
@@ -77,6 +79,24 @@ class Generated:
             self.call = _located_call(entry)
         elif kind != "vjp":
             self.call = lambda t, args, _entry=entry: _entry(*args)
+
+    def on_device(self, cupy):
+        """This code with `np` bound to cupy, for calls with cupy arrays: every numpy call
+        it makes then runs on the GPU, those no argument dispatches (np.zeros(shape), the
+        user's np.linspace) included. Made once, on the first such call."""
+        gen = self.__dict__.get("_on_device")
+        if gen is None:
+            env = emit.rebind_module(self.env, np=cupy)
+            extra = dict(self.extra)
+            if "bwd_name" in extra:
+                extra["bwd"] = allocating_with(cupy, env[extra["bwd_name"]])
+            gen = Generated(self.text, env, allocating_with(cupy, env[self.entry_name]),
+                            self.kind, self.options, self.nprefix, self.nuser, extra)
+            gen.__dict__.update({k: v for k, v in self.__dict__.items()
+                                 if k in ("namespace", "entry_name", "functions")})
+            gen.global_reads = self.global_reads
+            self._on_device = gen
+        return gen
 
     def call(self, t, args, nprimals=None):  # vjp: (out, vjp_fn[, aux])
         result = self.entry(*args)
@@ -347,6 +367,10 @@ class Build:
         gen.entry_name = entry.name
         gen.functions = functions        # the emitted definitions (jit specializes them)
         gen.global_reads = list(program.global_reads.values())
+        # a cupy array among the values the code holds (a global, a closed-over constant):
+        # the code runs with np bound to cupy, as for cupy arguments
+        gen.device_constants = any(type(v).__module__.startswith("cupy") and
+                                   hasattr(v, "shape") for v in program.namespace.values())
         # code transformed again from this entry function holds what these globals named
         # too: normalizing it merges them into that program's reads (normalize_function)
         gen.entry.__transpile_global_reads__ = gen.global_reads

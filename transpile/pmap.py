@@ -405,7 +405,7 @@ def _combine(results, out_axes, used):
                                        for i in range(len(first))])
     if isinstance(first, dict):
         return {k: _combine([r[k] for r in results], out_axes, used) for k in first}
-    shards = [np.asarray(r) for r in results]
+    shards = [rt.array_module(r).asarray(r) for r in results]     # a GPU's stays there
     axis = out_axes % (shards[0].ndim + 1)
     return spmd.ShardedArray(shards, axis, used)
 

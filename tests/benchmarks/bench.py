@@ -1081,6 +1081,163 @@ def bench_jit_first(sizes, batch, reps):
                met=ms <= 50.0), med(second)
 
 
+# ---------------------------------------------------------------------------- GPU rows
+SELU_SRC = """\
+def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * np.where(x > 0, x, alpha * np.exp(x) - alpha)
+"""
+
+
+def bench_gpu(rounds, target_s):
+    """The same programs on cupy arrays (one CUDA GPU): jit's fused kernels against the
+    device copy floor and plain cupy, grad and jit(grad) of the MLP and of the sine loop
+    against hand-written backprop on cupy, per-example gradients, and pmap's psum over NCCL.
+    Every call is followed by a device synchronize (jax: block_until_ready), so a time is
+    launch plus compute plus the wait."""
+    import cupy
+    sync = cupy.cuda.Device().synchronize
+    gpu_jax = jax is not None and jax.default_backend() == "gpu"
+
+    def timed(fn):
+        def call():
+            fn()
+            sync()
+        return call
+
+    def jax_timed(fn):
+        return lambda: jax.block_until_ready(fn())
+    rows, notes = [], []
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    notes.append(f"GPU: {name}, cupy {cupy.__version__}, CUDA runtime "
+                 f"{cupy.cuda.runtime.runtimeGetVersion()}; jax on "
+                 f"{jax.default_backend() if jax else 'none'}")
+
+    # 1. elementwise chains, fused into one kernel, float32 5000x5000
+    x_host = np.random.default_rng(3).random((5000, 5000), dtype=np.float32) - 0.5
+    x = cupy.asarray(x_host)
+    for src, fname, label in ((FUSED_SRC, "slow_f", "x*x + x*2.0"),
+                              (SELU_SRC, "selu", "selu")):
+        f = compile_fn(src, fname, np)
+        jf = tp.jit(f)
+        got = cupy.asnumpy(jf(x))
+        if not np.allclose(got, f(x_host), rtol=1e-5, atol=1e-6):
+            fail(f"GPU jit({label}) does not match numpy")
+        out = cupy.empty_like(x)
+        fns = {"tp": timed(lambda: jf(x)), "copy": timed(lambda: cupy.copyto(out, x)),
+               "plain": timed(lambda: f(x))}
+        if gpu_jax:
+            jx = jnp.asarray(x_host)
+            jjf = jax.jit(compile_fn(src, fname, jnp))
+            fns["jax"] = jax_timed(lambda: jjf(jx))
+        s = measure(fns, rounds, target_s)
+        ms = {k: 1e3 * med(v) for k, v in s.items()}
+        ratio = paired_ratio(s["tp"], s["copy"])
+        rows.append(Row(f"GPU jit {label}, 5000x5000 (hand = cupy.copyto floor)", "float32",
+                        ms["tp"], ms["copy"], ratio, None, ms.get("jax"), "ratio <= 1.3",
+                        ratio <= 1.3))
+        notes.append(f"GPU {label}: plain cupy {ms['plain']:.3f} ms, tp.jit / plain cupy "
+                     f"{paired_ratio(s['tp'], s['plain']):.2f}"
+                     + (f", jax.jit / plain cupy {paired_ratio(s['jax'], s['plain']):.2f}"
+                        if "jax" in s else ""))
+
+    # 2. the MLP loss: grad and jit(grad) against hand-written backprop, all on cupy
+    big = (784, 512, 512, 10)
+    for dtype in (np.float32, np.float64):
+        params_h, xb_h, yb_h = make_problem(big, 128, dtype)
+        params = [(cupy.asarray(W), cupy.asarray(b)) for W, b in params_h]
+        xb, yb = cupy.asarray(xb_h), cupy.asarray(yb_h)
+        loss = compile_fn(LOSS_SRC, "loss", np)
+        g, jg = tp.grad(loss), tp.jit(tp.grad(loss))
+        want = hand_grad(params_h, xb_h, yb_h)
+        for label, fn in (("grad", g), ("jit(grad)", jg)):
+            got = [(cupy.asnumpy(a), cupy.asnumpy(b)) for a, b in fn(params, xb, yb)]
+            ok, why = grads_match(got, want, dtype)
+            if not ok:
+                fail(f"GPU {label} of the MLP does not match hand backprop ({why})")
+        fns = {"tp": timed(lambda: jg(params, xb, yb)),
+               "hand": timed(lambda: hand_grad(params, xb, yb)),
+               "grad": timed(lambda: g(params, xb, yb))}
+        if gpu_jax:
+            jp, jxb, jyb = to_jax(params_h, xb_h, yb_h)
+            jjg = jax.jit(jax.grad(compile_fn(LOSS_SRC, "loss", jnp)))
+            fns["jax"] = jax_timed(lambda: jjg(jp, jxb, jyb))
+        s = measure(fns, rounds, target_s)
+        ms = {k: 1e3 * med(v) for k, v in s.items()}
+        ratio = paired_ratio(s["tp"], s["hand"])
+        rows.append(Row("GPU MLP 784-512-512-10, batch 128 jit(grad)", np.dtype(dtype).name,
+                        ms["tp"], ms["hand"], ratio, None, ms.get("jax"), "ratio <= 1.0",
+                        ratio <= 1.0))
+        notes.append(f"GPU MLP {np.dtype(dtype).name}: tp.grad without jit {ms['grad']:.3f} ms"
+                     f" ({paired_ratio(s['grad'], s['hand']):.2f}x hand)")
+
+    # 3. the 10-step sine loop, 1000x1000 float64
+    xs_h = np.random.default_rng(4).standard_normal((1000, 1000))
+    xs = cupy.asarray(xs_h)
+    f = compile_fn(SINE_SRC, "sine_loop", np)
+    g, jg = tp.grad(f), tp.jit(tp.grad(f))
+    want = hand_sine_grad(xs_h)
+    for label, fn in (("grad", g), ("jit(grad)", jg)):
+        if not np.allclose(cupy.asnumpy(fn(xs)), want, rtol=1e-10):
+            fail(f"GPU {label} of the sine loop does not match the hand-written gradient")
+    fns = {"tp": timed(lambda: jg(xs)), "hand": timed(lambda: hand_sine_grad(xs)),
+           "grad": timed(lambda: g(xs))}
+    if gpu_jax:
+        jjg = jax.jit(jax.grad(compile_fn(SINE_SRC, "sine_loop", jnp)))
+        jxs = jnp.asarray(xs_h)
+        fns["jax"] = jax_timed(lambda: jjg(jxs))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    rows.append(Row("GPU jit(grad) of 10 sine steps, 1000x1000", "float64", ms["tp"],
+                    ms["hand"], ratio, None, ms.get("jax"), "report"))
+    notes.append(f"GPU sine loop: tp.grad without jit {ms['grad']:.3f} ms")
+
+    # 4. per-example gradients, 784-512-512-10, batch 32
+    params_h, xe_h, ye_h = _per_example_problem(big, 32)
+    params = [(cupy.asarray(W), cupy.asarray(b)) for W, b in params_h]
+    xe, ye = cupy.asarray(xe_h), cupy.asarray(ye_h)
+    example_loss = compile_fn(EXAMPLE_LOSS_SRC, "example_loss", np)
+    per_example = tp.vmap(tp.grad(example_loss), in_axes=(None, 0, 0))
+    one = tp.grad(example_loss)
+    got = per_example(params, xe, ye)
+    want = one(params_h, xe_h[3], ye_h[3])
+    if not np.allclose(cupy.asnumpy(got[0][0][3]), want[0][0], rtol=1e-10):
+        fail("GPU vmap(grad) differs from grad of one example")
+    fns = {"tp": timed(lambda: per_example(params, xe, ye)),
+           "hand": timed(lambda: [one(params, xe[i], ye[i]) for i in range(32)])}
+    if gpu_jax:
+        jl = compile_fn(EXAMPLE_LOSS_SRC, "example_loss", jnp)
+        jjg = jax.jit(jax.vmap(jax.grad(jl), in_axes=(None, 0, 0)))
+        jp = [(jnp.asarray(W), jnp.asarray(b)) for W, b in params_h]
+        jxe, jye = jnp.asarray(xe_h), jnp.asarray(ye_h)
+        fns["jax"] = jax_timed(lambda: jjg(jp, jxe, jye))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    rows.append(Row("GPU vmap(grad) per-example MLP, batch 32 (hand = loop of tp.grad)",
+                    "float64", ms["tp"], ms["hand"], ratio, None, ms.get("jax"), "report"))
+
+    # 5. pmap's psum over NCCL, every GPU
+    n = len(tp.devices("gpu"))
+    psum = tp.pmap(lambda v: tp.psum(v, "i"), axis_name="i", backend="gpu")
+    for nbytes in (1 << 10, 1 << 20, 64 << 20):
+        host = np.random.default_rng(0).standard_normal((n, nbytes // 8))
+        xp = tp.pmap(lambda v: v, backend="gpu")(host)
+        if not np.allclose(np.asarray(psum(xp))[0], host.sum(0)):
+            fail("GPU pmap psum differs from numpy's sum")
+        fns = {"tp": timed(lambda: psum(xp))}
+        if gpu_jax:
+            jpsum = jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i")
+            jxp = jax.pmap(lambda v: v)(host)
+            fns["jax"] = jax_timed(lambda: jpsum(jxp))
+        s = measure(fns, max(5, rounds // 3), target_s)
+        ms = {k: 1e3 * med(v) for k, v in s.items()}
+        rows.append(Row(f"GPU pmap psum over NCCL, {n} GPU x {_bytes(nbytes)}", "float64",
+                        ms["tp"], None, None, None, ms.get("jax"),
+                        "" if "jax" not in ms else f"tp/jax {ms['tp'] / ms['jax']:.2f}"))
+    return rows, notes
+
+
 def machine_info():
     lines = []
     model = "unknown"
@@ -1172,7 +1329,7 @@ def print_table(rows):
     header = ["benchmark", "dtype", "transpile (ms)", "hand numpy (ms)", "ratio",
               "autograd (ms)", "jax.jit (ms)", "target", "met?"]
     cells = [[fmt(c, 0).strip() for c in r.cells] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"
     print(line)
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -1184,7 +1341,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
     ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
-                    "overhead, hessian, jvp, vmap, random, conv, pmap, jit (default: all)")
+                    "overhead, hessian, jvp, vmap, random, conv, pmap, jit, gpu (default: all; gpu "
+                    "where a CUDA GPU is)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -1246,6 +1404,11 @@ def main(argv=None):
         pmap_rows, pmap_notes = bench_pmap(args.quick)
         rows.extend(pmap_rows)
 
+    gpu_notes = []
+    if want("gpu") and tp.devices("gpu"):
+        gpu_rows, gpu_notes = bench_gpu(rounds_hess, target_s)
+        rows.extend(gpu_rows)
+
     jit_notes = []
     if want("jit"):
         row, extra, fused_ms = bench_jit_fused(rounds_hess, target_s)
@@ -1273,7 +1436,7 @@ def main(argv=None):
     print()
     print_table(rows)
     print()
-    for line in jit_notes + pmap_notes:
+    for line in jit_notes + pmap_notes + gpu_notes:
         print(line)
     if first_times is not None:
         print("first transform (ms, each minus one steady call): "
