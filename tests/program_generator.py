@@ -159,6 +159,7 @@ class ProgramWriter:
     def __init__(self, rng):
         self.rng = rng
         self.helpers = []            # source blocks of module-level helper functions
+        self.module_constants = []   # `K1 = 0.7` lines: globals the functions read
         self.helper_signatures = []  # (name, parameter shapes, return shape, has default)
         self.counters = Counter()
         self.features = set()
@@ -259,6 +260,12 @@ class ProgramWriter:
         if len(shape) == 2:
             text += f".reshape{shape_text(shape)}"
         return Expr(text)
+
+    def module_constant(self, shape):
+        """The name of a new module-level constant of `shape` (a global the code reads)."""
+        name = f"K{len(self.module_constants) + 1}"
+        self.module_constants.append(f"{name} = {self.constant(shape).text}")
+        return name
 
     def sources(self, scope, shape):
         """(weight, Expr) for every way to get `shape` from one variable in one step."""
@@ -561,7 +568,7 @@ class ProgramWriter:
         body = FunctionBody(self, scope).block(int(self.rng.integers(2, 7)))
         body.append(f"return {FunctionBody(self, scope).final_value()}")
         names = [name for name, _ in arg_specs]
-        lines = ["import numpy as np", ""]
+        lines = ["import numpy as np", ""] + self.module_constants
         for helper in self.helpers:
             lines += ["", *helper, ""]
         lines += ["", f"def f({', '.join(names)}):"] + indent(body)
@@ -609,6 +616,8 @@ class FunctionBody:
             kinds += [(0.5, "helper_call"), (0.3, "recursion")]
         if scope.lists and shallow:
             kinds.append((2.0, "for_list"))
+        if (scope.conditional or scope.in_loop) and scope.vars:
+            kinds.append((0.8 if scope.conditional else 0.3, "constant_rebind"))
         if scope.top_level_of_entry:
             kinds += [(0.5, "closure"), (0.3, "grow_loop")]
             if not scope.conditional:
@@ -657,6 +666,16 @@ class FunctionBody:
             if new.text == var.name:   # `v = v` says nothing
                 new = self.w.unary_expr(scope, var.shape, 1)
         return [self.bind(scope, var.name, var.shape, new)]
+
+    def stmt_constant_rebind(self, scope):
+        """`v = K3` in a branch or loop: a variable rebound to a module-level constant on
+        some paths only (the name holds data, whichever path ran)."""
+        var = self.carried(scope)
+        if var is None:
+            return self.stmt_assign(scope)
+        self.w.features.add("global constant")
+        name = self.w.module_constant(var.shape)
+        return [self.bind(scope, var.name, var.shape, Expr(name, aliases=frozenset([name])))]
 
     def stmt_tuple_assign(self, scope):
         self.w.features.add("tuple unpacking")

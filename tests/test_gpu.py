@@ -227,3 +227,60 @@ def test_user_program_on_device(name, cupy):
     device = Device(cupy, mod.objective, args)
     device.check_plain(mod.objective(*copy.deepcopy(args)))
     device.same(tp.grad(mod.objective, argnums=0), args, f"{name}: gradient")
+
+
+# ---------------------------------------------------------------- 4. the API's entry points
+
+DATA = np.random.default_rng(11).standard_normal((5, 3))
+
+
+def _mlp_like(x):
+    h = np.tanh(x @ np.ones((3, 2)) + np.linspace(0.0, 1.0, 2))   # arrays made from nothing
+    return np.sum(h ** 2)
+
+
+def _columns(x):
+    return np.sin(x) * np.linspace(1.0, 2.0, 3)
+
+
+def _entry_points(cupy, on):
+    """(name, call) for each way in: on=False gives the numpy reference."""
+    move = (lambda t: to_gpu(t, cupy)) if on else (lambda t: t)
+    x, rows = move(DATA), move(np.random.default_rng(12).standard_normal((4, 5, 3)))
+    data = move(DATA[:, 0])
+
+    def scaled(scale):                     # a closed-over array: on the device, or not
+        return np.sum(np.sin(scale * data))
+    return [
+        ("grad", lambda: tp.grad(_mlp_like)(x)),
+        ("value_and_grad", lambda: tp.value_and_grad(_mlp_like)(x)),
+        ("grad of a float, device array closed over", lambda: tp.grad(scaled)(0.7)),
+        ("vjp", lambda: tp.vjp(_columns, x[0])[1](x[1])),
+        ("jvp", lambda: tp.jvp(_columns, (x[0],), (x[1],))),
+        ("jacrev", lambda: tp.jacrev(_columns)(x[0])),
+        ("jacfwd", lambda: tp.jacfwd(_columns)(x[0])),
+        ("hessian", lambda: tp.hessian(_mlp_like)(x)),
+        ("vmap(grad)", lambda: tp.vmap(tp.grad(_mlp_like))(rows)),
+        ("jit(grad)", lambda: tp.jit(tp.grad(_mlp_like))(x)),
+        ("grad(jit)", lambda: tp.grad(tp.jit(_mlp_like))(x)),
+    ]
+
+
+def test_every_entry_point_on_device(cupy):
+    """User code that makes arrays from nothing (np.ones, np.linspace) runs on the device
+    under every transformation: the code transformed for device arguments, or for a device
+    array it closes over, binds np to cupy."""
+    for (name, on_host), (_, on_device) in zip(_entry_points(cupy, False),
+                                              _entry_points(cupy, True)):
+        expected, got = on_host(), on_device()
+        if name.startswith("grad of a float"):
+            np.testing.assert_allclose(got, expected, rtol=RTOL)
+            continue
+        assert_same(got, expected, name, cupy)
+
+
+def test_numpy_arguments_still_run_on_numpy(cupy):
+    """With cupy imported, numpy arguments keep numpy code: same results, numpy arrays."""
+    got = tp.grad(_mlp_like)(DATA)
+    assert type(got) is np.ndarray
+    np.testing.assert_allclose(got, tp.grad(_mlp_like)(DATA.copy()), rtol=0)

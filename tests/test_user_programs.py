@@ -49,6 +49,7 @@ CONFIG = {
     "vae": (1, "fixed_draws", (0, 1)),
     "fluidsim": (1, "plain", None),
     "ode_net": (1, "plain", None),
+    "ode_net_scipy": (1, "plain", None),
     "convnet": (1, "plain", None),
     "negative_binomial": (2, "plain", None),
     "logistic_regression": (2, "plain", None),

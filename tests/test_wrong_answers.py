@@ -1113,3 +1113,67 @@ def test_operands_before_a_keyword_only_out_are_not_taken_for_it():
     # np.einsum(*operands, out=None): its second operand is not an output array
     a, b = np.random.randn(2, 3), np.random.randn(3, 2)
     assert np.allclose(tp.grad(_einsum_of_two)(a, b), np.ones((2, 2)) @ b.T)
+
+
+# ---------------------------------------------------------------- a global assigned in a branch
+# `factor = MAX_FACTOR` (a global number) in one branch and `factor = min(...)` in the other:
+# the first assignment made `factor` an alias known while transforming, so every later read
+# of it was MAX_FACTOR, whatever branch ran (values and gradients wrong). Found writing
+# tp.integrate.odeint's step-size control.
+
+MAX_FACTOR = 10.0
+ACTIVATION = np.tanh
+
+
+def _factor_from_branches(x, r):
+    if r == 0.0:
+        factor = MAX_FACTOR
+    else:
+        factor = min(MAX_FACTOR, max(0.2, 0.9 * r ** -0.2))
+    return x * factor
+
+
+def _factor_in_a_loop(x, rs):
+    for r in rs:
+        if r > 0.5:
+            factor = MAX_FACTOR
+        else:
+            factor = r
+        x = np.sin(x) * factor
+    return np.sum(x)
+
+
+def test_a_global_assigned_in_one_branch_is_not_taken_for_the_name():
+    for r in (0.0, 0.5, 3.0):
+        assert tp.transform(_factor_from_branches)(2.0, r) == _factor_from_branches(2.0, r)
+        assert np.isclose(tp.grad(_factor_from_branches)(2.0, r),
+                          _factor_from_branches(1.0, r))
+    rs = np.array([0.2, 0.9, 0.4])
+    check_grads(_factor_in_a_loop, (np.random.randn(3), rs), modes=("fwd", "rev"))
+    x = np.random.randn(3)
+    assert np.isclose(tp.transform(_factor_in_a_loop)(x, rs), _factor_in_a_loop(x, rs))
+
+
+def _activation_chosen_by_branch(x, smooth):
+    if smooth:
+        act = ACTIVATION
+    else:
+        act = np.abs
+    return np.sum(act(x))
+
+
+def _helper_chosen_by_branch(x, smooth):
+    if smooth:
+        act = _factor_from_branches
+    else:
+        act = _factor_in_a_loop
+    return act(x, 0.5)
+
+
+def test_a_function_assigned_on_two_paths_is_refused():
+    with pytest.raises(TransformError, match="'act' is assigned more than once|function held "
+                                             "in a variable"):
+        tp.grad(_activation_chosen_by_branch)(np.random.randn(3), True)
+    with pytest.raises(TransformError, match="'act' is assigned more than once|function held "
+                                             "in a variable"):
+        tp.grad(_helper_chosen_by_branch)(0.3, True)

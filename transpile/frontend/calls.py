@@ -45,6 +45,28 @@ FUNCTIONAL = {id(builtins.map): "map_call", id(builtins.filter): "filter_call",
               id(functools.reduce): "reduce_call", id(builtins.sorted): "sorted_call",
               id(builtins.dict): "dict_call"}
 
+
+def _add_odeint(module_name):
+    """scipy's odeint (and autograd's, the same interface) run LSODA in Fortran: transformed
+    code calls transpile's solver instead (odeint_call)."""
+    try:
+        module = __import__(module_name, fromlist=["odeint"])
+    except Exception:           # not installed
+        return
+    FUNCTIONAL[id(module.odeint)] = "odeint_call"
+
+
+for _module_name in ("scipy.integrate", "autograd.scipy.integrate"):
+    _add_odeint(_module_name)
+
+# Python functions that transformed code calls in place of a library's (LSODA's odeint):
+# filled by the modules that define them (transpile/integrate.py), above this layer
+REPLACEMENTS = {}
+
+ODEINT_PARAMS = ("func", "y0", "t", "args", "Dfun", "col_deriv", "full_output", "ml", "mu",
+                 "rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mxhnil",
+                 "mxordn", "mxords", "printmessg", "tfirst")
+
 # operator.add & co., passed as functions (functools.reduce(operator.add, xs))
 OPERATORS = {id(operator.add): "+", id(operator.sub): "-", id(operator.mul): "*",
              id(operator.truediv): "/", id(operator.pow): "**", id(operator.matmul): "@",
@@ -461,6 +483,59 @@ class CallNormalizer:
             if not hasattr(n, "lineno") or getattr(n, "lineno", None) is None:
                 gast.copy_location(n, node)
         return new
+
+    def odeint_call(self, node, stmts):
+        """scipy.integrate.odeint(func, y0, t, args=(a, b), ...) -> transpile.integrate.odeint(
+        lambda y, t: func(y, t, a, b), y0, t, ...): LSODA is Fortran, which no
+        transformation can enter, so transformed code runs a Runge-Kutta solver written in
+        Python (transpile/integrate.py) at the same tolerances. LSODA's tuning options
+        (Dfun, ml, mu, h0, hmin, ...) do not apply to it and are left out."""
+        what = dotted(node.func) or "odeint"
+        if any(isinstance(a, gast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise self.error(node, f"{what}(*args) or (**kwargs) is not supported in "
+                             "transformed code.", "pass the arguments one by one.")
+        given = dict(zip(ODEINT_PARAMS, node.args))
+        given.update((k.arg, k.value) for k in node.keywords)
+        for needed in ("func", "y0", "t"):
+            if needed not in given:
+                raise self.error(node, f"{what}() needs func, y0 and t.")
+        full_output = given.get("full_output")
+        if full_output is not None and not (isinstance(full_output, gast.Constant) and
+                                            not full_output.value):
+            raise self.error(full_output, f"{what}(..., full_output=True) is not supported in "
+                             "transformed code (LSODA's report does not exist there).",
+                             "leave full_output out.")
+        extra = given.get("args")
+        if extra is None:
+            extra = []
+        elif isinstance(extra, gast.Tuple):
+            extra = list(extra.elts)
+        else:
+            raise self.error(extra, f"{what}(..., args=...) takes a tuple written in the call "
+                             "in transformed code.", "write args=(a, b), or close over the "
+                             "values in a lambda.")
+        tfirst = given.get("tfirst")
+        if tfirst is not None and not isinstance(tfirst, gast.Constant):
+            raise self.error(tfirst, "tfirst must be True or False, written in the call.")
+        func = given["func"]
+        if isinstance(func, gast.Lambda):          # named, so that the solver can call it
+            named = self._fresh_local("dynamics")
+            self._bind_local_function(named, func, stmts)
+            func = _name(named)
+        y, t = self._fresh_local("y"), self._fresh_local("t")
+        order = [t, y] if tfirst is not None and tfirst.value else [y, t]
+        body = gast.Call(func=func, args=[_name(v) for v in order] + extra, keywords=[])
+        solver = gast.Lambda(
+            args=gast.arguments(args=[_name(y, gast.Param()), _name(t, gast.Param())],
+                                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                kwarg=None, defaults=[]),
+            body=body)
+        keywords = [gast.keyword(arg=k, value=given[k])
+                    for k in ("rtol", "atol", "mxstep", "hmax") if k in given]
+        call = gast.Call(func=node.func, args=[solver, given["y0"], given["t"]],
+                         keywords=keywords)
+        return self.call(Static(REPLACEMENTS["odeint"]), self._located(call, node), stmts)
 
     def map_call(self, node, stmts):
         """map(f, xs[, ys]) -> [f(x) for x in xs] (or over zip(xs, ys))."""

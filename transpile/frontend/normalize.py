@@ -24,6 +24,7 @@ variables become parameters), `functools.partial` and calls of transformed funct
 desugared here. Anything else raises TransformError at the offending line.
 """
 import builtins
+import collections
 import functools
 import inspect
 import numbers
@@ -113,6 +114,7 @@ class Normalizer(CallNormalizer):
             params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
         self.params = set(params)
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
+        self.assignments = _assignment_counts(fdef.body, params)
         self.appended = _appended_names(fdef)
         self.sequences = _sequence_names(fdef, params)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
@@ -227,8 +229,17 @@ class Normalizer(CallNormalizer):
                 return stmts
             value = self.expr(node.value, stmts, hint=target)
             if isinstance(value, (Static, LocalFunction, LocalPartial, LocalTransformed)):
-                self.local_fns[target] = value
-                return stmts
+                if self.assignments.get(target, 0) <= 1:
+                    self.local_fns[target] = value     # one binding: an alias, known here
+                    return stmts
+                # assigned elsewhere too (in another branch, say): the name holds a value
+                # that depends on the path taken, so it cannot stand for this one
+                if not (isinstance(value, Static) and _is_data(value.value)):
+                    raise self.error(node, f"'{target}' is assigned more than once, and here "
+                                     "a function (or an object whose methods are called); "
+                                     "transformed code calls a function known while "
+                                     "transforming.", "give each function its own name.")
+                value = self.static_atom(value.value, node.value)
             if (stmts and isinstance(stmts[-1], gast.Assign) and isinstance(value, gast.Name)
                     and stmts[-1].targets[0].id == value.id and value.id not in self.locals):
                 stmts[-1].targets[0].id = target   # rename the last temporary to the target
@@ -1018,6 +1029,22 @@ def _plain_object(value):
             or inspect.ismodule(value) or callable(value):
         return False
     return hasattr(value, "__dict__") and not library_module(inspect.getmodule(type(value)))
+
+
+def _assignment_counts(body, params):
+    """How many assignments (parameters included) each name of a function body has."""
+    counts = collections.Counter(params)
+    for s in body:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                counts[n.id] += 1
+    return counts
+
+
+def _is_data(value):
+    """A number, string, array or container of them: a value, not code."""
+    return is_literal(value) or isinstance(value, (np.ndarray, np.generic)) or \
+        isinstance(value, (tuple, list, dict)) and not _holds_code(value)
 
 
 def _holds_code(value):
