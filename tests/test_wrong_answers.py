@@ -1170,6 +1170,42 @@ def _helper_chosen_by_branch(x, smooth):
     return act(x, 0.5)
 
 
+def _lambda_chosen_by_branch(x, c):
+    if c > 0:
+        act = lambda v: v * 2.0     # noqa: E731 - the form under test
+    else:
+        act = lambda v: v * 3.0     # noqa: E731
+    return act(x)
+
+
+def _def_chosen_by_branch(x, c):
+    if c > 0:
+        def act(v):
+            return v * 2.0
+    else:
+        def act(v):
+            return v * 3.0
+    return act(x)
+
+
+def _function_rebound_in_branch(x, c):
+    act = np.sin
+    if c > 0:
+        act = np.cos
+    return act(x)
+
+
+@pytest.mark.parametrize("f", [_lambda_chosen_by_branch, _def_chosen_by_branch,
+                               _function_rebound_in_branch])
+def test_local_functions_chosen_by_branch_are_refused(f):
+    # were an IndentationError in generated code (a def or lambda per branch) or the last
+    # function for every path
+    for c in (1.0, -1.0):
+        with pytest.raises(TransformError, match="assigned more than once|function held in "
+                                                 "a variable"):
+            tp.grad(f)(0.4, c)
+
+
 def test_a_function_assigned_on_two_paths_is_refused():
     with pytest.raises(TransformError, match="'act' is assigned more than once|function held "
                                              "in a variable"):

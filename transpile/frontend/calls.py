@@ -97,6 +97,7 @@ class CallNormalizer:
     """How `Normalizer` normalizes calls and the definitions they call (see above)."""
 
     def stmt_FunctionDef(self, node):
+        self.check_single_binding(node.name, node)
         decorators, node.decorator_list = node.decorator_list, []
         fn = self.lift(node, node.name)
         for deco in reversed(decorators):     # @tp.vmap, @partial(tp.vmap, in_axes=...)
@@ -784,8 +785,18 @@ class CallNormalizer:
         anno.set(call, Anno.CALLEE, ir_name)
         return call
 
+    def check_single_binding(self, name, node):
+        """A local function is resolved while transforming: its name must be bound once
+        (a def or lambda in each branch of an `if` would be one function for both paths)."""
+        if self.assignments.get(name, 0) > 1:
+            raise self.error(node, f"'{name}' is assigned more than once, and here a function "
+                             "(or an object whose methods are called); transformed code "
+                             "calls a function known while transforming.",
+                             "give each function its own name.")
+
     def _bind_local_function(self, target, value, stmts):
         if isinstance(value, gast.Lambda):
+            self.check_single_binding(target, value)
             fdef = gast.FunctionDef(name=target, args=value.args,
                                     body=[gast.Return(value=value.body)], decorator_list=[],
                                     returns=None, type_comment=None, type_params=[])

@@ -235,10 +235,7 @@ class Normalizer(CallNormalizer):
                 # assigned elsewhere too (in another branch, say): the name holds a value
                 # that depends on the path taken, so it cannot stand for this one
                 if not (isinstance(value, Static) and _is_data(value.value)):
-                    raise self.error(node, f"'{target}' is assigned more than once, and here "
-                                     "a function (or an object whose methods are called); "
-                                     "transformed code calls a function known while "
-                                     "transforming.", "give each function its own name.")
+                    self.check_single_binding(target, node)
                 value = self.static_atom(value.value, node.value)
             if (stmts and isinstance(stmts[-1], gast.Assign) and isinstance(value, gast.Name)
                     and stmts[-1].targets[0].id == value.id and value.id not in self.locals):
@@ -1032,12 +1029,20 @@ def _plain_object(value):
 
 
 def _assignment_counts(body, params):
-    """How many assignments (parameters included) each name of a function body has."""
+    """How many assignments (parameters and nested defs included) each name of a function
+    body has; the bodies of nested functions are their own."""
     counts = collections.Counter(params)
-    for s in body:
-        for n in gast.walk(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                counts[n.id] += 1
+    todo = list(body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            counts[n.id] += 1
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            counts[n.name] += 1
+            continue
+        if isinstance(n, gast.Lambda):
+            continue
+        todo.extend(gast.iter_child_nodes(n))
     return counts
 
 
