@@ -279,8 +279,9 @@ def has_log(x):
 
 def sinc_slope(x, s):
     """d sinc(x) / dx given s = sinc(x): (cos(pi x) - s) / x, and its limit 0 at x = 0."""
-    safe = np.where(x == 0, 1.0, x)
-    return np.where(x == 0, 0.0, (np.cos(np.pi * x) - s) / safe)
+    xp = array_module(x, s)
+    safe = xp.where(x == 0, 1.0, x)
+    return xp.where(x == 0, 0.0, (xp.cos(np.pi * x) - s) / safe)
 
 
 def abs_slope(x, a):
@@ -288,7 +289,7 @@ def abs_slope(x, a):
     df/dx - i df/dy of f = |z|). 0 at 0 either way."""
     if not np.iscomplexobj(x):
         return np.sign(x)
-    safe = np.where(a == 0, 1.0, a)
+    safe = array_module(x, a).where(a == 0, 1.0, a)
     return np.conj(x) / safe
 
 
@@ -361,9 +362,10 @@ def to_like(g, x):
         return type(x)(*g)
     if isinstance(x, (tuple, list)):
         return type(x)(g)
+    xp = array_module(x, g)
     if not isinstance(g, (tuple, list)):
-        return np.asarray(g)
-    return np.stack([np.zeros_like(x[i]) if v is None else v for i, v in enumerate(g)])
+        return xp.asarray(g)
+    return xp.stack([xp.zeros_like(x[i]) if v is None else v for i, v in enumerate(g)])
 
 
 def tolist(x):
@@ -381,8 +383,9 @@ def written_part(g, idx):
     picked = g[idx]
     if is_container(g) or _is_basic_index(idx):
         return picked
-    ids = np.arange(np.size(picked)).reshape(np.shape(picked))
-    last_writer = np.full(np.shape(g), -1)
+    xp = array_module(g)
+    ids = xp.arange(np.size(picked)).reshape(np.shape(picked))
+    last_writer = xp.full(np.shape(g), -1)
     last_writer[idx] = ids
     return picked * (last_writer[idx] == ids)
 
@@ -397,7 +400,7 @@ def broadcast_like(t, out):
             return t        # a container: its adjoint has its structure already
         if np.ndim(out) == 0:
             return t
-    return np.broadcast_to(t, np.shape(out)) * 1  # a writable copy, owned by the caller
+    return array_module(t, out).broadcast_to(t, np.shape(out)) * 1   # a writable copy
 
 
 def size_of(x):

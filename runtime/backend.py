@@ -6,6 +6,7 @@ helper serves numpy and cupy arrays. cupy is optional and imported lazily.
 """
 import contextvars
 import functools
+import importlib
 
 import numpy as np
 
@@ -51,6 +52,23 @@ def allocating_with(module, fn):
             return fn(*args, **kwargs)
         finally:
             _default_module.reset(token)
+    return call
+
+
+def with_device_version(host_fn, device_module):
+    """`host_fn` (a scipy function that is no ufunc, so cupy cannot take it over), calling
+    the function of the same name in `device_module` ("cupyx.scipy.special") instead when an
+    argument is a cupy array."""
+    if host_fn is None:                 # scipy not installed
+        return None
+    name = host_fn.__name__
+
+    @functools.wraps(host_fn)
+    def call(*args, **kwargs):
+        for v in args:
+            if type(v).__module__.startswith("cupy"):
+                return getattr(importlib.import_module(device_module), name)(*args, **kwargs)
+        return host_fn(*args, **kwargs)
     return call
 
 

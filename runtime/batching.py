@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from .backend import array_module
+from .backend import array_module, to_host
 from .errors import TransformError
 from .trees import rebuild_like as _rebuild, tree_map
 
@@ -333,7 +333,7 @@ def min_start(start, active=None):
     if active is not None:
         if not np.any(active):
             return 0
-        start = np.asarray(start)[np.broadcast_to(np.asarray(active), np.shape(start))]
+        start = to_host(start)[np.broadcast_to(to_host(active), np.shape(start))]
     return int(np.min(start)) if np.size(start) else 0
 
 
@@ -487,17 +487,18 @@ def _lane_positions(index, n):
             raise TransformError("an index that differs between examples can only be made "
                                  "of integers or integer arrays, followed by slices, under "
                                  "vmap (x[i, 1:3] works, x[1:3, i] does not)")
-        if np.asarray(p).dtype == bool:
+        if getattr(p, "dtype", np.asarray(p).dtype) == bool:
             raise TransformError("a boolean mask that differs between examples selects a "
                                  "different number of elements in each: the batched result "
                                  "would be ragged. hint: use np.where(mask, x, 0) instead")
-    arrays = [np.asarray(p) for p in head]
+    xp = array_module(*head)
+    arrays = [xp.asarray(p) for p in head]
     depth = max((a.ndim - 1 for a in arrays if a.ndim), default=0)
-    rows = np.arange(n).reshape((n,) + (1,) * depth)
+    rows = xp.arange(n).reshape((n,) + (1,) * depth)
     out = []
     for a in arrays:
         if a.ndim == 0:
-            a = np.broadcast_to(a, (n,))
+            a = xp.broadcast_to(a, (n,))
         out.append(a.reshape(a.shape + (1,) * (depth + 1 - a.ndim)))
     return (rows,) + tuple(out) + tuple(tail)
 
@@ -752,7 +753,7 @@ def uniform_lanes(value, spec, what, role, outer=0):
     def leaf(x):
         if x is None or isinstance(x, (str, bytes, slice)) or callable(x):
             return x
-        a = np.asarray(x)
+        a = to_host(x)              # shapes, counts, axes: small, and read on the host
         first = np.take(a, 0, axis=outer)
         if not bool(np.all(a == np.expand_dims(first, outer))):
             raise TransformError(f"vmap: {what} cannot be batched: its {role} argument differs "
@@ -787,4 +788,7 @@ def each_lane(fn, n, flags, *args, **kwargs):
         fn = HELPERS[fn.split(".", 1)[1]]  # only in calls, so it passes the name
     outs = [fn(*[pick(a, i) if f else a for a, f in zip(args, flags)], **kwargs)
             for i in range(n)]
-    return tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *outs)
+    def stacked(*xs):
+        xp = array_module(*xs)
+        return xp.stack([xp.asarray(x) for x in xs])
+    return tree_map(stacked, *outs)

@@ -12,13 +12,14 @@ import string
 import numpy as np
 
 from .adjoints import expand, unbroadcast
-from .backend import array_module
+from .backend import array_module, with_device_version
 from .errors import TransformError
 
 try:  # re-exported so generated code can spell it `rt.logsumexp` (scipy is optional)
     from scipy.special import logsumexp  # noqa: F401
 except ImportError:  # pragma: no cover
     logsumexp = None
+logsumexp = with_device_version(logsumexp, "cupyx.scipy.special")
 REEXPORTED = ["logsumexp"]
 
 _LETTERS = string.ascii_letters

@@ -16,6 +16,7 @@ The helpers are numpy-only around scipy's functions:
 import numpy as np
 
 from .adjoints import no_derivative
+from .backend import with_device_version
 from .errors import TransformError
 
 try:  # re-exported so generated code can spell them `rt.erf`, ... (scipy is optional)
@@ -29,6 +30,11 @@ except ImportError:  # pragma: no cover
     gamma = gammainc = gammaincc = gammaln = i0 = i0e = i1 = i1e = iv = ive = None
     j0 = j1 = jv = log_ndtr = log_softmax = logit = multigammaln = ndtr = ndtri = None
     polygamma = rgamma = softmax = xlog1py = xlogy = y0 = y1 = yn = None
+
+# no ufuncs, so cupy's __array_ufunc__ cannot send them to cupyx: called there by name
+log_softmax, multigammaln, polygamma, softmax = (
+    with_device_version(f, "cupyx.scipy.special")
+    for f in (log_softmax, multigammaln, polygamma, softmax))
 
 REEXPORTED = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfcinv",
               "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e",

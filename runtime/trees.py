@@ -57,7 +57,7 @@ def _zeros_leaf(x):
         return array_module(x).zeros_like(x)
     if isinstance(x, (bool, numbers.Integral)) or getattr(x, "dtype", None) is not None:
         # Integer values have no derivative; a float zero keeps arithmetic on adjoints valid.
-        return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
+        return 0.0 if np.ndim(x) == 0 else array_module(x).zeros(np.shape(x))
     return None
 
 

@@ -214,10 +214,9 @@ def test_random_program_on_device(seed, cupy):
 
 # ---------------------------------------------------------------- 3. user programs
 
-# gmm is left out: its scipy.special.logsumexp is no ufunc, so cupy cannot take it over (the
-# plain call fails on a GPU); on cupy arrays write cupyx.scipy.special.logsumexp
 USER_PROGRAMS = ["gaussian_process", "rnn", "lstm", "hmm_em", "fluidsim", "ode_net", "convnet",
-                 "negative_binomial", "logistic_regression", "model_object_methods"]
+                 "negative_binomial", "logistic_regression", "model_object_methods", "gmm",
+                 "ode_net_scipy"]
 
 
 @pytest.mark.parametrize("name", USER_PROGRAMS)

@@ -139,7 +139,11 @@ def _register(spellings, name):
             prim.spellings.append(s)
         _BY_SPELLING[s] = prim
         if obj is not None and id(obj) not in _BY_OBJECT:
-            _BY_OBJECT[id(obj)] = (prim, s)
+            # generated code imports numpy and runtime only: scipy's function is called
+            # through its re-export (rt.logsumexp, which sends cupy arrays to cupyx)
+            emitted = s if not s.startswith("scipy.") else next(
+                (t for t in spellings if t.startswith("rt.")), s)
+            _BY_OBJECT[id(obj)] = (prim, emitted)
             _OBJECTS.append(obj)
         if inspect.ismethod(obj):   # each `scipy.stats.norm.logpdf` is a new bound method;
             # generated code calls it by the row's first spelling (its runtime re-export)
