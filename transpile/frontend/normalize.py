@@ -1048,8 +1048,8 @@ def _assignment_counts(body, params):
 
 def _is_data(value):
     """A number, string, array or container of them: a value, not code."""
-    return is_literal(value) or isinstance(value, (np.ndarray, np.generic)) or \
-        isinstance(value, (tuple, list, dict)) and not _holds_code(value)
+    return is_literal(value) or isinstance(value, (numbers.Number, np.ndarray, np.generic)) \
+        or isinstance(value, (tuple, list, dict)) and not _holds_code(value)
 
 
 def _holds_code(value):
