@@ -7,6 +7,7 @@ helper serves numpy and cupy arrays. cupy is optional and imported lazily.
 import contextvars
 import functools
 import importlib
+import sys
 
 import numpy as np
 
@@ -27,6 +28,23 @@ def _get_cupy():
         except Exception:
             _cupy = None
     return _cupy
+
+
+_gpus = None       # how many GPUs cupy sees: asked once, when cupy has been imported
+
+
+def device_arrays_possible():
+    """Whether cupy arrays can exist in this process: cupy imported, and a GPU for them.
+    Calls check their arguments for cupy arrays only then (a search costs microseconds)."""
+    global _gpus
+    if "cupy" not in sys.modules:
+        return False
+    if _gpus is None:
+        try:
+            _gpus = _get_cupy().cuda.runtime.getDeviceCount()
+        except Exception:   # cupy without a driver or device
+            _gpus = 0
+    return _gpus > 0
 
 
 def cupy_module():

@@ -56,6 +56,7 @@ def cupy(request, monkeypatch):
             monkeypatch.setitem(sys.modules, name, namespace)
     monkeypatch.setattr(runtime.backend, "_cupy", module)
     monkeypatch.setattr(runtime.backend, "_cupy_checked", True)
+    monkeypatch.setattr(runtime.backend, "_gpus", 1)    # the stand-in's arrays exist too
     return module
 
 

@@ -7,10 +7,9 @@ first call (or on `.source`), once per (function, transformation, options), and 
 import collections
 import functools
 import inspect
-import sys
 import threading
 
-from runtime.backend import cupy_module
+from runtime.backend import cupy_module, device_arrays_possible
 from runtime.kernels import device_put as rt_device_put
 from runtime.trees import tangent_zeros, tree_leaves
 from . import specialize as jit_pass
@@ -216,7 +215,7 @@ class Transformed:
         if gen is None or gen.global_reads and not gen.globals_unchanged():
             self._generated = self._fast = None     # new, or made with a rebound global
             gen = self.generated()
-        if "cupy" in sys.modules and (gen.device_constants or _on_device(
+        if device_arrays_possible() and (gen.device_constants or _on_device(
                 [*args, *kwargs.values(), *self.root.prefix, *self.root.extra_values()])):
             return gen.on_device(cupy_module()).call(self, self.full_args(args, kwargs))
         fast = self._fast
@@ -313,8 +312,9 @@ def elementwise_grad(f, argnum=0):
 
 def _on_device(values):
     """Whether `values` hold a cupy array: the call then runs the code with np bound to
-    cupy (Generated.on_device). Without cupy imported, nothing is searched."""
-    return "cupy" in sys.modules and jit_pass.array_module_name(values) == "cupy"
+    cupy (Generated.on_device). Without cupy imported, or without a GPU, nothing is
+    searched."""
+    return device_arrays_possible() and jit_pass.array_module_name(values) == "cupy"
 
 
 def vjp(f, *primals, has_aux=False):
