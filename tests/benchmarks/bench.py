@@ -38,6 +38,10 @@ What it measures (docs/benchmarks.md has the numbers and notes):
   8. tp.random: uniform and normal, 10^6 float64 draws, against numpy's Generator (another
      generator: what a numpy user pays today; target: at most 3x) and jax.random under jit
      (checked bit-identical first).
+  9. Where cupy sees a GPU (--only gpu; docs/benchmarks.md#gpu-only-gpu): jit's fused
+     kernels against the device copy floor, grad and jit(grad) of the MLP and of the sine
+     loop against hand-written backprop on cupy arrays, vmap(grad), pmap's psum over NCCL;
+     jax on the GPU as the extra column.
 
 Method: every competitor is warmed up, then timed in interleaved rounds (the order rotates
 each round); one sample is a loop of calls long enough to dwarf the timer, the garbage
