@@ -112,6 +112,10 @@ class DeviceArray:
     real = property(lambda self: DeviceArray(self._data.real))
     imag = property(lambda self: DeviceArray(self._data.imag))
 
+    @property
+    def data(self):                  # cupy's memory pointer (NCCL reads through it)
+        return types.SimpleNamespace(ptr=self._data.ctypes.data)
+
     def get(self):
         return self._data.copy()
 
@@ -251,6 +255,35 @@ def strict_cupyx():
     cupyx = types.ModuleType("cupyx")
     cupyx.scipy = scipy_ns
     return {"cupyx": cupyx, "cupyx.scipy": scipy_ns, "cupyx.scipy.special": special}
+
+
+class _Device:
+    """cupy.cuda.Device on the stand-in: a context that makes device `id` current."""
+
+    def __init__(self, index=0):
+        self.id = index
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def use(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+def with_gpus(module, count, nccl):
+    """`module` (strict_cupy()) seeing `count` GPUs, with `nccl` as cupy.cuda.nccl (a
+    stand-in NCCL on host memory, tests/test_pmap_nccl.py): pmap(backend="gpu") runs."""
+    stream = types.SimpleNamespace(ptr=0, done=True, synchronize=lambda: None)
+    module.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: count),
+        Device=_Device, nccl=nccl, get_current_stream=lambda: stream)
+    return module
 
 
 def strict_cupy():

@@ -1,6 +1,6 @@
 """Every transformation on device arrays: the same program on cupy and on numpy agrees.
 
-Each test runs twice: on the strict stand-in for cupy (tests/strict_cupy.py: numpy underneath,
+Each test runs twice (the last one only on the stand-in): on the strict stand-in for cupy (tests/strict_cupy.py: numpy underneath,
 cupy's refusals on top: a numpy array mixed into a device operation, a list as an operand,
 np.asarray of a device array; jit's CUDA kernels compiled by the host C++ compiler), here
 and in CI; and on real cupy arrays, marked `gpu`, where a CUDA GPU is visible (the `device`
@@ -29,10 +29,12 @@ import pytest
 
 import runtime.backend
 import transpile as tp
+from runtime import nccl as rt_nccl
 from runtime.trees import tree_leaves, tree_map
 from tests import program_generator as gen
 from tests import test_rule_edges as edges
-from tests.strict_cupy import strict_cupy, strict_cupyx
+from tests.strict_cupy import strict_cupy, strict_cupyx, with_gpus
+from tests.test_pmap_nccl import FakeNccl
 from tests.test_user_programs import load
 
 try:
@@ -284,3 +286,29 @@ def test_numpy_arguments_still_run_on_numpy(cupy):
     got = tp.grad(_mlp_like)(DATA)
     assert type(got) is np.ndarray
     np.testing.assert_allclose(got, tp.grad(_mlp_like)(DATA.copy()), rtol=0)
+
+
+# ---------------------------------------------------------------- 5. pmap over GPUs
+
+def test_pmap_over_gpus_on_the_stand_in(monkeypatch):
+    """pmap(backend="gpu") end to end on two stand-in GPUs, NCCL replaced by the host-memory
+    stand-in of tests/test_pmap_nccl.py: shards stay device arrays, gathering them and the
+    gradient through the devices equal the virtual CPU devices' (on an H100 this path
+    gathered its result through np.asarray, which cupy refuses)."""
+    module = with_gpus(strict_cupy(), 2, FakeNccl())
+    monkeypatch.setitem(sys.modules, "cupy", module)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", module.cuda)
+    monkeypatch.setattr(runtime.backend, "_cupy", module)
+    monkeypatch.setattr(runtime.backend, "_cupy_checked", True)
+    monkeypatch.setattr(runtime.backend, "_gpus", 2)
+    monkeypatch.setattr(rt_nccl, "_COMMUNICATORS", {})
+    x = np.random.default_rng(13).standard_normal((2, 6))
+
+    def f(v):
+        return np.sin(v) / tp.psum(np.sum(v ** 2), "i") + tp.all_gather(v, "i")[0]
+    got = tp.pmap(f, "i", backend="gpu")(x)
+    assert all(type(s) is module.ndarray for s in got.shards)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(tp.pmap(f, "i")(x)), rtol=1e-12)
+    grad_gpu = tp.grad(lambda v: np.sum(tp.pmap(f, "i", backend="gpu")(v)))(x)
+    grad_cpu = tp.grad(lambda v: np.sum(tp.pmap(f, "i")(v)))(x)
+    np.testing.assert_allclose(to_host(grad_gpu, module), grad_cpu, rtol=1e-10)
