@@ -167,3 +167,16 @@ def _too_stiff(y0):
 def test_too_many_steps_raise():
     with pytest.raises(ValueError, match="more than 50 steps"):
         tp.grad(_too_stiff)(np.ones(2))
+
+
+def _args_through_tuple(y0, A, w):
+    ys = odeint(linear, y0, T, tuple((A,)))     # autograd's ode_net passes its args so
+    return np.sum(ys[-1] * w) + 0.5 * np.sum(ys[1] ** 2)
+
+
+def test_args_made_by_tuple_of_a_literal():
+    rng = _rng()
+    y0, A, w = _problem(rng)
+    for got, want in zip(tp.grad(_args_through_tuple, argnums=(0, 1))(y0, A, w),
+                         tp.grad(final_state_loss, argnums=(0, 1))(y0, A, w)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -508,9 +508,15 @@ class CallNormalizer:
                              "transformed code (LSODA's report does not exist there).",
                              "leave full_output out.")
         extra = given.get("args")
+        if isinstance(extra, gast.Call) and len(extra.args) == 1 and not extra.keywords and \
+                isinstance(extra.args[0], (gast.Tuple, gast.List)):
+            made_by = self.static(extra.func)          # tuple((params,)), autograd's form
+            if isinstance(made_by, Static) and isinstance(made_by.value, type) and \
+                    issubclass(made_by.value, tuple):
+                extra = extra.args[0]
         if extra is None:
             extra = []
-        elif isinstance(extra, gast.Tuple):
+        elif isinstance(extra, (gast.Tuple, gast.List)):
             extra = list(extra.elts)
         else:
             raise self.error(extra, f"{what}(..., args=...) takes a tuple written in the call "
