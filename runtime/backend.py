@@ -11,6 +11,12 @@ import sys
 
 import numpy as np
 
+# numpy's floating-point error state, re-exported for generated code (`with
+# rt.errstate(all='ignore'):` around lanes whose values are thrown away): cupy has none, and
+# code running for cupy arrays binds `np` to cupy
+errstate = np.errstate
+REEXPORTED = ["errstate"]
+
 _cupy = None
 # The module helpers allocate with when no argument is a cupy array (rt.broadcast_batch(0, n),
 # say): numpy, or cupy while code transformed for cupy arrays runs (`allocating_with`).

@@ -94,6 +94,10 @@ class DeviceArray:
         return _wrap(result)
 
     def __array_function__(self, func, types, args, kwargs):
+        if not _cupy_has(func):
+            raise TypeError(f"no implementation found for '{func.__module__}."
+                            f"{func.__name__}' on types that implement __array_function__: "
+                            "[<class 'cupy.ndarray'>]")
         args = _unwrap(args, True)
         kwargs = {k: _unwrap(v, True) for k, v in kwargs.items()}
         return _wrap(func(*args, **kwargs))
@@ -232,10 +236,13 @@ class _UFunc:
         return _function(self.ufunc)(*args, **kwargs)
 
 
-def _namespace(name, source):
+def _namespace(name, source, only=None):
+    """`source`'s functions as device functions, limited to the names in `only` (the real
+    cupy's, where it can be imported: code that calls a numpy function cupy lacks, such as
+    np.errstate, must fail here as on a GPU)."""
     module = types.ModuleType(name)
     for attr in dir(source):
-        if attr.startswith("__"):
+        if attr.startswith("__") or only is not None and attr not in only:
             continue
         value = getattr(source, attr)
         if isinstance(value, np.ufunc):
@@ -286,11 +293,42 @@ def with_gpus(module, count, nccl):
     return module
 
 
+def _real_cupy():
+    try:                        # importable without a GPU (cupy-cuda12x from the test extra)
+        import cupy
+        return cupy if not getattr(cupy, "_transpile_stand_in", False) else None
+    except Exception:
+        return None
+
+
+_REAL_CUPY = _real_cupy()       # read once, before any test puts a stand-in in its place
+
+
+def _cupy_has(func):
+    """Whether the real cupy has numpy's `func` (np.linalg.multi_dot it has not)."""
+    if _REAL_CUPY is None:
+        return True
+    where = _REAL_CUPY
+    for part in (func.__module__ or "numpy").split(".")[1:]:
+        if part.startswith("_"):            # numpy._core.fromnumeric and the like
+            break
+        where = getattr(where, part, None)
+        if where is None:
+            return False
+    return hasattr(where, func.__name__)
+
+
+def _names(module):
+    return None if module is None else set(dir(module))
+
+
 def strict_cupy():
     """The stand-in cupy module (see the module docstring)."""
-    module = _namespace("cupy", np)
-    module.linalg = _namespace("cupy.linalg", np.linalg)
-    module.fft = _namespace("cupy.fft", np.fft)
+    real = _REAL_CUPY
+    module = _namespace("cupy", np, _names(real))
+    module.linalg = _namespace("cupy.linalg", np.linalg, _names(getattr(real, "linalg", None)))
+    module.fft = _namespace("cupy.fft", np.fft, _names(getattr(real, "fft", None)))
+    module._transpile_stand_in = True
     module.ndarray = DeviceArray
     for name in ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
                  "int32", "int64", "uint8", "uint32", "uint64", "bool_", "dtype", "generic",

@@ -124,10 +124,10 @@ def _check_out(bt, fir, spec, want, out_axes):
 def _quiet(body):
     """Examples on a path they do not take compute values that are thrown away: their
     floating point warnings (0/0, overflow) mean nothing, so a function that selects
-    between paths runs under np.errstate(all='ignore')."""
+    between paths runs under numpy's errstate(all='ignore') (rt.errstate: cupy has none)."""
     if not _has_batched_control(body):
         return body
-    ctx = call("np.errstate", [])
+    ctx = call("rt.errstate", [])
     ctx.keywords = [gast.keyword(arg="all", value=const("ignore"))]
     return [gast.With(items=[gast.withitem(context_expr=ctx, optional_vars=None)],
                       body=body, type_comment=None)]

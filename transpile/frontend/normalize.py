@@ -183,7 +183,8 @@ class Normalizer(CallNormalizer):
         items = node.items
         if len(items) == 1 and items[0].optional_vars is None and \
                 isinstance(items[0].context_expr, gast.Call) and \
-                dotted(items[0].context_expr.func) in ("np.errstate", "numpy.errstate"):
+                dotted(items[0].context_expr.func) in ("np.errstate", "numpy.errstate",
+                                                       "rt.errstate"):
             return self.block(node.body)
         raise self.error(node, "'With' statements are not supported in transformed code.",
                          _STMT_HINTS["With"])
