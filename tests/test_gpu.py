@@ -148,6 +148,8 @@ SWEEP_LINES = [pytest.param(expr, domain, id=spelling)
 
 @pytest.mark.parametrize("expr, domain", SWEEP_LINES)
 def test_rule_on_device(expr, domain, cupy):
+    if "np.random" in expr and cupy is real_cupy:
+        pytest.skip("np.random on cupy arrays draws from cupy's generator: other numbers")
     params, make = edges.DOMAINS[domain]
     rng = np.random.default_rng(sum(map(ord, expr)))
     f = edges.define(params, f"({expr},)")
