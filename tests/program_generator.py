@@ -675,6 +675,10 @@ class FunctionBody:
             return self.stmt_assign(scope)
         self.w.features.add("global constant")
         name = self.w.module_constant(var.shape)
+        if var.shape and scope.in_loop:
+            # an in-place write earlier in the loop body would reach the global on the next
+            # trip (the program would change its own constant): a copy in loops
+            return [self.bind(scope, var.name, var.shape, Expr(f"{name}.copy()"))]
         return [self.bind(scope, var.name, var.shape, Expr(name, aliases=frozenset([name])))]
 
     def stmt_tuple_assign(self, scope):

@@ -1213,3 +1213,34 @@ def test_a_function_assigned_on_two_paths_is_refused():
     with pytest.raises(TransformError, match="'act' is assigned more than once|function held "
                                              "in a variable"):
         tp.grad(_helper_chosen_by_branch)(0.3, True)
+
+
+# ---------------------------------------------------------------- `u = K; u += v`, K a global array
+# Python updates the global array in place (on a later trip of a loop, say); transformed code
+# made a new array, so its values differed from the plain call's and the global was left
+# alone. Found by the random program generator (seed 282132). Now refused, as writing into
+# a global is.
+
+GLOBAL_TABLE = np.linspace(-0.6, 0.8, 2)
+
+
+def _global_updated_on_a_later_trip(x):
+    u = x * 1.0
+    for _ in range(2):
+        u += np.cos(u)
+        u = GLOBAL_TABLE
+    return np.sum(u * x)
+
+
+def _global_updated_through_a_name(x):
+    u = GLOBAL_TABLE
+    u += 1.0
+    return np.sum(u * x)
+
+
+@pytest.mark.parametrize("f", [_global_updated_on_a_later_trip, _global_updated_through_a_name])
+def test_an_in_place_update_of_a_global_array_is_refused(f):
+    before = GLOBAL_TABLE.copy()
+    with pytest.raises(TransformError, match="changes an array the caller can see \\(global"):
+        tp.transform(f)(np.array([0.5, 0.25]))
+    assert np.array_equal(GLOBAL_TABLE, before)

@@ -25,6 +25,7 @@ Two flow-sensitive analyses decide this: which allocation sites each name may re
 in-place writes, dropped at a join where one path disagrees).
 """
 import gast
+import numpy as np
 
 from ..ir import anno
 from ..ir.analysis import is_push, is_update, names_in, push_parts, reads, targets, walk_simple
@@ -48,13 +49,14 @@ _NEW_ARRAY_CALLS = {"np.zeros", "np.ones", "np.empty", "np.full", "np.zeros_like
                     "np.diag", "np.tile", "np.repeat"}
 
 
-def resolve(fir, functions=None):
+def resolve(fir, functions=None, namespace=None):
     """Bind same-object aliases again after each in-place write, or raise TransformError.
 
     `functions`: IR name -> FunctionIR of the functions already resolved; a call of one of
     them gives a result that shares memory only with the arguments its summary names (see
     `_summarize`); a call of any other (recursion in progress) may share with every
-    argument."""
+    argument. `namespace`: the values of the globals the code reads (an array there is
+    updated in place by `x op= v` when x may be it)."""
     body = fir.node.body
     lists = {push_parts(s)[0] for s in walk_simple(body) if is_push(s)}   # xs.append: a list
     summaries = {name: f.result_sharing if f is not None else None
@@ -73,8 +75,11 @@ def resolve(fir, functions=None):
         state = memory.before[id(s)]
         roots, _ = memory.of(state, x)
         outside = sorted(r for r in roots if r[0] in ("param", "global"))
-        if outside and is_update(s):
-            kind, name = outside[0]
+        # `u = K; ...; u += v` with K a global array: the caller's array, updated in place
+        mutable = [r for r in outside if r[0] == "global" and
+                   isinstance((namespace or {}).get(r[1]), (np.ndarray, list))]
+        if outside and is_update(s) or mutable and _is_inplace_op(s):
+            kind, name = (mutable or outside)[0]
             raise error_at(s, fir.source,
                            f"writing into '{x}' changes an array the caller can see "
                            f"({'parameter' if kind == 'param' else 'global'} '{name}'"

@@ -141,7 +141,7 @@ class Normalizer(CallNormalizer):
         writes resolved (`aliasing`)."""
         fir = self.run(fdef, shape)
         controlflow.transform(fir.node, self.namer)
-        aliasing.resolve(fir, self.program.functions)
+        aliasing.resolve(fir, self.program.functions, self.program.namespace)
         return fir
 
     def error(self, node, message, hint=None):
