@@ -50,7 +50,8 @@ def make_args(rng):
     return init_nn_params(rng, [3, 8, 2]), y0, ts, targets
 
 
-def fit(steps=30, step_size=0.3):
+def fit(steps=30, step_size=0.3, objective=objective, make_args=make_args):
+    """Gradient descent on the network's weights (ode_net_scipy fits its own objective)."""
     params, y0, ts, targets = make_args(np.random.default_rng(0))
     grad_fn = tp.grad(objective)
     initial = objective(params, y0, ts, targets)

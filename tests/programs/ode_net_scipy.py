@@ -4,15 +4,11 @@ tight so that finite differences of scipy's own solution are a usable reference.
 import numpy as np
 from scipy.integrate import odeint
 
-import transpile as tp
+from tests.programs import ode_net
+from tests.programs.ode_net import init_nn_params
 
 TRUE_A = np.array([[-0.1, 2.0], [-2.0, -0.1]])
 TOL = dict(rtol=1e-11, atol=1e-11)
-
-
-def init_nn_params(rng, layer_sizes, scale=0.3):
-    return [(scale * rng.standard_normal((m, n)), np.zeros(n))
-            for m, n in zip(layer_sizes[:-1], layer_sizes[1:])]
 
 
 def nn_dynamics(state, t, params):
@@ -40,11 +36,4 @@ def make_args(rng):
 
 
 def fit(steps=20, step_size=0.3):
-    params, y0, ts, targets = make_args(np.random.default_rng(0))
-    grad_fn = tp.grad(objective)
-    initial = objective(params, y0, ts, targets)
-    for _ in range(steps):
-        grads = grad_fn(params, y0, ts, targets)
-        params = [(W - step_size * dW, b - step_size * db)
-                  for (W, b), (dW, db) in zip(params, grads)]
-    return initial, objective(params, y0, ts, targets)
+    return ode_net.fit(steps, step_size, objective=objective, make_args=make_args)
