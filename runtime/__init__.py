@@ -30,7 +30,7 @@ import importlib as _importlib
 
 _MODULES = ["backend", "errors", "trees", "adjoints", "linalg_helpers", "shape_helpers",
             "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives", "kernels",
-            "special", "fft_helpers", "scipy_linalg", "statistics", "stats"]
+            "special", "fft_helpers", "scipy_linalg", "statistics", "stats", "signal"]
 
 
 def _export(module_names):

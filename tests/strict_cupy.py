@@ -328,6 +328,9 @@ def strict_cupy():
     module = _namespace("cupy", np, _names(real))
     module.linalg = _namespace("cupy.linalg", np.linalg, _names(getattr(real, "linalg", None)))
     module.fft = _namespace("cupy.fft", np.fft, _names(getattr(real, "fft", None)))
+    stride_tricks = getattr(getattr(real, "lib", None), "stride_tricks", None)
+    module.lib = types.SimpleNamespace(stride_tricks=_namespace(
+        "cupy.lib.stride_tricks", np.lib.stride_tricks, _names(stride_tricks)))
     module._transpile_stand_in = True
     module.ndarray = DeviceArray
     for name in ("float16", "float32", "float64", "complex64", "complex128", "int8", "int16",

@@ -565,3 +565,65 @@ def test_forms_from_autograds_examples(rng):
             assert np.allclose(tp.grad(_through_scales)(x), 2 * y * s0 * s1 + s0 * s0 * s1)
     finally:
         _scales[0].s, _scales[1].s = 2.0, 3.0
+
+
+class _Parser:
+    """convnet's WeightsParser: slices of one parameter vector, by name."""
+
+    def __init__(self):
+        self.idxs_and_shapes, self.n = {}, 0
+
+    def add(self, name, shape):
+        start = self.n
+        self.n += int(np.prod(shape))
+        self.idxs_and_shapes[name] = (slice(start, self.n), shape)
+
+    def get(self, vect, name):
+        idxs, shape = self.idxs_and_shapes[name]
+        return np.reshape(vect[idxs], shape)
+
+
+class _Affine:
+    def __init__(self, n_in, n_out):
+        self.parser = _Parser()
+        self.parser.add("w", (n_in, n_out))
+        self.parser.add("b", (n_out,))
+
+    def forward(self, x, params):
+        return np.tanh(x @ self.parser.get(params, "w") + self.parser.get(params, "b"))
+
+
+_affines = [_Affine(3, 4), _Affine(4, 2)]
+_net_parser = _Parser()
+for _layer in _affines:
+    _net_parser.add(_layer, (_layer.parser.n,))
+
+
+def _parsed_net(vect, x):
+    for layer in _affines:
+        x = layer.forward(x, _net_parser.get(vect, layer))
+    return np.sum(x ** 2)
+
+
+def test_methods_of_an_object_a_layer_holds(rng):
+    """`self.parser.get(...)` inside a layer's method (convnet): the parser, a user object
+    held by the layer, is known while transforming, its data read when the code runs; the
+    parser of the whole net is keyed by the layer objects themselves."""
+    vect, x = rng.normal(size=_net_parser.n), rng.normal(size=(5, 3))
+    check_grads(_parsed_net, (vect, x), order=2, modes=("fwd", "rev"))
+    w1, b1 = vect[:12].reshape(3, 4), vect[12:16]
+    w2, b2 = vect[16:24].reshape(4, 2), vect[24:26]
+    assert np.isclose(_parsed_net(vect, x), np.sum(np.tanh(np.tanh(x @ w1 + b1) @ w2 + b2) ** 2))
+    old = _affines[1].parser
+    try:       # a new parser object on the layer: the transformed function follows it
+        _affines[1].parser = _Parser()
+        _affines[1].parser.add("b", (2,))
+        _affines[1].parser.add("w", (4, 2))
+        g = tp.grad(_parsed_net)(vect, x)
+        h = np.tanh(x @ w1 + b1)
+        w2, b2 = vect[18:26].reshape(4, 2), vect[16:18]
+        check_grads(_parsed_net, (vect, x), order=1, modes=("rev",))
+        y = np.tanh(h @ w2 + b2)
+        assert np.allclose(g[16:18], np.sum(2 * y * (1 - y ** 2), axis=0))
+    finally:
+        _affines[1].parser = old

@@ -41,7 +41,7 @@ def define(params, body):
     """A function `(params) -> body` with a source file, so transformations can read it."""
     name = f"case{next(_COUNTER)}"
     text = ("import math\nimport numpy as np\nimport scipy.linalg\nimport scipy.special\n"
-            "import scipy.stats\n\n"
+            "import scipy.stats\nimport transpile.signal\n\n"
             "W = np.arange(1.0, 13.0).reshape(3, 4)   # weights that make permutations show\n"
             f"\n\ndef {name}({params}):\n    return {body}\n")
     filename = f"<test_rule_edges:{name}>"
@@ -299,6 +299,9 @@ SWEEP = [
     ('np.convolve', "np.convolve(x[0], y, 'same') ** 2 + np.convolve(y, x[1])[1:5]", 'pair'),
     ('np.correlate', 'np.correlate(x[0], y[:3]) ** 2 + np.correlate(y[:2], x[1, :3])', 'pair'),
     ('np.vander', 'np.vander(y, 3) ** 2 + np.vander(y, increasing=True)[:, :3]', 'pair'),
+    ('rt.tensor_convolve', "transpile.signal.convolve(x, x[1:, 1:] * y[:3], mode='same') ** 2 "
+     "+ transpile.signal.convolve(x, y[:, None] * x.T, axes=([1], [0]), dot_axes=([0], [1]), "
+     "mode='valid')", 'pair'),
     # numpy reductions, statistics and elementwise functions
     # (tests/test_numpy_surface_reductions.py); `W % 5 == 0` puts a NaN in rows 1 and 2
     ('np.angle', 'np.angle(x + 1j * y) + np.angle(x, deg=True) * y', 'away'),

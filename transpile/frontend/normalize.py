@@ -748,8 +748,11 @@ class Normalizer(CallNormalizer):
                     isinstance(owner, type) and not library_module(inspect.getmodule(owner))
                 if not users:
                     return Static(value)     # a library object's (a partial's arguments)
-                if not _is_code(value) and not _holds_code(value):
+                if not _is_code(value) and not _holds_code(value) and \
+                        not _plain_object(value):
                     return None      # data on a user's object: read when the code runs
+                # functions, models and user objects held by one (a layer's own weight
+                # parser) are known while transforming, so their methods can be called
                 self.program.global_reads[(id(owner), node.attr)] = (
                     owner, node.attr, Snapshot(value) if _holds_code(value) else value)
                 return Static(value)
