@@ -339,7 +339,14 @@ def inverse_axes(axes):
 
 
 def dtype_of(x):
-    return getattr(x, "dtype", type(x))
+    """`x.dtype`; a Python number reads as the 0-d array numpy makes of it (3.0: float64),
+    as autograd presents a boxed scalar."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None:
+        return dtype
+    if isinstance(x, (bool, int, float, complex)):
+        return np.asarray(x).dtype
+    return type(x)
 
 
 def dict_keys(d):

@@ -627,3 +627,41 @@ def test_methods_of_an_object_a_layer_holds(rng):
         assert np.allclose(g[16:18], np.sum(2 * y * (1 - y ** 2), axis=0))
     finally:
         _affines[1].parser = old
+
+
+def _loglike(r, p):
+    return np.sum(r * np.log(p) + np.sin(r) * p ** 2)
+
+
+def test_autograds_argnum_spelling(rng):
+    """autograd's examples write grad(f, argnum=(0, 1)) (negative_binomial_maxlike):
+    the same as argnums, at the top level and inside transformed code."""
+    r, p = rng.uniform(0.5, 2.0, 3), rng.uniform(0.2, 0.8, 3)
+    dr, dp = np.log(p) + np.cos(r) * p ** 2, r / p + 2 * np.sin(r) * p
+    got = tp.grad(_loglike, argnum=(0, 1))(r, p)
+    assert np.allclose(got[0], dr) and np.allclose(got[1], dp)
+    value, g = tp.value_and_grad(_loglike, argnum=1)(r, p)
+    assert np.isclose(value, _loglike(r, p)) and np.allclose(g, dp)
+    assert np.allclose(tp.jacrev(_loglike, argnum=1)(r, p), dp)
+    assert np.allclose(tp.jacfwd(_loglike, argnum=1)(r, p), dp)
+    assert np.allclose(tp.hessian(_loglike, argnum=1)(r, p), np.diag(-r / p ** 2 + 2 * np.sin(r)))
+    # inside: d/dr of sum(d loglike/dp) = sum over i of 1/p_i + 2 cos(r_i) p_i
+    inner = tp.grad(lambda r: np.sum(tp.grad(_loglike, argnum=1)(r, p)))(r)
+    assert np.allclose(inner, 1 / p + 2 * np.cos(r) * p)
+    with pytest.raises(TypeError, match="not both"):
+        tp.grad(_loglike, argnums=1, argnum=1)
+
+
+def _checks_its_scalar(x):
+    assert x.shape == () and x.ndim == 0 and x.size == 1
+    assert x.dtype == np.float64
+    return x ** 2
+
+
+def test_a_python_float_reads_as_a_0d_array():
+    """`x.dtype` of a Python float argument is float64, as numpy makes it (and as autograd
+    presents a boxed scalar); it was the type `float`, so `x.dtype == np.float64` failed
+    under grad and held under vmap."""
+    assert tp.grad(_checks_its_scalar)(3.0) == 6.0
+    np.testing.assert_allclose(tp.vmap(tp.grad(_checks_its_scalar))(np.array([1.0, 2.0])),
+                               [2.0, 4.0])

@@ -1244,3 +1244,56 @@ def test_an_in_place_update_of_a_global_array_is_refused(f):
     with pytest.raises(TransformError, match="changes an array the caller can see \\(global"):
         tp.transform(f)(np.array([0.5, 0.25]))
     assert np.array_equal(GLOBAL_TABLE, before)
+
+
+# ------------------------------------------------------------------ one triangle read
+
+def eigh_of_triangle(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum(w * np.sin(w)) + np.sum(v ** 4 * np.arange(1.0, 5.0))
+
+
+def eigh_upper(a):
+    w, v = np.linalg.eigh(a, "U")
+    return np.sum(w ** 3) + np.sum(v ** 4)
+
+
+def eigvalsh_upper(a):
+    return np.sum(np.cos(np.linalg.eigvalsh(a, UPLO="u")))
+
+
+def cholesky_lower(a):
+    return np.sum(np.linalg.cholesky(a) ** 3 * np.arange(16.0).reshape(4, 4))
+
+
+def cholesky_upper(a):
+    return np.sum(np.linalg.cholesky(a, upper=True) ** 3 * np.arange(16.0).reshape(4, 4))
+
+
+@pytest.mark.parametrize("f", [eigh_of_triangle, eigh_upper, eigvalsh_upper, cholesky_lower,
+                               cholesky_upper])
+def test_eigh_and_cholesky_differentiate_the_triangle_numpy_reads(f):
+    """np.linalg.eigh, eigvalsh and cholesky read one triangle of their argument (mirrored,
+    the diagonal's real part): their rules differentiated the symmetrized matrix instead
+    (JAX's eigh symmetrizes its input; numpy's does not), so for a matrix that is not
+    symmetric every derivative was wrong with no error (found by autograd's own tests,
+    which check eigh along non-symmetric directions). cholesky(upper=True) was refused."""
+    r = _rng(71)
+    a = r.standard_normal((4, 4))
+    a = a @ a.T + 4 * np.eye(4) + 0.5 * r.standard_normal((4, 4))   # not symmetric
+    check_grads(f, (a,), order=2, modes=("fwd", "rev"), seed=72)
+    g = tp.grad(f)(a)
+    upper = f in (eigh_upper, eigvalsh_upper, cholesky_upper)
+    unread = np.tril(g, -1) if upper else np.triu(g, 1)
+    assert np.all(unread == 0.0), "the triangle numpy does not read gets no gradient"
+
+
+def test_eigh_of_a_complex_matrix_reads_its_triangle():
+    r = _rng(73)
+    z = r.standard_normal((4, 4)) + 1j * r.standard_normal((4, 4)) + 4 * np.eye(4)
+
+    def f(x, y):
+        w, v = np.linalg.eigh(x + 1j * y)
+        return np.sum(w ** 3) + np.sum(np.abs(v) ** 4 * np.arange(1.0, 5.0)) + \
+            np.sum(np.abs(np.linalg.cholesky(x @ x.T + 1j * (y - y.T) + 9 * np.eye(4))) ** 2)
+    check_grads(f, (np.real(z), np.imag(z)), order=2, modes=("fwd", "rev"), seed=74)

@@ -270,6 +270,16 @@ def transform(f=None, **options):
     return t
 
 
+def argnums_or_argnum(argnums, argnum):
+    """`argnums`, or autograd's spelling of it, `argnum=` (grad(f, argnum=1) runs as
+    autograd's examples write it); giving both is an error."""
+    if argnum is None:
+        return argnums
+    if argnums != 0:
+        raise TypeError("give argnums= or autograd's argnum=, not both")
+    return argnum
+
+
 def _grad_options(argnums, has_aux, holomorphic, value):
     nums, single = _check_argnums(argnums, None)
     options = {"argnums": nums, "single": single, "has_aux": has_aux, "value": value}
@@ -278,7 +288,7 @@ def _grad_options(argnums, has_aux, holomorphic, value):
     return options
 
 
-def grad(f, argnums=0, has_aux=False, holomorphic=False):
+def grad(f, argnums=0, has_aux=False, holomorphic=False, *, argnum=None):
     """The gradient of scalar-output `f` with respect to argument(s) `argnums`.
 
     Args:
@@ -289,18 +299,21 @@ def grad(f, argnums=0, has_aux=False, holomorphic=False):
       holomorphic: f is holomorphic in complex arguments and returns a complex scalar; the
         result is its complex derivative f'(z) (as JAX's). Without it, a complex output is
         an error and complex arguments get df/dx - i df/dy of a real output.
+      argnum: autograd's name for argnums (either one).
     Returns:
       A Transformed function returning gradients shaped like the chosen arguments (pytrees
       keep their structure; float32 stays float32), a tuple of them for tuple argnums.
     Raises:
       TransformError: for code it cannot differentiate, naming the file and line.
     """
-    return Transformed(f, "grad", _grad_options(argnums, has_aux, holomorphic, value=False))
+    return Transformed(f, "grad", _grad_options(argnums_or_argnum(argnums, argnum), has_aux,
+                                                holomorphic, value=False))
 
 
-def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(f, argnums=0, has_aux=False, holomorphic=False, *, argnum=None):
     """Like `grad`, but the result returns (value, gradient) (or ((value, aux), gradient))."""
-    return Transformed(f, "grad", _grad_options(argnums, has_aux, holomorphic, value=True))
+    return Transformed(f, "grad", _grad_options(argnums_or_argnum(argnums, argnum), has_aux,
+                                                holomorphic, value=True))
 
 
 def elementwise_grad(f, argnum=0):

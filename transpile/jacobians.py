@@ -48,9 +48,10 @@ def _generated(f, kind, options, prefix_name):
     return t.generated(), params, prefix, extra, name
 
 
-def jacrev(f, argnums=0):
-    """Reverse-mode Jacobian of f with respect to argument `argnums`: shape out + in."""
-    argnum = _argnum(f, argnums)
+def jacrev(f, argnums=0, *, argnum=None):
+    """Reverse-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`):
+    shape out + in."""
+    argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
     gen, params, prefix, extra, name = _generated(f, "vjp", {"has_aux": False}, "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
     k = len(prefix) + argnum
@@ -67,9 +68,10 @@ def jacrev(f, argnums=0):
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
-def jacfwd(f, argnums=0):
-    """Forward-mode Jacobian of f with respect to argument `argnums`: shape out + in."""
-    argnum = _argnum(f, argnums)
+def jacfwd(f, argnums=0, *, argnum=None):
+    """Forward-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`):
+    shape out + in."""
+    argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
     nparams = len(api.Transformed(f, "transform").signature.parameters)
     active = tuple(i == argnum % nparams for i in range(nparams))
     # a jvp whose only tangent is argument `argnums`'s (the others are constants of it)
@@ -89,6 +91,8 @@ def jacfwd(f, argnums=0):
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
-def hessian(f, argnums=0):
-    """Second derivatives: jacfwd(jacrev(f)), shape in + in for a scalar f."""
+def hessian(f, argnums=0, *, argnum=None):
+    """Second derivatives: jacfwd(jacrev(f)), shape in + in for a scalar f (`argnum`:
+    autograd's name for argnums)."""
+    argnums = api.argnums_or_argnum(argnums, argnum)
     return jacfwd(jacrev(f, argnums), argnums)

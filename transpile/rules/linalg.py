@@ -465,20 +465,24 @@ def rt_solve_batch(a, b):
 
 
 @rev("np.linalg.cholesky")
-def cholesky(dout, out, a):
-    """Symmetrized adjoint: `a` is taken to be symmetric, or Hermitian if complex (numpy reads
-    its lower triangle). The transpose of the forward rule below: L^-T phi(L^T g) conj(L^-1)."""
-    phi = rt.cholesky_phi(np.swapaxes(out, -1, -2) @ dout)
-    l_inv = np.linalg.inv(out)
-    s = np.swapaxes(l_inv, -1, -2) @ phi @ np.conj(l_inv)
-    da = 0.5 * (s + np.conj(np.swapaxes(s, -1, -2)))
+def cholesky(dout, out, a, upper=False):
+    """numpy reads one triangle of `a` (the lower one, the upper with upper=True), mirrored
+    and conjugated, with its diagonal's real part (rt.herm_part), and returns L, or L^H with
+    upper=True: L^-T phi(L^T g) conj(L^-1) is the adjoint for that Hermitian matrix, folded
+    onto the triangle read (rt.herm_part_adj). The transpose of the forward rule below."""
+    l = rt.cho_l(out, not upper)
+    phi = rt.cholesky_phi(np.swapaxes(l, -1, -2) @ rt.cho_l(dout, not upper))
+    l_inv = np.linalg.inv(l)
+    da = rt.herm_part_adj(np.swapaxes(l_inv, -1, -2) @ phi @ np.conj(l_inv), not upper)
 
 
 @fwd("np.linalg.cholesky")
-def cholesky_fwd(out, a):
-    """dL = L phi(L^-1 dA L^-H), for a symmetric (Hermitian) tangent dA."""
-    l_inv = np.linalg.inv(out)
-    dout = out @ rt.cholesky_phi(l_inv @ da @ np.conj(np.swapaxes(l_inv, -1, -2)))
+def cholesky_fwd(out, a, upper=False):
+    """dL = L phi(L^-1 dH L^-H), dH the Hermitian matrix read from the tangent."""
+    l = rt.cho_l(out, not upper)
+    l_inv = np.linalg.inv(l)
+    dout = rt.cho_pack(l @ rt.cholesky_phi(l_inv @ rt.herm_part(da, not upper) @
+                                           np.conj(np.swapaxes(l_inv, -1, -2))), not upper)
 
 
 batch_same("np.linalg.cholesky")
@@ -505,18 +509,20 @@ batch_same("rt.cholesky_phi")
 
 @rev("np.linalg.eigh", container_out=True)
 def eigh(dout, out, a, UPLO="L"):
-    """`out` = (w, v). As for np.linalg.cholesky, `a` is taken to be Hermitian (symmetric)
-    and the adjoint is symmetrized: the transpose of the forward rule below."""
+    """`out` = (w, v) of the Hermitian matrix numpy reads from one triangle of `a`
+    (rt.herm_part: the lower one unless UPLO is 'U'); the adjoint for that matrix is folded
+    onto the triangle read (rt.herm_part_adj), as autograd's is: the transpose of the forward
+    rule below."""
     vt = np.swapaxes(out[1], -1, -2)
     inner = np.expand_dims(np.real(dout[0]), -1) * vt + rt.gap_div(vt @ dout[1], out[0]) @ vt
-    g = np.conj(out[1]) @ inner
-    da = 0.5 * (g + np.conj(np.swapaxes(g, -1, -2)))
+    da = rt.herm_part_adj(np.conj(out[1]) @ inner, (UPLO != "U") & (UPLO != "u"))
 
 
 @fwd("np.linalg.eigh")
 def eigh_fwd(out, a, UPLO="L"):
-    """With x = V^H dA V (dA symmetrized): dw = Re diag(x), dV = V (x / gaps)."""
-    x = np.conj(np.swapaxes(out[1], -1, -2)) @ (0.5 * (da + np.conj(np.swapaxes(da, -1, -2)))) \
+    """With x = V^H dH V, dH the Hermitian matrix read from the tangent: dw = Re diag(x),
+    dV = V (x / gaps)."""
+    x = np.conj(np.swapaxes(out[1], -1, -2)) @ rt.herm_part(da, (UPLO != "U") & (UPLO != "u")) \
         @ out[1]
     dout = (np.real(np.diagonal(x, 0, -2, -1)), out[1] @ rt.gap_div(x, out[0]))
 
@@ -526,16 +532,17 @@ batch_same("np.linalg.eigh")
 
 @rev("np.linalg.eigvalsh")
 def eigvalsh(dout, out, a, UPLO="L"):
-    """The eigenvalue part of np.linalg.eigh's rule: sym(conj(V) diag(dout) V^T)."""
+    """The eigenvalue part of np.linalg.eigh's rule: conj(V) diag(dout) V^T, folded onto the
+    triangle read."""
     v = np.linalg.eigh(a, UPLO)[1]
-    g = (np.conj(v) * np.expand_dims(np.real(dout), -2)) @ np.swapaxes(v, -1, -2)
-    da = 0.5 * (g + np.conj(np.swapaxes(g, -1, -2)))
+    da = rt.herm_part_adj((np.conj(v) * np.expand_dims(np.real(dout), -2)) @
+                          np.swapaxes(v, -1, -2), (UPLO != "U") & (UPLO != "u"))
 
 
 @fwd("np.linalg.eigvalsh")
 def eigvalsh_fwd(out, a, UPLO="L"):
     v = np.linalg.eigh(a, UPLO)[1]
-    dout = np.real(np.sum(np.conj(v) * ((0.5 * (da + np.conj(np.swapaxes(da, -1, -2)))) @ v),
+    dout = np.real(np.sum(np.conj(v) * (rt.herm_part(da, (UPLO != "U") & (UPLO != "u")) @ v),
                           -2))
 
 
