@@ -65,21 +65,24 @@ def seed(out, where):
     if t is float or t is np.float64 or t is np.float32:
         return t(1.0)
     dtype = check_scalar_output(out, where)
-    return array_module(out).ones((), dtype=dtype) if dtype is not None else 1.0
+    return array_module(out).ones(np.shape(out), dtype=dtype) if dtype is not None else 1.0
 
 
 def seed_holomorphic(out, where):
     """The adjoint 1 of grad(f, holomorphic=True)'s output, which must be a complex scalar:
     rules transpose without conjugating, so the gradient is then f'(z) itself (as in JAX)."""
     dtype = check_scalar_output(out, where, holomorphic=True)
-    return array_module(out).ones((), dtype=dtype if dtype is not None else np.complex128)
+    return array_module(out).ones(np.shape(out),
+                                  dtype=dtype if dtype is not None else np.complex128)
 
 
 def check_scalar_output(out, where, lead=0, holomorphic=False):
     """Raise (pointing at `where`) unless `out` is a float scalar (with `holomorphic`, a
-    complex one); with `lead` leading batch axes, one such scalar per example. Returns its
-    dtype (None for a Python number)."""
-    if is_container(out) or np.ndim(out) != lead:
+    complex one), or an array holding one (shape (1,) or (1, 1): autograd differentiates
+    those, and there is only one way to); with `lead` leading batch axes, one such scalar
+    per example. Returns its dtype (None for a Python number)."""
+    if is_container(out) or np.ndim(out) < lead or \
+            int(np.prod(np.shape(out)[lead:])) != 1:
         what = _describe(out) if is_container(out) or not lead else \
             f"an array of shape {np.shape(out)[lead:]} per example"
         raise located(where, f"grad needs a function with a scalar output, but it returned "

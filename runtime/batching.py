@@ -438,7 +438,7 @@ def lane_shape(shape, n):
 
 def lane_len(x, outer=0):
     """len() of each example (the same for all): a batched array's second axis."""
-    if isinstance(x, (tuple, list, dict)):
+    if isinstance(x, (tuple, list, dict, str)):     # a string is never batched
         return len(x)
     return np.shape(x)[1 + outer]
 

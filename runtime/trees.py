@@ -209,14 +209,16 @@ def _finish_leaf(g, x):
         return None  # integers, bools, strings, None: no derivative
     if g is None:
         return _zeros_leaf(x)
-    if isinstance(x, complex):
+    if type(x) is complex:
         return complex(np.sum(g)) if np.ndim(g) else complex(g)
     if np.iscomplexobj(g) and not np.iscomplexobj(x):
         # A real input moves only along the real axis: its gradient is the real part of the
         # complex cotangent that reached it (as in JAX), never a complex number.
         g = np.real(g)
-    if isinstance(x, float):
+    if type(x) is float:
         return float(np.sum(g)) if np.ndim(g) else float(g)
+    if isinstance(x, np.generic):       # a numpy scalar: one of its own type and dtype
+        return _finish_leaf(g, np.asarray(x))[()]
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         return g
@@ -236,7 +238,8 @@ def as_grad(g, x):
     if type(x) is np.ndarray and type(g) is np.ndarray and g.dtype == x.dtype and \
             g.shape == x.shape and g.flags.writeable:
         return g
-    if type(x) is float and type(g) in _ARRAY_TYPES and np.ndim(g) == 0:
+    if type(x) is float and type(g) in _ARRAY_TYPES and np.ndim(g) == 0 and \
+            not np.iscomplexobj(g):
         return float(g)
     return _finish_tree(g, x)
 

@@ -665,3 +665,109 @@ def test_a_python_float_reads_as_a_0d_array():
     assert tp.grad(_checks_its_scalar)(3.0) == 6.0
     np.testing.assert_allclose(tp.vmap(tp.grad(_checks_its_scalar))(np.array([1.0, 2.0])),
                                [2.0, 4.0])
+
+
+def _one_element(x):
+    return np.dot(np.ones((1, 2)), x ** 2)          # shape (1,)
+
+
+def _one_by_one(a):
+    return np.sum(np.sin(a), axis=1, keepdims=True)   # shape (1, 1)
+
+
+def test_grad_of_a_one_element_array(rng):
+    """autograd differentiates an output of shape (1,) or (1, 1) (bayesian_optimization's
+    acquisition function, logsumexp(..., keepdims=True)); there is one way to, so grad does
+    too (JAX refuses), under vmap and at second order as well."""
+    x = rng.normal(size=2)
+    np.testing.assert_allclose(tp.grad(_one_element)(x), 2 * x)
+    value, g = tp.value_and_grad(_one_element)(x)
+    assert np.shape(value) == (1,) and np.allclose(g, 2 * x)
+    a = rng.normal(size=(1, 3))
+    np.testing.assert_allclose(tp.grad(_one_by_one)(a), np.cos(a))
+    np.testing.assert_allclose(tp.vmap(tp.grad(_one_element))(np.stack([x, 3 * x])),
+                               [2 * x, 6 * x])
+    np.testing.assert_allclose(tp.hessian(lambda v: _one_element(v)[0])(x), 2 * np.eye(2))
+    with pytest.raises(tp.TransformError, match=r"shape \(2,\)"):
+        tp.grad(lambda v: v * 2.0)(x)
+
+
+def _symmetrize_first(fun):
+    def symmetrized(*args, **kwargs):
+        a = args[0]
+        return fun(0.5 * (a + a.T), *args[1:], **kwargs)
+    return symmetrized
+
+
+def _logged(fun):
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        return fun(*args, **kwargs)
+    return wrapper
+
+
+@_logged
+def _energy(a, x, scale=1.0):
+    return scale * np.sum(np.sin(a @ x))
+
+
+_sym_energy = _symmetrize_first(_energy)
+
+
+def _wrapped_energies(a, x):
+    return _sym_energy(a, x, scale=2.0) + _energy(a, x) + _energy(*(a, x))
+
+
+def _spread(xs):
+    return _energy(*xs)
+
+
+def test_star_args_passed_on(rng):
+    """`fun(*args, **kwargs)` in a wrapper with *args and **kwargs (a decorator, autograd's
+    symmetrize_matrix_arg), `*args[1:]`, and `*` of a tuple written in the call: the
+    arguments are spelled out for each call shape."""
+    a, x = rng.normal(size=(3, 3)), rng.normal(size=3)
+    want = 2.0 * np.sum(np.sin(0.5 * (a + a.T) @ x)) + 2 * np.sum(np.sin(a @ x))
+    assert np.isclose(_wrapped_energies(a, x), want)
+    check_grads(_wrapped_energies, (a, x), order=2, modes=("fwd", "rev"))
+    per_example = tp.vmap(tp.grad(_wrapped_energies), in_axes=(None, 0))(a, np.stack([x, -x]))
+    np.testing.assert_allclose(per_example[1], tp.grad(_wrapped_energies)(a, -x))
+    with pytest.raises(tp.TransformError, match=r"\*args in a call is supported"):
+        tp.grad(_spread)((a, x))
+
+
+def _dict_views(d):
+    total = 0.0
+    for i, (k, v) in enumerate(sorted(d.items(), key=operator.itemgetter(0))):
+        total = total + np.sum(np.sin(v)) * (i + 1.0)
+    for v in d.values():
+        total = total + np.sum(v ** 2)
+    for k in sorted(d.keys()):
+        total = total + np.sum(np.cos(d[k]))
+    return total
+
+
+def _dict_get(d, x):
+    return d.get("a", x) ** 2 + d.get("missing", 1.0) * x
+
+
+def _values_only(d):
+    return sum(np.sum(np.tanh(v)) * len(k) for k, v in d.items())
+
+
+def test_dict_methods(rng):
+    """d.items(), d.values(), d.keys() (lists in the dict's order) and d.get(k, default) in
+    transformed code, and operator.itemgetter as a sort key (autograd's test_dict)."""
+    d = {"bb": rng.normal(size=(2, 3)), "a": rng.normal(size=4), "ccc": rng.normal(size=2)}
+    want = sum(np.sum(np.sin(d[k])) * (i + 1.0) for i, k in enumerate(sorted(d))) + \
+        sum(np.sum(v ** 2) + np.sum(np.cos(v)) for v in d.values())
+    assert np.isclose(_dict_views(d), want)
+    check_grads(_dict_views, (d,), order=2, modes=("fwd", "rev"))
+    for given in ({"a": 3.0}, {"b": 4.0}, {}):
+        gd, gx = tp.grad(_dict_get, argnums=(0, 1))(given, 2.0)
+        assert gx == (1.0 if "a" in given else 2 * 2.0 + 1.0)
+        assert gd == ({"a": 6.0} if "a" in given else {k: 0.0 for k in given})
+    batched = {k: np.stack([v, 2 * v]) for k, v in d.items()}
+    got = tp.vmap(tp.grad(_values_only))(batched)
+    for k, v in d.items():
+        np.testing.assert_allclose(got[k][1], len(k) * (1 - np.tanh(2 * v) ** 2))

@@ -1297,3 +1297,27 @@ def test_eigh_of_a_complex_matrix_reads_its_triangle():
         return np.sum(w ** 3) + np.sum(np.abs(v) ** 4 * np.arange(1.0, 5.0)) + \
             np.sum(np.abs(np.linalg.cholesky(x @ x.T + 1j * (y - y.T) + 9 * np.eye(4))) ** 2)
     check_grads(f, (np.real(z), np.imag(z)), order=2, modes=("fwd", "rev"), seed=74)
+
+
+def test_a_complex_cotangent_for_a_python_float_argument():
+    """vjp of a complex function of a Python float (np.kron(x, y), y complex) crashed in
+    as_grad's fast path (`float()` of a 0-d complex array); the gradient is the real part
+    of the transposed cotangent, as JAX gives."""
+    y = np.array([1 + 2j, 3 - 1j])
+    u = np.array([1 + 1j, 2 - 1j])
+    _, vjp_fn = tp.vjp(lambda x, y: np.kron(x, y), 0.5, y)
+    gx, gy = vjp_fn(u)
+    assert type(gx) is float and gx == np.real(np.sum(u * y))
+    np.testing.assert_allclose(gy, 0.5 * u)
+    _, vjp_fn = tp.vjp(lambda x: x * (1 + 2j), 0.5)
+    assert vjp_fn(1 + 1j) == (np.real((1 + 1j) * (1 + 2j)),)
+
+
+def test_the_gradient_of_a_numpy_scalar_is_one():
+    """grad of a function of np.float64 / np.float32 arguments gives numpy scalars of the
+    same type (np.float64 gave a Python float, np.float32 a 0-d array)."""
+    def f(x, y):
+        return x / y
+    gx, gy = tp.grad(f, argnums=(0, 1))(np.float64(1.2), np.float64(0.8))
+    assert type(gx) is np.float64 and np.isclose(gx, 1 / 0.8)
+    assert type(tp.grad(f)(np.float32(1.2), np.float32(0.8))) is np.float32

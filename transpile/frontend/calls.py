@@ -142,8 +142,7 @@ class CallNormalizer:
             return self.generator_draw(node, stmts)
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
-            raise self.error(node, "*args and **kwargs in calls are not supported.",
-                             "pass the arguments one by one.")
+            node = self.unpacked_call(node)
         func = node.func
         callee = self.static(func)
         if isinstance(func, gast.Attribute) and (callee is None or _method_of_array(callee)):
@@ -174,6 +173,20 @@ class CallNormalizer:
             args = [self.atom(a, stmts) for a in node.args] + \
                 [_name(v) for v in callee.freevars]
             return self.call_static(callee.transformed, args, [], node, stmts)
+        if isinstance(callee, Static) and callee.value is operator.itemgetter and \
+                node.args and all(_is_literal(a) for a in node.args) and not node.keywords:
+            # itemgetter(0) (a sort key): the function `lambda item: item[0]`
+            item = self.namer.fresh("item")
+            picks = [gast.Subscript(value=_name(item), slice=a, ctx=gast.Load())
+                     for a in node.args]
+            getter = gast.Lambda(
+                args=gast.arguments(args=[_name(item, gast.Param())], posonlyargs=[],
+                                    vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                    defaults=[]),
+                body=picks[0] if len(picks) == 1 else gast.Tuple(elts=picks, ctx=gast.Load()))
+            for n in gast.walk(getter):
+                gast.copy_location(n, node)
+            return self.expr_Lambda(getter, stmts)
         if isinstance(callee, Static) and callee.value is functools.partial:
             target = self.static(node.args[0]) if node.args else None
             if target is None:
@@ -255,6 +268,69 @@ class CallNormalizer:
             return found
         if isinstance(found, Static) and _is_function(found.value):
             return found
+        return None
+
+    def dict_view(self, d, view, node, stmts):
+        """d.keys(), d.values(), d.items() of a dict: lists in the dict's order, made by a
+        loop over `rt.dict_keys(d)` (so derivatives and vmap follow each d[key])."""
+        keys = self.namer.fresh("keys")
+        stmts.append(_assign(keys, prim_call("rt.dict_keys", [d]), node))
+        self.locals.add(keys)
+        if view == "keys":
+            return _name(keys)
+        key = self.namer.fresh("key")
+        value = gast.Subscript(value=d, slice=_name(key), ctx=gast.Load())
+        elt = value if view == "values" else gast.Tuple(elts=[_name(key), value],
+                                                         ctx=gast.Load())
+        listed = gast.ListComp(elt=elt, generators=[gast.comprehension(
+            target=_name(key, gast.Store()), iter=_name(keys), ifs=[], is_async=0)])
+        for n in gast.walk(listed):
+            gast.copy_location(n, node)
+        return self.expr(listed, stmts, view)
+
+    def unpacked_call(self, node):
+        """`f(*args, **kwargs)` with the arguments spelled out, where their number is known
+        while transforming: the function's own *args and **kwargs (a copy for each call
+        shape, see variadic.py), slices of its *args with constant bounds (`*args[1:]`),
+        and tuples or lists written in the call (`*(a, b)`)."""
+        args, keywords = [], []
+        for a in node.args:
+            if not isinstance(a, gast.Starred):
+                args.append(a)
+                continue
+            items = self.unpacked_items(a.value)
+            if items is None:
+                raise self.error(a, "*args in a call is supported for the function's own "
+                                 "*args (or a constant slice of it) and for a tuple written "
+                                 "in the call.", "pass the arguments one by one.")
+            args.extend(items)
+        for k in node.keywords:
+            if k.arg is not None:
+                keywords.append(k)
+                continue
+            value = k.value
+            if not (isinstance(value, gast.Name) and value.id in self.keyed):
+                raise self.error(value, "**kwargs in a call is supported for the function's "
+                                 "own **kwargs.", "pass the keywords one by one.")
+            keywords.extend(gast.keyword(arg=key, value=gast.copy_location(_name(copy), value))
+                            for key, copy in self.keyed[value.id])
+        call = gast.Call(func=node.func, args=args, keywords=keywords)
+        return gast.copy_location(call, node)
+
+    def unpacked_items(self, value):
+        """The expressions `*value` stands for, or None where their number is unknown."""
+        if isinstance(value, (gast.Tuple, gast.List)) and \
+                not any(isinstance(e, gast.Starred) for e in value.elts):
+            return list(value.elts)
+        base, cut = value, slice(None)
+        if isinstance(value, gast.Subscript) and isinstance(value.slice, gast.Slice):
+            bounds = [value.slice.lower, value.slice.upper, value.slice.step]
+            if not all(b is None or isinstance(b, gast.Constant) and type(b.value) is int
+                       for b in bounds):
+                return None
+            base, cut = value.value, slice(*[None if b is None else b.value for b in bounds])
+        if isinstance(base, gast.Name) and base.id in self.packed:
+            return [gast.copy_location(_name(n), value) for n in self.packed[base.id][cut]]
         return None
 
     def function_arguments(self, fn, node, stmts):
@@ -435,6 +511,17 @@ class CallNormalizer:
             return prim_call(VARARG_METHODS[name], [obj] + args, keywords)
         if name in ARRAY_METHODS:
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
+        if name in ("keys", "values", "items") and not args and not keywords:
+            return self.dict_view(obj, name, node, stmts)
+        if name == "get" and 1 <= len(args) <= 2 and not keywords:
+            # d.get(k, default): `d[k] if k in d else default`
+            choice = gast.IfExp(
+                test=gast.Compare(left=args[0], ops=[gast.In()], comparators=[obj]),
+                body=gast.Subscript(value=obj, slice=args[0], ctx=gast.Load()),
+                orelse=args[1] if len(args) > 1 else _const(None))
+            for n in gast.walk(choice):
+                gast.copy_location(n, node)
+            return self.expr(choice, stmts)
         raise self.error(node, f"method '.{name}()' is not supported in transformed code.",
                          "call the numpy function instead (np.<name>(x, ...)); supported "
                          "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS))
@@ -471,7 +558,7 @@ class CallNormalizer:
         value = self.function_value(f, stmts)
         if value is None and isinstance(f, gast.Call):      # functools.partial(g, w)
             made = self.expr(f, stmts)
-            value = made if isinstance(made, (LocalPartial, Static)) else None
+            value = made if isinstance(made, (LocalPartial, LocalFunction, Static)) else None
         if value is None:
             raise self.error(f, "this function is known only when the code runs.",
                              "pass a function by its name, or a lambda.")

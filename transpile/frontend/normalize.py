@@ -90,6 +90,8 @@ class Normalizer(CallNormalizer):
         self.params = set()
         self.namer = None
         self.locals = set()
+        self.packed = {}                      # *args name -> its copies' names (one shape)
+        self.keyed = {}                       # **kwargs name -> [(key, copy's name)]
 
     # ------------------------------------------------------------------ entry
     def run(self, fdef, shape=None):
@@ -115,6 +117,12 @@ class Normalizer(CallNormalizer):
         self.params = set(params)
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.assignments = _assignment_counts(fdef.body, params)
+        if shape is not None:      # `f(*args, **kwargs)` passes these copies on, unless the
+            packed, keyed = shape.prologue      # body rebinds args or kwargs
+            if packed is not None and self.assignments.get(packed[0], 0) <= 1:
+                self.packed[packed[0]] = packed[1]
+            if keyed is not None and self.assignments.get(keyed[0], 0) <= 1:
+                self.keyed[keyed[0]] = keyed[1]
         self.appended = _appended_names(fdef)
         self.sequences = _sequence_names(fdef, params)
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
@@ -476,10 +484,6 @@ class Normalizer(CallNormalizer):
                     self._assign_item(elt, item, prefix, node)
         else:
             seq = self._pinned(self.atom(it, stmts, hint="seq"), node, stmts)
-            if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
-                    and it.func.attr in ("items", "keys", "values"):
-                raise self.error(it, "loops over dict views are not supported yet.",
-                                 "loop over `for k in sorted(d)` keys held in a list.")
             stmts.append(self._checked_iterable(seq, it))
             n = self.namer.fresh("n")
             stmts.append(_assign(n, prim_call("len", [seq]), it))

@@ -1192,6 +1192,14 @@ batch_elementwise("np.float64")
 batch_elementwise("float", vectorized="rt.as_float")
 
 
+# numpy's integer and bool types called on values cast them (`np.int64(W[:, -1])` to index
+# with): the result carries no derivative.
+nondiff("np.int64", "np.int32", "np.int16", "np.int8", "np.uint64", "np.uint32", "np.uint16",
+        "np.uint8", "np.intp", "np.bool_")
+batch_elementwise("np.int64", "np.int32", "np.int16", "np.int8", "np.uint64", "np.uint32",
+                  "np.uint16", "np.uint8", "np.intp", "np.bool_")
+
+
 @batch("np.array", "np.asarray")
 def array_batch(x):
     out = rt.lanes_array(x, x_spec, batch_size)
