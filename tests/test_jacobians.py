@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import transpile as tp
+from transpile.test_util import check_grads
 
 RTOL, ATOL = 1e-6, 1e-8
 
@@ -265,3 +266,27 @@ def test_jacobians_of_pytrees_are_refused_clearly():
         with pytest.raises(tp.TransformError, match="Jacobians of arrays with respect to "
                            "arrays; this is a dict"):
             transform(f)(p, np.random.randn(3))
+
+
+def _jac_inner(x):
+    return np.sin(x) * np.sum(x ** 2)
+
+
+def _through_jacrev(x):
+    return np.sum(np.sin(tp.jacrev(_jac_inner)(x)))
+
+
+def _through_jacfwd_and_hessian(x):
+    return np.sum(np.cos(tp.jacfwd(_jac_inner)(x))) + \
+        np.sum(tp.hessian(lambda y: np.sum(y ** 3) * x[0])(x))
+
+
+def test_jacobians_inside_transformed_code():
+    """jacrev, jacfwd and hessian applied inside a transformed function (autograd's
+    test_jacobian_higher_order: grad of a function of jacobian(f)(x)), a closure over the
+    outer argument included."""
+    x = np.random.default_rng(5).standard_normal(3)
+    check_grads(_through_jacrev, (x,), order=2, modes=("fwd", "rev"))
+    check_grads(_through_jacfwd_and_hessian, (x,), order=1, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.vmap(tp.grad(_through_jacrev))(np.stack([x, 2 * x]))[1],
+                               tp.grad(_through_jacrev)(2 * x))

@@ -96,3 +96,9 @@ def hessian(f, argnums=0, *, argnum=None):
     autograd's name for argnums)."""
     argnums = api.argnums_or_argnum(argnums, argnum)
     return jacfwd(jacrev(f, argnums), argnums)
+
+
+# transformed code may apply them too: `tp.grad(lambda x: np.sum(jacrev(f)(x)))`
+api.add_transformation("jacrev", jacrev)
+api.add_transformation("jacfwd", jacfwd)
+api.add_transformation("hessian", hessian)
