@@ -637,6 +637,20 @@ def batched_dot(a, b, a_batched, b_batched, outer=0):
 _LATER = "PQRSTUVWXY"                       # axes of vmaps applied to an adjoint itself
 
 
+def unvmapped_adjoint(g, outer_adj):
+    """`g`, where the batched_dot_adj_a/_b call being differentiated was made by no vmap
+    (`outer_adj` empty); their reverse rules do not carry those axes, so differentiating
+    such a call again in reverse mode is refused here instead of multiplying the wrong
+    axes (it crashed, or with square shapes could have given wrong numbers)."""
+    if outer_adj:
+        raise TransformError(
+            "reverse mode through vmapped gradient code of a product (np.dot or @ inside "
+            "a vmap inside a gradient, differentiated again in reverse mode: "
+            "grad(... jacrev(jacrev(f)) ...)) is not supported.\n  hint: differentiate "
+            "the outer level in forward mode (tp.jvp, tp.jacfwd), which is supported.")
+    return g
+
+
 def _dot_adj(dout, a, b, a_batched, b_batched, outer, outer_adj, wrt_a):
     """The adjoint of batched_dot for a (wrt_a) or b, as an einsum.
 

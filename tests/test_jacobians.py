@@ -290,3 +290,26 @@ def test_jacobians_inside_transformed_code():
     check_grads(_through_jacfwd_and_hessian, (x,), order=1, modes=("fwd", "rev"))
     np.testing.assert_allclose(tp.vmap(tp.grad(_through_jacrev))(np.stack([x, 2 * x]))[1],
                                tp.grad(_through_jacrev)(2 * x))
+
+
+def _second_jacobian(x):
+    return np.sin(np.outer(x, x)) + np.cos(np.dot(x, x))
+
+
+def _through_two_jacrevs(x):
+    return np.sum(np.sin(tp.jacrev(tp.jacrev(_second_jacobian))(x)))
+
+
+def test_reverse_mode_through_vmapped_gradient_code_of_a_product_is_refused():
+    """grad of a function of jacrev(jacrev(f)) differentiates vmapped adjoints of np.dot,
+    whose reverse rules ignored the vmap's axes: it crashed with a shape error (and with
+    square shapes could have multiplied the wrong axes); now a TransformError. Forward
+    mode carries those axes and is right."""
+    x = np.random.default_rng(6).standard_normal(2)
+    with pytest.raises(tp.TransformError, match="not supported"):
+        tp.grad(_through_two_jacrevs)(x)
+    eps = 1e-6
+    numeric = [(_through_two_jacrevs(x + eps * e) - _through_two_jacrevs(x - eps * e)) /
+               (2 * eps) for e in np.eye(2)]
+    np.testing.assert_allclose(tp.jacfwd(_through_two_jacrevs)(x), numeric, rtol=1e-6,
+                               atol=1e-8)

@@ -215,12 +215,14 @@ def batched_dot_fwd(out, a, b, a_batched, b_batched, outer=0):
 
 
 # adj_a(g, a, b) is linear in g and b (a gives only its shape); adj_b likewise in g and a.
-# Their own derivatives hold for calls no vmap has batched yet (outer_adj empty): gradient
-# code of vmapped gradient code of a product is not supported.
+# Their reverse rules hold for calls no vmap has batched yet (outer_adj empty): reverse mode
+# through vmapped gradient code of a product is refused (rt.unvmapped_adjoint); their
+# forward rules carry outer_adj and hold always.
 @rev("rt.batched_dot_adj_a")
 def batched_dot_adj_a(dout, out, g, a, b, a_batched, b_batched, outer=0, outer_adj=()):
-    dg = rt.batched_dot(dout, b, a_batched, b_batched, outer)
-    db = rt.batched_dot_adj_b(g, dout, b, a_batched, b_batched, outer)
+    dg = rt.batched_dot(rt.unvmapped_adjoint(dout, outer_adj), b, a_batched, b_batched, outer)
+    db = rt.batched_dot_adj_b(g, rt.unvmapped_adjoint(dout, outer_adj), b, a_batched,
+                              b_batched, outer)
 
 
 @fwd("rt.batched_dot_adj_a")
@@ -231,8 +233,23 @@ def batched_dot_adj_a_fwd(out, g, a, b, a_batched, b_batched, outer=0, outer_adj
 
 @rev("rt.batched_dot_adj_b")
 def batched_dot_adj_b(dout, out, g, a, b, a_batched, b_batched, outer=0, outer_adj=()):
-    dg = rt.batched_dot(a, dout, a_batched, b_batched, outer)
-    da = rt.batched_dot_adj_a(g, a, dout, a_batched, b_batched, outer)
+    dg = rt.batched_dot(a, rt.unvmapped_adjoint(dout, outer_adj), a_batched, b_batched, outer)
+    da = rt.batched_dot_adj_a(g, a, rt.unvmapped_adjoint(dout, outer_adj), a_batched,
+                              b_batched, outer)
+
+
+# the identity, or a refusal (see above)
+@rev("rt.unvmapped_adjoint")
+def unvmapped_adjoint(dout, out, g, outer_adj):
+    dg = rt.unvmapped_adjoint(dout, outer_adj)
+
+
+@fwd("rt.unvmapped_adjoint")
+def unvmapped_adjoint_fwd(out, g, outer_adj):
+    dout = rt.unvmapped_adjoint(dg, outer_adj)
+
+
+batch_same("rt.unvmapped_adjoint")
 
 
 @fwd("rt.batched_dot_adj_b")
