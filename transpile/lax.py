@@ -143,6 +143,14 @@ def stop_gradient(x):
     return rt.stop_gradient(x)
 
 
+# transformed code calls the primitive itself, so that what only it reads (a step size's
+# error norm) gets no adjoint code at all: through a call, a zero cotangent still met
+# sqrt's infinite slope at 0 and made nan (0 * inf) where the gradient is finite
+stop_gradient.__transpile_variant__ = \
+    lambda n_positional, keywords: rt.stop_gradient if n_positional == 1 and not keywords \
+    else None
+
+
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     """operand's `slice_size` entries along `axis` from `start_index`, which is clamped so
     that the slice fits (as JAX clamps it)."""
