@@ -13,6 +13,7 @@ them aligned with the leading axes of the arrays.
 """
 import numpy as np
 
+from .backend import array_module
 from .errors import TransformError
 
 try:  # re-exported so generated code can spell them `rt.expm`, ... (scipy is optional)
@@ -187,16 +188,20 @@ def herm_part(x, lower):
     """The Hermitian matrix that LAPACK's Cholesky reads from `x`: the `lower` (or upper)
     strict triangle mirrored (conjugated), and the real part of the diagonal."""
     strict = tri_part(x, lower, True)
-    n = np.shape(x)[-1]
-    return strict + _h(strict) + np.real(np.diagonal(x, 0, -2, -1))[..., None] * np.eye(n)
+    return strict + _h(strict) + _real_diagonal(x)
 
 
 def herm_part_adj(g, lower):
     """The adjoint of herm_part (for the pairing Re(sum(g * x))): the mirrored halves of `g`
     folded onto the triangle read, and the real part of its diagonal."""
-    n = np.shape(g)[-1]
-    return tri_part(g + _h(g), lower, True) + \
-        np.real(np.diagonal(g, 0, -2, -1))[..., None] * np.eye(n)
+    return tri_part(g + _h(g), lower, True) + _real_diagonal(g)
+
+
+def _real_diagonal(x):
+    """The matrix holding the real part of x's diagonal (zeros elsewhere), in x's array
+    module and precision (np.eye would be a float64 host array)."""
+    d = np.real(np.diagonal(x, 0, -2, -1))
+    return d[..., None] * array_module(x).eye(np.shape(x)[-1], dtype=d.dtype)
 
 
 def cho_l(c, lower):
