@@ -106,15 +106,32 @@ def _window_sum(x, y, x_conv, y_conv, x_dot, y_dot, starts, lengths, lead, y_rev
     return xp.transpose(out, [produced.index(label) for label in out_labels])
 
 
+class _Layout:
+    """The axes of one convolution: each operand's convolved, summed (dot) and other
+    (ignored) axes after `lead`, their lengths, and the mode's window of each conv pair."""
+
+    def __init__(self, a, b, axes, dot_axes, mode, lead):
+        self.ndim_a, self.ndim_b = np.ndim(a) - lead, np.ndim(b) - lead
+        (self.a_conv, self.b_conv), (self.a_dot, self.b_dot) = \
+            _normalized(self.ndim_a, self.ndim_b, axes, dot_axes)
+        self.sa, self.sb = np.shape(a)[lead:], np.shape(b)[lead:]
+        self.a_ign = [i for i in range(self.ndim_a)
+                      if i not in self.a_conv and i not in self.a_dot]
+        self.b_ign = [i for i in range(self.ndim_b)
+                      if i not in self.b_conv and i not in self.b_dot]
+        self.windows = [_window(self.sa[i], self.sb[j], mode)
+                        for i, j in zip(self.a_conv, self.b_conv)]
+        # g (a result's adjoint) holds a's other axes, b's other axes, then the conv ones
+        self.g_conv = tuple(len(self.a_ign) + len(self.b_ign) + p
+                            for p in range(len(self.a_conv)))
+
+
 def tensor_convolve(a, b, axes=None, dot_axes=None, mode="full", lead=0):
     """autograd.scipy.signal.convolve(a, b, axes, dot_axes, mode) of each example; the
     result's axes are a's other axes, b's other axes, then the convolved ones."""
-    ndim_a, ndim_b = np.ndim(a) - lead, np.ndim(b) - lead
-    (a_conv, b_conv), (a_dot, b_dot) = _normalized(ndim_a, ndim_b, axes, dot_axes)
-    sa, sb = np.shape(a)[lead:], np.shape(b)[lead:]
-    windows = [_window(sa[i], sb[j], mode) for i, j in zip(a_conv, b_conv)]
-    return _window_sum(a, b, a_conv, b_conv, a_dot, b_dot, [w[0] for w in windows],
-                       [w[1] for w in windows], lead)
+    k = _Layout(a, b, axes, dot_axes, mode, lead)
+    return _window_sum(a, b, k.a_conv, k.b_conv, k.a_dot, k.b_dot, [w[0] for w in k.windows],
+                       [w[1] for w in k.windows], lead)
 
 
 def _order(produced, ndim, lead):
@@ -127,39 +144,25 @@ def tensor_convolve_adj_a(g, a, b, axes=None, dot_axes=None, mode="full", lead=0
     """The transpose of tensor_convolve in a (linear in g and in b; a lends its shape):
     da[i] = sum_j g[i - s + j] b[j] = the window sum of g with b reversed, start n_b - 1 - s,
     length n_a, summing b's other axes against g's."""
-    ndim_a, ndim_b = np.ndim(a) - lead, np.ndim(b) - lead
-    (a_conv, b_conv), (a_dot, b_dot) = _normalized(ndim_a, ndim_b, axes, dot_axes)
-    sa, sb = np.shape(a)[lead:], np.shape(b)[lead:]
-    a_ign = [i for i in range(ndim_a) if i not in a_conv and i not in a_dot]
-    b_ign = [i for i in range(ndim_b) if i not in b_conv and i not in b_dot]
-    n_ign_a, n_conv = len(a_ign), len(a_conv)
-    g_conv = tuple(n_ign_a + len(b_ign) + p for p in range(n_conv))
-    g_dot = tuple(n_ign_a + q for q in range(len(b_ign)))
-    windows = [_window(sa[i], sb[j], mode) for i, j in zip(a_conv, b_conv)]
-    starts = [sb[j] - 1 - w[0] for j, w in zip(b_conv, windows)]
-    out = _window_sum(g, b, g_conv, b_conv, g_dot, tuple(b_ign), starts,
-                      [sa[i] for i in a_conv], lead, y_reversed=True)
-    paired = dict(zip(b_dot, a_dot))
-    produced = a_ign + [paired[j] for j in sorted(b_dot)] + list(a_conv)
-    return array_module(out).transpose(out, _order(produced, ndim_a, lead))
+    k = _Layout(a, b, axes, dot_axes, mode, lead)
+    g_dot = tuple(len(k.a_ign) + q for q in range(len(k.b_ign)))
+    starts = [k.sb[j] - 1 - w[0] for j, w in zip(k.b_conv, k.windows)]
+    out = _window_sum(g, b, k.g_conv, k.b_conv, g_dot, tuple(k.b_ign), starts,
+                      [k.sa[i] for i in k.a_conv], lead, y_reversed=True)
+    paired = dict(zip(k.b_dot, k.a_dot))
+    produced = k.a_ign + [paired[j] for j in sorted(k.b_dot)] + list(k.a_conv)
+    return array_module(out).transpose(out, _order(produced, k.ndim_a, lead))
 
 
 def tensor_convolve_adj_b(g, a, b, axes=None, dot_axes=None, mode="full", lead=0):
     """The transpose of tensor_convolve in b (linear in g and in a; b lends its shape):
     db[j] = sum_k g[k] a[k + s - j] = the window sum of g with a reversed, start
     n_a - 1 - s, length n_b, summing a's other axes against g's."""
-    ndim_a, ndim_b = np.ndim(a) - lead, np.ndim(b) - lead
-    (a_conv, b_conv), (a_dot, b_dot) = _normalized(ndim_a, ndim_b, axes, dot_axes)
-    sa, sb = np.shape(a)[lead:], np.shape(b)[lead:]
-    a_ign = [i for i in range(ndim_a) if i not in a_conv and i not in a_dot]
-    b_ign = [i for i in range(ndim_b) if i not in b_conv and i not in b_dot]
-    n_ign_a, n_ign_b, n_conv = len(a_ign), len(b_ign), len(a_conv)
-    g_conv = tuple(n_ign_a + n_ign_b + p for p in range(n_conv))
-    g_dot = tuple(range(n_ign_a))
-    windows = [_window(sa[i], sb[j], mode) for i, j in zip(a_conv, b_conv)]
-    starts = [sa[i] - 1 - w[0] for i, w in zip(a_conv, windows)]
-    out = _window_sum(g, a, g_conv, a_conv, g_dot, tuple(a_ign), starts,
-                      [sb[j] for j in b_conv], lead, y_reversed=True)
-    paired = dict(zip(a_dot, b_dot))
-    produced = b_ign + [paired[i] for i in sorted(a_dot)] + list(b_conv)
-    return array_module(out).transpose(out, _order(produced, ndim_b, lead))
+    k = _Layout(a, b, axes, dot_axes, mode, lead)
+    g_dot = tuple(range(len(k.a_ign)))
+    starts = [k.sa[i] - 1 - w[0] for i, w in zip(k.a_conv, k.windows)]
+    out = _window_sum(g, a, k.g_conv, k.a_conv, g_dot, tuple(k.a_ign), starts,
+                      [k.sb[j] for j in k.b_conv], lead, y_reversed=True)
+    paired = dict(zip(k.a_dot, k.b_dot))
+    produced = k.b_ign + [paired[i] for i in sorted(k.a_dot)] + list(k.b_conv)
+    return array_module(out).transpose(out, _order(produced, k.ndim_b, lead))
