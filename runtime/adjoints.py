@@ -3,6 +3,7 @@
 Each helper is itself a primitive with rules in `transpile/rules/`, so code that calls it can
 be differentiated again (grad of grad).
 """
+import math
 import numbers
 import weakref
 
@@ -82,7 +83,7 @@ def check_scalar_output(out, where, lead=0, holomorphic=False):
     those, and there is only one way to); with `lead` leading batch axes, one such scalar
     per example. Returns its dtype (None for a Python number)."""
     if is_container(out) or np.ndim(out) < lead or \
-            int(np.prod(np.shape(out)[lead:])) != 1:
+            math.prod(np.shape(out)[lead:]) != 1:
         what = _describe(out) if is_container(out) or not lead else \
             f"an array of shape {np.shape(out)[lead:]} per example"
         raise located(where, f"grad needs a function with a scalar output, but it returned "

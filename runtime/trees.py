@@ -239,7 +239,7 @@ def as_grad(g, x):
             g.shape == x.shape and g.flags.writeable:
         return g
     if type(x) is float and type(g) in _ARRAY_TYPES and np.ndim(g) == 0 and \
-            not np.iscomplexobj(g):
+            (type(g) is not np.ndarray or g.dtype.kind != "c"):
         return float(g)
     return _finish_tree(g, x)
 
