@@ -127,9 +127,25 @@ def _cnn():
     return apply, params
 
 
+def _clear_of_pooling_ties(params, x, margin=1e-4):
+    """Whether _cnn's first max-pooling compares no two positive values closer than
+    `margin`, and its ReLU sees no value that close to 0: finite differences (steps of
+    1e-6) across a switch of the maximum differ from any derivative (seed 792 of this test
+    had two window entries 8e-7 apart, and forward mode differed from them by 1.7%)."""
+    _, conv = stax.Conv(3, (3, 3), padding="SAME", strides=(2, 2))
+    z = conv(params[0], x)
+    relu = np.maximum(z, 0.0)
+    windows = np.sort(np.stack([relu[:, i:i + 3, j:j + 3] for i in (0, 1) for j in (0, 1)]),
+                      axis=0)
+    gaps = (windows[-1] - windows[-2])[windows[-1] > 0]
+    return np.min(np.abs(z)) > margin and (gaps.size == 0 or np.min(gaps) > margin)
+
+
 def test_cnn_gradients_against_finite_differences():
     apply, params = _cnn()
     x = RNG.standard_normal((3, 7, 7, 2))
+    while not _clear_of_pooling_ties(params, x):
+        x = RNG.standard_normal((3, 7, 7, 2))
     labels = np.eye(3)[RNG.integers(0, 3, 3)]
     key = tp.random.PRNGKey(int(RNG.integers(1 << 31)))
 
