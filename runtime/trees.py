@@ -12,6 +12,11 @@ from .backend import array_module, read_only
 from .errors import TransformError, located
 
 
+# type -> function(value) -> its vector space (zeros(), add(x, y), ...): types of the user's
+# own whose values are differentiated (transpile.extend.VSpace.register, autograd's API)
+VSPACES = {}
+
+
 def is_container(x):
     return isinstance(x, (tuple, list, dict))
 
@@ -25,7 +30,9 @@ def is_float_leaf(x):
     if isinstance(x, numbers.Integral):
         return False
     dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind in "fc"
+    if dtype is None:
+        return type(x) in VSPACES
+    return dtype.kind in "fc"
 
 
 def tree_map(fn, tree, *rest):
@@ -53,6 +60,8 @@ def _zeros_leaf(x):
         return 0.0
     if isinstance(x, complex):
         return 0j
+    if type(x) in VSPACES:
+        return VSPACES[type(x)](x).zeros()
     if is_float_leaf(x):
         return array_module(x).zeros_like(x)
     if isinstance(x, (bool, numbers.Integral)) or getattr(x, "dtype", None) is not None:
@@ -201,6 +210,8 @@ def add(a, b):
         return [add(x, y) for x, y in zip(a, b)] + list(a[len(b):])
     if isinstance(a, dict):   # dicts grow as a function runs: keys missing on a side are 0
         return {k: add(a.get(k), b.get(k)) for k in {**a, **b}}
+    if type(a) in VSPACES:
+        return VSPACES[type(a)](a).add(a, b)
     return a + b
 
 
@@ -268,6 +279,15 @@ def check_iterable(seq, where):
                       "transformed code (it would be walked by index).",
                       "loop over a list: `for k in list(d)` for a dict's keys, "
                       "`for k in sorted(s)` for a set.")
+
+
+def check_length(seq, n, where):
+    """Refuse `for a, b, c in zip(*seq)` where `seq` has other than 3 items: the loop is
+    lowered to zip(seq[0], seq[1], seq[2]), which is Python's loop only for such a `seq`
+    (with another length Python's unpacking fails too, unless the loop never runs)."""
+    if len(seq) != n:
+        raise located(where, f"zip(*x) of an x with {len(seq)} items, unpacked into {n} "
+                      "names.", "unpack as many names as x has items.")
 
 
 def check_float_input(x, name, where):

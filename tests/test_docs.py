@@ -10,7 +10,8 @@ import pytest
 MODULES = ["transpile", "transpile.lax", "transpile.tree_util", "transpile.nn.layers",
            "transpile.nn.functions", "transpile.nn.initializers",
            "transpile.optim.transforms", "transpile.optim.optimizers", "transpile.profile",
-           "transpile.profiler", "runtime.random"]
+           "transpile.profiler", "runtime.random", "transpile.extend",
+           "transpile.misc.optimizers", "transpile.misc.flatten"]
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -212,6 +212,11 @@ class _Axes:
         pass
 
 
+class _AxesWithLegend(_Axes):
+    def legend(self):
+        pass
+
+
 def test_untransformable_code_is_refused_when_its_branch_runs(rng, capsys):
     x = rng.normal(size=3)
     expected = 2 * np.tanh(x) / np.cosh(x) ** 2
@@ -220,9 +225,13 @@ def test_untransformable_code_is_refused_when_its_branch_runs(rng, capsys):
     assert capsys.readouterr().out.strip() == f"loss {np.sum(np.tanh(x) ** 2):.3f}"
     assert np.allclose(tp.vmap(tp.grad(_plots_when_asked))(np.stack([x, -x])),
                        np.stack([expected, -expected]))
-    with pytest.raises(tp.TransformError, match=r"method '\.plot\(\)' is not supported") as e:
+    # an object passed in: its class's methods are transformed (_Axes.plot is), and what
+    # cannot be (it has no legend) is refused where the branch reaches it
+    with pytest.raises(tp.TransformError, match=r"_Axes has no method 'legend'") as e:
         tp.grad(_plots_when_asked)(x, _Axes())
-    assert "ax.plot(x, label=\"x\")" in str(e.value) and "line" in str(e.value)
+    assert "ax.legend()" in str(e.value) and "line" in str(e.value)
+    assert np.allclose(tp.grad(_plots_when_asked)(x, _AxesWithLegend()), expected)
+    assert np.allclose(tp.grad(_plots_when_asked)(x), expected)
 
 
 # ---------------------------------------------------------------- draws from numpy generators
@@ -771,3 +780,36 @@ def test_dict_methods(rng):
     got = tp.vmap(tp.grad(_values_only))(batched)
     for k, v in d.items():
         np.testing.assert_allclose(got[k][1], len(k) * (1 - np.tanh(2 * v) ** 2))
+
+
+# ---------------------------------------------------------------- zip(*...) in a for header
+
+def _three_parts(p):
+    return p[0] * 2.0, p[1], np.sin(p[2])
+
+
+def _zip_of_starred(p):
+    total = 0.0
+    for a, b, c in zip(*_three_parts(p)):      # autograd's gmm: zip(*unpack(params))
+        total = total + a * b * c
+    return total
+
+
+def _zip_of_starred_two_names(p):
+    total = 0.0
+    for a, b in zip(*_three_parts(p)):
+        total = total + a * b
+    return total
+
+
+def test_zip_of_a_starred_call_in_a_for_header(rng):
+    p = rng.normal(size=(3, 4))
+    check_grads(_zip_of_starred, (p,), order=2, modes=("fwd", "rev"))
+    ps = rng.normal(size=(3, 3, 4))
+    np.testing.assert_allclose(tp.vmap(_zip_of_starred)(ps), [_zip_of_starred(q) for q in ps],
+                               rtol=1e-12)
+    with pytest.raises(ValueError):
+        _zip_of_starred_two_names(p)                 # Python refuses it too
+    with pytest.raises(tp.TransformError, match=r"zip\(\*x\) of an x with 3 items, unpacked "
+                                                r"into 2 names"):
+        tp.grad(_zip_of_starred_two_names)(p)

@@ -1342,3 +1342,57 @@ def test_stop_gradient_of_a_function_with_an_infinite_slope():
     with np.errstate(all="raise"):
         np.testing.assert_allclose(tp.grad(scaled_by_a_stopped_norm)(x), np.cos(x))
     assert "_rms_bwd(_rms_saved" not in tp.grad(scaled_by_a_stopped_norm).source
+
+
+# ------------------------------------------------------------------ closures rebound after transforming
+
+def _scaler_and_setter():
+    scale = 2.0
+
+    def scaled(x):
+        return scale * x
+
+    def set_scale(value):
+        nonlocal scale
+        scale = value
+    return scaled, set_scale
+
+
+_scaled, _set_scale = _scaler_and_setter()
+
+
+def _calls_scaled(x):
+    return np.sum(_scaled(x) ** 2)
+
+
+def test_a_called_closure_whose_cell_is_rebound_gets_new_code():
+    """Generated code held the value a called function's closure cell had when it was
+    transformed: after `nonlocal scale; scale = 5.0` the same tp.grad returned the old
+    gradient (50 expected, 8 returned: a silent wrong answer). Cells are now checked on
+    each call, like globals."""
+    x = _rng(0).normal(size=3)
+    g = tp.grad(_calls_scaled)
+    for scale in (2.0, 5.0, -0.5):
+        _set_scale(scale)
+        np.testing.assert_allclose(g(x), 2 * scale ** 2 * x, rtol=1e-12)
+        np.testing.assert_allclose(tp.vmap(_calls_scaled)(np.stack([x, -x])),
+                                   [_calls_scaled(x), _calls_scaled(-x)], rtol=1e-12)
+    _set_scale(2.0)
+
+
+def _calls_argument(x, f):
+    return np.sum(f(x) ** 2)
+
+
+def test_a_function_passed_as_an_argument_is_the_one_called():
+    """A function passed in is transformed by identity: switching it between calls (or
+    rebinding its closure) must change the gradient, never reuse another's code."""
+    x = _rng(1).normal(size=4)
+    g = tp.grad(_calls_argument)
+    np.testing.assert_allclose(g(x, np.tanh), 2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(g(x, np.sin), 2 * np.sin(x) * np.cos(x), rtol=1e-12)
+    for scale in (3.0, 0.25):
+        _set_scale(scale)
+        np.testing.assert_allclose(g(x, _scaled), 2 * scale ** 2 * x, rtol=1e-12)
+    _set_scale(2.0)
+    np.testing.assert_allclose(g(x, np.tanh), 2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-12)

@@ -16,7 +16,7 @@ from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
 from .custom import CustomRule, method_caller, primitive_wrapper, summed_output, wrapper_for
-from .errors import TransformError, error_at
+from .errors import ArgumentDependent, TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
 from .frontend.parse import parse_function
@@ -125,16 +125,37 @@ class Root:
         return tuple(closure[n] for n in self.lifted)
 
 
+def _binding(value):
+    """How generated code depends on an argument it calls (or calls a method of): a
+    function by identity (its body is transformed where it is called), an object by its
+    type (its class's methods and primitives)."""
+    if inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value) or \
+            isinstance(value, (functools.partial, CustomRule, Transformed, Jitted, type)) or \
+            type(value).__name__ == "ufunc":
+        return ("function", value)
+    return ("type", type(value))
+
+
+def _bindings_key(bindings):
+    return tuple(sorted((p, kind, _Identity(v)) for p, (kind, v) in bindings.items()))
+
+
 class Transformed:
     """A transformed function: call it, read `.source`, or transform it again."""
 
-    def __init__(self, target, kind, options=()):
+    def __init__(self, target, kind, options=(), bindings=None):
         self.target = target
         self.kind = kind
         self.options = dict(options)
         self.root = Root(target)
         self.signature = self.root.signature
-        self.key = (kind, tuple(sorted(self.options.items())), self.root.key)
+        # code made for what some arguments are: parameter -> ("function", value) or
+        # ("type", class); see _call_for_arguments
+        self.bindings = dict(bindings or {})
+        self.key = (kind, tuple(sorted(self.options.items())), self.root.key,
+                    _bindings_key(self.bindings))
+        self._dependent = ()       # parameters whose arguments the code depends on
+        self._for_arguments = {}   # bindings key -> Transformed made for them
         self._generated = None
         self._fast = None
         self._nparams = len(self.signature.parameters)
@@ -176,8 +197,23 @@ class Transformed:
 
     @property
     def source(self):
-        """The generated module: exactly the code that runs when this is called."""
+        """The generated module: exactly the code that runs when this is called (for a
+        function that calls its arguments, the code made for the latest call's)."""
+        if self._dependent and self._for_arguments:
+            return self._latest.generated().text
         return self.generated().text
+
+    def specialized(self, bindings):
+        """This transformation generated for arguments `bindings` (see _binding)."""
+        if not bindings:
+            return self
+        key = _bindings_key(bindings)
+        made = self._for_arguments.get(key)
+        if made is None:
+            made = self._for_arguments[key] = Transformed(self.target, self.kind,
+                                                          self.options, bindings)
+            made._partial_axes = self._partial_axes
+        return made
 
     def entry_function(self):
         return self.generated().entry
@@ -211,10 +247,18 @@ class Transformed:
     def _call(self, *args, **kwargs):
         if self._partial_axes is not None and len(args) + len(kwargs) < self._nparams:
             return self._vmap_of_passed(args, kwargs)
+        if self._dependent:
+            return self._call_for_arguments(args, kwargs)
         gen = self._generated
         if gen is None or gen.global_reads and not gen.globals_unchanged():
             self._generated = self._fast = None     # new, or made with a rebound global
-            gen = self.generated()
+            try:
+                gen = self.generated()
+            except ArgumentDependent as e:
+                if self.bindings:
+                    raise        # the API layer of the original asks again (below)
+                self._dependent = e.params
+                return self._call_for_arguments(args, kwargs)
         if device_arrays_possible() and (gen.device_constants or _on_device(
                 [*args, *kwargs.values(), *self.root.prefix, *self.root.extra_values()])):
             return gen.on_device(cupy_module()).call(self, self.full_args(args, kwargs))
@@ -225,6 +269,27 @@ class Transformed:
         if self.kind != "vjp" and not self.root.prefix and not self.root.has_extra():
             self._fast = gen.entry
         return gen.call(self, self.full_args(args, kwargs))
+
+    def _call_for_arguments(self, args, kwargs):
+        """Call the code generated for what this call's arguments are, where the function
+        calls some of its arguments or their methods (`act(x)`, `model.apply(p, x)`): one
+        specialization per function passed (by identity) or per object type."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        while True:
+            made = self.specialized({p: _binding(bound.arguments[p])
+                                     for p in self._dependent})
+            self._latest = made
+            try:
+                return made._call(*args, **kwargs)
+            except ArgumentDependent as e:     # the code depends on more arguments
+                more = tuple(p for p in e.params if p not in self._dependent)
+                if not more or any(p not in bound.arguments for p in more):
+                    raise
+                self._dependent += more
 
     def _vmap_of_passed(self, args, kwargs):
         """JAX's reading of an int in_axes: it maps the arguments passed; parameters left

@@ -49,6 +49,16 @@ class CustomRule:
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
 
+    def reverse_rules(self, mask, grad):
+        """(fwd, bwd) Python functions for reverse mode through calls whose arguments `mask`
+        carry derivatives (custom_vjp's pair serves every mask); `grad` (tp.grad, handed
+        down by the API layer) transposes a jvp rule."""
+        return vjp_pair(self, grad)
+
+    def forward_rule(self, mask):
+        """A Python function (args..., tangents of masked args...) -> (out, out_tangent)."""
+        return jvp_function(self, mask)
+
 
 class custom_vjp(CustomRule):  # noqa: N801 - named as JAX names it
     """A function whose reverse-mode derivative is given by `defvjp(fwd, bwd)`.

@@ -7,11 +7,23 @@ import linecache
 
 from runtime.errors import TransformError
 
-__all__ = ["TransformError", "error_at", "where", "IN_PLACE_CALL_HINT"]
+__all__ = ["TransformError", "ArgumentDependent", "error_at", "where", "IN_PLACE_CALL_HINT"]
 
 # Said wherever a derivative pass refuses a call that writes its argument in place.
 IN_PLACE_CALL_HINT = ("assign a new value instead (y = np.random.permutation(y) for a "
                       "shuffle), or call it on data that is not differentiated.")
+
+
+class ArgumentDependent(TransformError):
+    """The front end met code whose meaning depends on what an argument of the transformed
+    function is: it calls the argument (a function passed in), or a method of it (an object
+    passed in). The API layer then generates code for that argument's function (by
+    identity) or type, on the first call with it; where no call tells (`.source` before
+    any call), the message says what is needed."""
+
+    def __init__(self, message, params):
+        super().__init__(message)
+        self.params = tuple(params)
 
 
 def where(node, src):

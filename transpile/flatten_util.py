@@ -37,7 +37,9 @@ def ravel_pytree(tree):
             raise ValueError(f"unravel takes a vector of shape {flat.shape} (the raveled "
                              f"tree), got {vector.shape}")
         parts = np.split(vector, np.cumsum(sizes)[:-1]) if leaves else []
-        return tree_unflatten(treedef, [part.reshape(shape).astype(dtype, copy=False)
+        # astype copies: the leaves own their memory (not views of `vector`), and
+        # transformed code (flatten_func's flat function) reads it like any numpy call
+        return tree_unflatten(treedef, [part.reshape(shape).astype(dtype)
                                         for part, shape, dtype in zip(parts, shapes, dtypes)])
 
     return flat, unravel

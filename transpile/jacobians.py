@@ -98,7 +98,30 @@ def hessian(f, argnums=0, *, argnum=None):
     return jacfwd(jacrev(f, argnums), argnums)
 
 
+def hessian_vector_product(f, argnums=0, *, argnum=None):
+    """autograd's hessian_vector_product: a function of `(*args, vector)` giving the Hessian
+    of scalar `f` with respect to argument `argnums`, applied to `vector` (the shape of that
+    argument). One jvp of the gradient (forward over reverse): no Hessian is formed, so it
+    costs a few gradients whatever the size (scipy's Newton-CG `hessp=`)."""
+    argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
+    gradient = api.grad(f, argnum)
+    nparams = len(gradient.signature.parameters)
+    active = tuple(i == argnum % nparams for i in range(nparams))
+    gen, params, prefix, extra, name = _generated(gradient, "jvp", {"has_aux": False,
+                                                                    "active": active}, "hvp")
+    vector = "vector"
+    while vector in params:
+        vector += "_"
+    primals = list(prefix) + params + list(extra)
+    text = (f"def {name}({', '.join(params + [vector])}):\n"
+            f"    _, product = gradient_jvp({', '.join(primals)}, {vector})\n"
+            f"    return product\n")
+    env = {"gradient_jvp": gen.entry, **prefix, **extra}
+    return api.Transformed(file_backed(text, env, name), "transform")
+
+
 # transformed code may apply them too: `tp.grad(lambda x: np.sum(jacrev(f)(x)))`
 api.add_transformation("jacrev", jacrev)
 api.add_transformation("jacfwd", jacfwd)
 api.add_transformation("hessian", hessian)
+api.add_transformation("hessian_vector_product", hessian_vector_product)

@@ -22,10 +22,11 @@ import inspect
 import gast
 
 from runtime.backend import allocating_with
-from . import batching, custom, emit, forward
+from . import batching, emit, forward
 from .emit import located
 from .errors import TransformError
 from .frontend import normalize_function
+from .frontend.resolved import Static
 from .ir.program import FunctionIR, Program, Snapshot, is_literal
 from .reverse import gradients
 
@@ -265,24 +266,32 @@ class Build:
         inner = root.inner
         while inner is not None and inner.kind == "transform" and inner.root.inner is not None:
             inner = inner.root.inner
+        bindings = self.t.bindings
         if inner is not None and inner.kind == "transform":
             # @tp.transform only parses: transform the user's own function, so comments
             # and errors point at the user's file
             fn, lift = inner.root.fn, True
+        elif inner is not None:
+            # code generated for the arguments this one is made for (functions, types)
+            fn, lift = inner.specialized(bindings).entry_function(), False
         else:
-            fn, lift = (inner.entry_function(), False) if inner is not None else (root.fn, True)
-        return normalize_function(fn, self.program, lift_closure=lift)[0]
+            fn, lift = root.fn, True
+        functions = {p: Static(v) for p, (kind, v) in bindings.items() if kind == "function"}
+        types = {p: v for p, (kind, v) in bindings.items() if kind == "type"}
+        return normalize_function(fn, self.program, lift_closure=lift,
+                                  bound_functions=functions, argument_types=types,
+                                  entry=True)[0]
 
     # -------------------------------------------------------------- variants of callees
     def reverse_pair(self, ir_name, mask=None):
         """(fwd, bwd) names for calls of `ir_name` whose arguments `mask` carry derivatives."""
         program = self.program
-        if ir_name in program.custom:
-            if ir_name not in self.reverse_pairs:   # the user's rules replace the body
-                pair = custom.vjp_pair(program.custom[ir_name], program.callees.grad)
-                self.reverse_pairs[ir_name] = tuple(normalize_function(fn, program)[0]
-                                                    for fn in pair)
-            return self.reverse_pairs[ir_name]
+        if ir_name in program.custom:     # the user's rules replace the body
+            pair = program.custom[ir_name].reverse_rules(mask, program.callees.grad)
+            if pair not in self.reverse_pairs:
+                self.reverse_pairs[pair] = tuple(normalize_function(fn, program)[0]
+                                                 for fn in pair)
+            return self.reverse_pairs[pair]
         key = (ir_name, mask)
         if key not in self.reverse_pairs:
             fir = program.functions[ir_name]
@@ -299,7 +308,7 @@ class Build:
         key = (ir_name, mask)
         program = self.program
         if key not in self.jvp_variants and ir_name in program.custom:
-            fn = custom.jvp_function(program.custom[ir_name], mask)
+            fn = program.custom[ir_name].forward_rule(mask)
             self.jvp_variants[key] = normalize_function(fn, program)[0]
         if key not in self.jvp_variants:
             name = self.jvp_variants[key] = self.fresh(ir_name + "_jvp")

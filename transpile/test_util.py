@@ -140,19 +140,27 @@ def _tree_vdot_fn(u):
     return env["vdot"]
 
 
-def check_grads(f, args, order=2, modes=("rev",), seed=None, atol=1e-6, rtol=1e-5,
+def check_grads(f, args=None, order=2, modes=None, seed=None, atol=1e-6, rtol=1e-5,
                 eps=1e-6):
     """Check derivatives of `f` at `args` up to `order` against finite differences.
 
     Args:
       f: a function of positional array/pytree arguments (float64 recommended).
-      args: tuple of arguments.
+      args: tuple of arguments. Without it, as autograd's `check_grads(f, modes=["rev"])(x)`:
+        a function that checks `f` at the arguments it is called with (modes default to
+        autograd's, both).
       order: highest derivative order to check (1, 2, 3, ...).
-      modes: ("rev",) and/or ("fwd",).
+      modes: ("rev",) (the default) and/or ("fwd",).
       seed: seed for the random directions; a fresh one is drawn when None.
     Raises:
       AssertionError with the mismatching values when a check fails.
     """
+    if args is None:
+        options = dict(order=order, modes=("fwd", "rev") if modes is None else modes,
+                       seed=seed, atol=atol, rtol=rtol, eps=eps)
+        return lambda *call_args: check_grads(f, call_args, **options)
+    if modes is None:
+        modes = ("rev",)
     rng = np.random.default_rng(seed)
     args = tuple(args)
     for mode in modes:

@@ -18,6 +18,7 @@ import gast
 import numpy as np
 
 from .. import custom, rules
+from ..errors import ArgumentDependent
 from ..ir import anno
 from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
@@ -25,7 +26,7 @@ from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted
 from .parse import parse_function
 from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
-                       third_party_function)
+                       library_module, third_party_function)
 from .variadic import call_shape, has_variadic
 
 ARRAY_METHODS = {
@@ -153,10 +154,84 @@ class CallNormalizer:
                 if not isinstance(callee, (Static, LocalTransformed)):
                     raise self.error(func, "this call does not produce a function known "
                                      "while transforming.")
+            elif self.typed_argument(func) is not None:
+                return self.method_of_argument(func, "__call__", node, stmts)
             else:
+                self.check_argument_dependent(func)
                 raise self.error(func, "calling a function held in a variable is not supported.",
                                  "call the function by its name.")
         return self.call(callee, node, stmts)
+
+    # ------------------------------------------------------------------ argument objects
+    # The entry function may call an argument (`act(x)`, a function passed in) or a method of
+    # one (`model.apply(p, x)`, `f(x)` of an object whose __call__ is a primitive): what that
+    # means depends on the argument, so the front end asks (ArgumentDependent) and the API
+    # layer generates code per argument function (by identity) or per type of object.
+
+    def typed_argument(self, node):
+        """The type of the entry's argument `node` names, if known (None otherwise)."""
+        if isinstance(node, gast.Name) and node.id in self.argument_types and \
+                self.assignments.get(node.id) == 1:
+            return self.argument_types[node.id]
+        return None
+
+    def argument_types_of(self, fn, node):
+        """Parameter of `fn` -> type, for the arguments of call `node` that are argument
+        objects of known types: the callee is normalized for them (it may call their
+        methods)."""
+        if not self.argument_types or has_variadic(fn):
+            return {}
+        try:
+            params = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            return {}
+        found = {p: self.typed_argument(a) for p, a in zip(params, node.args)}
+        found.update((k.arg, self.typed_argument(k.value)) for k in node.keywords
+                     if k.arg in params)
+        return {p: t for p, t in found.items() if t is not None}
+
+    def check_argument_dependent(self, node):
+        """Raise ArgumentDependent if `node` names a parameter of the entry function that
+        the body never rebinds: generated for what the argument is, the call can work."""
+        if self.entry and isinstance(node, gast.Name) and \
+                node.id in self.params and self.assignments.get(node.id) == 1 and \
+                node.id not in self.argument_types:
+            raise ArgumentDependent(str(self.error(
+                node, f"calling '{node.id}' or a method of it: what that does depends on "
+                "the argument passed, which is not known before the first call.",
+                "call the transformed function once before reading .source; an argument "
+                "that is a function is used by identity, an object by its type.")),
+                [node.id])
+
+    def method_of_argument(self, obj_node, name, node, stmts):
+        """`obj.name(...)` (or `obj(...)` for name "__call__") for an argument object of a
+        known type: its class's primitive or method called with the object first."""
+        cls = self.typed_argument(obj_node)
+        if library_module(inspect.getmodule(cls), ("numpy", "builtins", "cupy")):
+            raise self.unsupported_method(name, node)     # an array's, a list's, ...
+        try:
+            method = inspect.getattr_static(cls, name)
+        except AttributeError:
+            raise self.error(node, f"{cls.__name__} has no method '{name}'.") from None
+        if isinstance(method, staticmethod):
+            return self.call_static(method.__func__, [self.atom(a, stmts) for a in node.args],
+                                    [(k.arg, self.atom(k.value, stmts)) for k in node.keywords],
+                                    node, stmts)
+        if not (isinstance(method, custom.CustomRule) or inspect.isfunction(method)):
+            raise self.error(node, f"cannot call {cls.__name__}.{name} (a "
+                             f"{type(method).__name__}) in transformed code.",
+                             "make it a plain method, or a primitive with derivative rules.")
+        args = [self.atom(obj_node, stmts)] + [self.atom(a, stmts) for a in node.args]
+        keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+        if isinstance(method, custom.CustomRule) or has_variadic(method):
+            return self.call_static(method, args, keywords, node, stmts)
+        # the method's body, normalized knowing what `self` (and other objects) are
+        params = list(inspect.signature(method).parameters)
+        types = {params[0]: cls, **self.argument_types_of(
+            method, gast.Call(func=node.func, args=[obj_node] + list(node.args),
+                              keywords=node.keywords))}
+        ir_name, names, defaults = self.function_ir(method, node, argument_types=types)
+        return self.user_call(ir_name, names, defaults, args, keywords, node)
 
     def call(self, callee, node, stmts):
         if isinstance(callee, Static) and callee.value is builtins.next:
@@ -211,6 +286,14 @@ class CallNormalizer:
             bound = self.function_arguments(callee.value, node, stmts)
             if bound:
                 return self.specialized_call(callee.value, bound, node, stmts)
+            types = self.argument_types_of(callee.value, node)
+            if types:             # objects passed on: a copy that knows their types
+                ir_name, params, defaults = self.function_ir(callee.value, node,
+                                                             argument_types=types)
+                return self.user_call(ir_name, params, defaults,
+                                      [self.atom(a, stmts) for a in node.args],
+                                      [(k.arg, self.atom(k.value, stmts))
+                                       for k in node.keywords], node)
         if isinstance(callee, Static) and third_party_function(callee.value) and \
                 rules.lookup_object(callee.value) is None:
             raise self.error(node, *rules.core.missing_rule_message(
@@ -497,6 +580,8 @@ class CallNormalizer:
 
     def method_call(self, node, stmts):
         func = node.func
+        if self.typed_argument(func.value) is not None:
+            return self.method_of_argument(func.value, func.attr, node, stmts)
         obj = self.atom(func.value, stmts)
         name = func.attr
         args = [self.atom(a, stmts) for a in node.args]
@@ -522,13 +607,15 @@ class CallNormalizer:
             for n in gast.walk(choice):
                 gast.copy_location(n, node)
             return self.expr(choice, stmts)
-        raise self.error(node, f"method '.{name}()' is not supported in transformed code.",
-                         "call the numpy function instead (np.<name>(x, ...)); supported "
-                         "methods: " + ", ".join(sorted(ARRAY_METHODS) + sorted(VARARG_METHODS))
-                         + "; methods of objects the function reads from globals or "
-                         "closures (a model) are called as functions, but not those of an "
-                         "object passed as an argument (call a method of the model itself, "
-                         "or tp.grad(model.method))")
+        self.check_argument_dependent(func.value)
+        raise self.unsupported_method(name, node)
+
+    def unsupported_method(self, name, node):
+        return self.error(node, f"method '.{name}()' is not supported in transformed code.",
+                          "call the numpy function instead (np.<name>(x, ...)); supported "
+                          "methods: " + ", ".join(sorted(ARRAY_METHODS) +
+                                                  sorted(VARARG_METHODS)) +
+                          "; methods of your own classes' objects are called as functions")
 
     # ------------------------------------------------------------------ map, filter, ...
     # Python's functional builtins over user functions and lambdas, written as the loops

@@ -34,7 +34,7 @@ import numpy as np
 
 import runtime
 from .. import rules
-from ..errors import TransformError, error_at
+from ..errors import ArgumentDependent, TransformError, error_at
 from ..ir import anno
 from ..ir.anno import Anno
 from ..ir.naming import TEMP_FOR_OP, Namer
@@ -92,6 +92,8 @@ class Normalizer(CallNormalizer):
         self.locals = set()
         self.packed = {}                      # *args name -> its copies' names (one shape)
         self.keyed = {}                       # **kwargs name -> [(key, copy's name)]
+        self.argument_types = {}              # parameter -> the type of the value it gets
+        self.entry = False                    # the function a transformation is applied to
 
     # ------------------------------------------------------------------ entry
     def run(self, fdef, shape=None):
@@ -155,14 +157,16 @@ class Normalizer(CallNormalizer):
     def error(self, node, message, hint=None):
         return error_at(node, self.src, message, hint, pass_name="normalize")
 
-    def function_ir(self, fn, node=None, bound_functions=None, extra_params=(), shape=None):
+    def function_ir(self, fn, node=None, bound_functions=None, extra_params=(), shape=None,
+                    argument_types=None):
         """(ir_name, params, defaults) of the Python function `fn` in this program,
         normalized on its first use; `node`: the call, for errors that point at it;
         bound_functions, extra_params: a copy specialized to function arguments; shape: a
-        copy for one call shape of *args/**kwargs (`normalize_function`)."""
+        copy for one call shape of *args/**kwargs; argument_types: a copy for arguments of
+        these types (`normalize_function`)."""
         return normalize_function(fn, self.program, node, None if node is None else self.src,
                                   bound_functions=bound_functions, extra_params=extra_params,
-                                  shape=shape)
+                                  shape=shape, argument_types=argument_types)
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts):
@@ -386,6 +390,8 @@ class Normalizer(CallNormalizer):
         for s in stmts:
             try:
                 out.extend(self.stmt(s))
+            except ArgumentDependent:
+                raise         # the API layer generates code for the argument instead
             except TransformError as error:
                 refusal = prim_call("rt.raise_exception",
                                     [self.static_atom(error, s)])
@@ -446,6 +452,23 @@ class Normalizer(CallNormalizer):
             self.assign_target(target.elts[0], _name(loop.target.id), prefix, node)
             loop.body = loop.body + prefix + self.block(node.body)
             return stmts + zipped
+        elif fn is builtins.zip and len(it.args) == 1 and isinstance(it.args[0], gast.Starred) \
+                and isinstance(target, gast.Tuple) and not it.keywords:
+            # for a, b, c in zip(*seq): zip(seq[0], seq[1], seq[2]), once seq has 3 items
+            seq = self._pinned(self.atom(it.args[0].value, stmts, hint="seq"), node, stmts)
+            if isinstance(seq, gast.Name):
+                self.locals.add(seq.id)        # read again below, as `seq[k]`
+            line = self.src.line_of(it)
+            stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
+                seq, _const(len(target.elts)),
+                _const(f"{self.src.filename}:{line} ({self.src.name})")])), it))
+            parts = [gast.copy_location(gast.Subscript(value=seq, slice=_const(k),
+                                                       ctx=gast.Load()), it)
+                     for k in range(len(target.elts))]
+            spelled = gast.For(target=target, body=node.body, orelse=[], type_comment=None,
+                               iter=gast.copy_location(gast.Call(func=it.func, args=parts,
+                                                                 keywords=[]), it))
+            return stmts + self.stmt_For(gast.copy_location(spelled, node))
         elif fn is builtins.enumerate or fn is builtins.zip:
             if it.keywords:
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
@@ -707,7 +730,9 @@ class Normalizer(CallNormalizer):
             return _name(name)
         if name in self.closure:
             value = self.closure[name]
-            if (_holds_code(value) or _plain_object(value)) and name in self.cells:
+            if name in self.cells:
+                # generated code holds the value: a cell rebound since (`nonlocal s; s =
+                # 5.0` after a closure was transformed) needs new code, as a global does
                 cell = self.cells[name]      # (a list may change in place, a name be rebound)
                 self.program.global_reads[(id(cell), "cell_contents")] = (
                     cell, "cell_contents", Snapshot(value) if _holds_code(value) else value)
@@ -1213,13 +1238,17 @@ def defaults_of(fn):
 
 
 def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=False,
-                       bound_functions=None, extra_params=(), shape=None):
+                       bound_functions=None, extra_params=(), shape=None, argument_types=None,
+                       entry=False):
     """(ir_name, params, defaults) of `fn` inside `program`, normalizing it if new.
 
     bound_functions: parameter -> the function value a call passes it (`Static` or
     `LocalFunction`), for a copy of `fn` specialized to those functions (their parameters
     then receive None); extra_params: parameters added at the end for the free variables
-    of the lambdas among them."""
+    of the lambdas among them; argument_types: parameter -> the type of the value it
+    receives, for calls of its methods; entry: `fn` is the function a transformation is
+    applied to, whose call of a parameter of unknown type raises ArgumentDependent (the API
+    layer answers with the argument's function or type)."""
     bound_self = None
     if inspect.ismethod(fn):
         bound_self, fn = fn.__self__, fn.__func__
@@ -1233,7 +1262,8 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
     bound_functions = bound_functions or {}
     key = (id(fn.__code__), fn.__code__, tuple(id(v) for k, v in closure.items() if k not in lifted),
            tuple(lifted), tuple((p, _function_identity(v)) for p, v in bound_functions.items()),
-           None if shape is None else shape.key)
+           None if shape is None else shape.key,
+           tuple(sorted((p, id(t)) for p, t in (argument_types or {}).items())), entry)
     name, new = program.function_name(key, _hint(fn))
     if new:
         fdef, src = parse_function(fn)
@@ -1241,6 +1271,8 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
         normalizer = Normalizer(program, src, fn.__globals__, static_closure, name,
                                 lifted=lifted + list(extra_params))
         normalizer.local_fns.update(bound_functions)
+        normalizer.argument_types = dict(argument_types or {})
+        normalizer.entry = entry
         normalizer.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         program.functions[name] = None
         try:
