@@ -185,7 +185,20 @@ def plain(x):
             copied.values())
     if isinstance(x, (np.ndarray, np.generic, int, float, complex, bool, str, type(None))):
         return copy.deepcopy(x)
+    if hasattr(x, "__dict__") and not callable(x) and not isinstance(x, types.ModuleType):
+        # an object of the example's own (rkhs's function in a Hilbert space): its data
+        return {"<class>": type(x).__name__, **{k: plain(v) for k, v in vars(x).items()}}
     return f"<{type(x).__name__}>"
+
+
+def stands_in(x):
+    """Whether recorded arguments can be passed to the other program: plain data only (a
+    copy of an object of the example's own classes cannot)."""
+    if isinstance(x, (list, tuple)):
+        return all(stands_in(v) for v in x)
+    if isinstance(x, dict):
+        return "<class>" not in x and all(stands_in(v) for v in x.values())
+    return not (isinstance(x, str) and x.startswith("<"))
 
 
 def signature(x):
@@ -217,7 +230,8 @@ class Recorder:
         saved = None
         if recording:
             theirs = self.theirs.get((k, j))
-            if theirs and signature(theirs[0]) == signature(plain((args, kwargs))):
+            if theirs and stands_in(theirs[0]) and \
+                    signature(theirs[0]) == signature(plain((args, kwargs))):
                 args, kwargs = copy.deepcopy(theirs[0])
                 self.substituted += 1
             saved = plain((args, kwargs))
@@ -328,6 +342,8 @@ def leaves(x):
         return [leaf for v in x for leaf in leaves(v)]
     if isinstance(x, dict):
         return [leaf for k in sorted(x) for leaf in leaves(x[k])]
+    if isinstance(x, str):
+        return []           # a class name or a placeholder: not a number to compare
     return [np.asarray(x)]
 
 
