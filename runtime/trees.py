@@ -281,11 +281,17 @@ def check_iterable(seq, where):
                       "`for k in sorted(s)` for a set.")
 
 
-def check_length(seq, n, where):
+def check_length(seq, n, where, at_least=False):
     """Refuse `for a, b, c in zip(*seq)` where `seq` has other than 3 items: the loop is
     lowered to zip(seq[0], seq[1], seq[2]), which is Python's loop only for such a `seq`
-    (with another length Python's unpacking fails too, unless the loop never runs)."""
-    if len(seq) != n:
+    (with another length Python's unpacking fails too, unless the loop never runs).
+    at_least: `zip(layers, params)` unrolled once per layer, which needs as many params."""
+    if at_least and len(seq) < n:
+        raise located(where, f"zip of {n} functions or models with a sequence of "
+                      f"{len(seq)} items: transformed code runs the loop once per function.",
+                      "pass as many items as there are functions (Python would stop at the "
+                      "shorter one).")
+    if not at_least and len(seq) != n:
         raise located(where, f"zip(*x) of an x with {len(seq)} items, unpacked into {n} "
                       "names.", "unpack as many names as x has items.")
 

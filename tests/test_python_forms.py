@@ -813,3 +813,32 @@ def test_zip_of_a_starred_call_in_a_for_header(rng):
     with pytest.raises(tp.TransformError, match=r"zip\(\*x\) of an x with 3 items, unpacked "
                                                 r"into 2 names"):
         tp.grad(_zip_of_starred_two_names)(p)
+
+
+class _Layer:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def apply(self, p, x):
+        return np.tanh(x * p) * self.scale
+
+
+_LAYERS = [_Layer(1.5), _Layer(-0.5), _Layer(2.0)]
+
+
+def _zip_of_layers_and_params(params, x):
+    for layer, p in zip(_LAYERS, params):       # Flax style: layers zipped with parameters
+        x = layer.apply(p, x)
+    return np.sum(x ** 2)
+
+
+def test_zip_of_known_layers_and_their_parameters(rng):
+    params, x = list(rng.normal(size=3)), rng.normal(size=4)
+    check_grads(_zip_of_layers_and_params, (params, x), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.vmap(_zip_of_layers_and_params, in_axes=(None, 0))(
+        params, np.stack([x, -2 * x])), [_zip_of_layers_and_params(params, x),
+                                         _zip_of_layers_and_params(params, -2 * x)],
+        rtol=1e-12)
+    with pytest.raises(tp.TransformError, match="zip of 3 functions or models with a "
+                                                "sequence of 2 items"):
+        tp.grad(_zip_of_layers_and_params)(params[:2], x)

@@ -21,10 +21,6 @@ from transpile.test_util import check_grads
 from runtime.trees import tangent_zeros, tree_leaves, tree_map
 from tests.programs import gaussian_process
 
-REFUSED_METHOD = ("transpile refuses calling a method of a sub-object (a layer held in a "
-                  "list attribute of the model: `layer.apply(p, x)` in MLP.__call__)")
-
-
 def _refused(name, reason):
     return pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=tp.TransformError,
                                                       reason=reason))
@@ -57,7 +53,7 @@ CONFIG = {
     "model_object_methods": (2, "plain", None),
     "gmm": (1, "plain", None),
 }
-XFAIL = {"model_object": REFUSED_METHOD}
+XFAIL = {}
 NAMES = _names(CONFIG)
 
 

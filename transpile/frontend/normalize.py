@@ -452,6 +452,11 @@ class Normalizer(CallNormalizer):
             self.assign_target(target.elts[0], _name(loop.target.id), prefix, node)
             loop.body = loop.body + prefix + self.block(node.body)
             return stmts + zipped
+        elif fn is builtins.zip and not it.keywords and isinstance(target, gast.Tuple) and \
+                len(target.elts) == len(it.args) and any(
+                    isinstance(self.static(a), Static) and _holds_code(self.static(a).value)
+                    for a in it.args):
+            return self.zip_unrolled(node)
         elif fn is builtins.zip and len(it.args) == 1 and isinstance(it.args[0], gast.Starred) \
                 and isinstance(target, gast.Tuple) and not it.keywords:
             # for a, b, c in zip(*seq): zip(seq[0], seq[1], seq[2]), once seq has 3 items
@@ -549,6 +554,58 @@ class Normalizer(CallNormalizer):
             else:
                 self.local_fns[name] = before
         return out
+
+    def zip_unrolled(self, node):
+        """`for layer, p in zip(self.layers, params):` where some sequences hold functions
+        or models known while transforming: the body once per item of the shortest of
+        those, their names naming the items, the others' items read by index (a data
+        sequence shorter than that is refused when the code runs: Python would stop
+        early)."""
+        it, target = node.iter, node.target
+        if any(isinstance(n, (gast.Break, gast.Continue)) for s in node.body
+               for n in gast.walk(s)):
+            raise self.error(node, "break/continue in a loop over functions is not "
+                             "supported.", "use a flag variable, or an if around the body.")
+        stmts, known, data = [], {}, {}
+        for k, (elt, arg) in enumerate(zip(target.elts, it.args)):
+            found = self.static(arg)
+            if isinstance(found, Static) and _holds_code(found.value):
+                if not isinstance(elt, gast.Name) or any(
+                        isinstance(n, gast.Name) and n.id == elt.id and
+                        isinstance(n.ctx, gast.Store) for s in node.body for n in gast.walk(s)):
+                    raise self.error(elt, "the name of a sequence of functions in a zip must "
+                                     "be a plain name the loop does not assign.")
+                known[k] = list(found.value)
+            else:
+                seq = self._pinned(self.atom(arg, stmts, hint="seq"), node, stmts)
+                if isinstance(seq, gast.Name):
+                    self.locals.add(seq.id)
+                data[k] = seq
+        trips = min(len(items) for items in known.values())
+        line = self.src.line_of(it)
+        for seq in data.values():
+            stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
+                seq, _const(trips), _const(f"{self.src.filename}:{line} ({self.src.name})"),
+                _const(True)])), it))
+        saved = {target.elts[k].id: self.local_fns.get(target.elts[k].id) for k in known}
+        try:
+            for trip in range(trips):
+                for k, items in known.items():
+                    self.local_fns[target.elts[k].id] = Static(items[trip])
+                for k, seq in data.items():
+                    item = gast.copy_location(gast.Subscript(value=seq, slice=_const(trip),
+                                                             ctx=gast.Load()), it)
+                    stmts.extend(self.stmt(gast.copy_location(gast.Assign(
+                        targets=[_copy_stmt(target.elts[k])], value=item, type_comment=None),
+                        node)))
+                stmts.extend(self.block([_copy_stmt(s) for s in node.body]))
+        finally:
+            for name, before in saved.items():
+                if before is None:
+                    self.local_fns.pop(name, None)
+                else:
+                    self.local_fns[name] = before
+        return stmts
 
     def _checked_iterable(self, seq, where):
         """`rt.check_iterable(seq, ...)`: the loop below walks `seq` by index, which a dict
