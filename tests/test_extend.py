@@ -348,3 +348,26 @@ def test_vmap_of_a_primitive_loops_over_the_examples_without_reading_it():
                                rtol=1e-12)
     summed = tp.grad(lambda ys: np.sum(tp.vmap(lse_of_squares)(ys)))(ys)
     np.testing.assert_allclose(summed, per_example, rtol=1e-12)
+
+
+def test_jit_jvp_and_jacobians_of_a_function_that_calls_an_argument():
+    params = (RNG.normal(size=(3, 2)), RNG.normal(size=2))
+    x = RNG.normal(size=(4, 3))
+    for layer in (np.tanh, np.sin, Scaled(0.5)):
+        want = apply_layer(params, layer, x)
+        jitted = tp.jit(apply_layer)
+        for _ in range(3):         # the general code, then the specialization
+            np.testing.assert_allclose(jitted(params, layer, x), want, rtol=1e-12)
+        got = tp.jit(tp.grad(apply_layer), static_argnums=(1,))(params, layer, x)
+        for a, b in zip(got, tp.grad(apply_layer)(params, layer, x)):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+        dW = RNG.normal(size=(3, 2))
+        out, tangent = tp.jvp(apply_layer, (params, layer, x), ((dW, 0 * params[1]), None,
+                                                              0 * x))
+        eps = 1e-6
+        numeric = (apply_layer((params[0] + eps * dW, params[1]), layer, x) -
+                   apply_layer((params[0] - eps * dW, params[1]), layer, x)) / (2 * eps)
+        np.testing.assert_allclose(out, want, rtol=1e-12)
+        np.testing.assert_allclose(tangent, numeric, rtol=1e-6)
+    with pytest.raises(tp.TransformError, match="close over the function instead"):
+        tp.hessian(apply_layer)(params, np.tanh, x)

@@ -449,7 +449,10 @@ def _jvp(f, primals, tangents, has_aux):
     if not all(active) and any(active):
         options["active"] = active
     t = Transformed(f, "jvp", options)
-    gen = t.generated()
+    try:
+        gen = t.generated()
+    except ArgumentDependent as e:     # f calls some of its arguments: code for them
+        t, gen = _for_arguments(t, signature, primals, e.params)
     if gen.device_constants or _on_device(primals) or _on_device(tangents):
         gen = gen.on_device(cupy_module())
     root = t.root
@@ -461,6 +464,22 @@ def _jvp(f, primals, tangents, has_aux):
     zeros_before = tuple(tangent_zeros(v) for v in root.prefix)
     zeros_after = tuple(tangent_zeros(v) for v in extra)
     return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
+
+
+def _for_arguments(t, signature, primals, params):
+    """(Transformed, Generated) of `t` made for the functions or types of the arguments in
+    `primals` that its code calls (jvp's arguments are positional)."""
+    bound = signature.bind(*primals)
+    params = tuple(params)
+    while True:
+        made = t.specialized({p: _binding(bound.arguments[p]) for p in params})
+        try:
+            return made, made.generated()
+        except ArgumentDependent as e:
+            more = tuple(p for p in e.params if p not in params)
+            if not more or any(p not in bound.arguments for p in more):
+                raise
+            params += more
 
 
 def _is_zero(tangent):
@@ -642,6 +661,8 @@ class Jitted:
         self._calls = {}          # key -> calls that ran the general code
         self._pending = None      # (stand-in arguments, backend) of such a call
         self._nparams = n
+        self._dependent = ()       # parameters whose arguments the code calls
+        self._for_arguments = {}   # their bindings -> a Jitted of the code made for them
         functools.update_wrapper(self, self.inner, updated=())
 
     def _key(self, full):
@@ -698,6 +719,45 @@ class Jitted:
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):
+        if self._dependent:
+            return self._jitted_for(args, kwargs)._call(*args, **kwargs)
+        try:
+            return self._call_general(args, kwargs)
+        except ArgumentDependent as e:
+            if self.inner.bindings:
+                raise        # the Jitted this one was made for asks again
+            self._dependent = e.params
+            return self._jitted_for(args, kwargs)._call(*args, **kwargs)
+
+    def _jitted_for(self, args, kwargs):
+        """The Jitted of the code made for the functions or types of the arguments the
+        function calls (see Transformed._call_for_arguments), made on first use."""
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._name}: {e}") from None
+        bound.apply_defaults()
+        while True:
+            bindings = {p: _binding(bound.arguments[p]) for p in self._dependent}
+            key = _bindings_key(bindings)
+            made = self._for_arguments.get(key)
+            if made is None:
+                made = Jitted(self.inner.specialized(bindings), (), (), self.donate,
+                              self.backend, self.cache_size)
+                made.backend, made.static = self.backend, self.static
+                self._for_arguments[key] = made
+            try:
+                made.inner.generated()
+            except ArgumentDependent as e:     # the code calls more of its arguments
+                more = tuple(p for p in e.params if p not in self._dependent)
+                if not more or any(p not in bound.arguments for p in more):
+                    raise
+                self._dependent += more
+                continue
+            self._latest = made
+            return made
+
+    def _call_general(self, args, kwargs):
         made_from = self.inner._generated
         if made_from is not None and made_from.global_reads and \
                 not made_from.globals_unchanged():
@@ -739,12 +799,21 @@ class Jitted:
     def lower(self, *args, **kwargs):
         """The specialization for these arguments, without running it: `.source` is its
         code (kernels included), `.kernels` its fused groups, `.entry` the function."""
+        if not self._dependent:
+            try:
+                self.inner.generated()
+            except ArgumentDependent as e:
+                self._dependent = e.params
+        if self._dependent:
+            return self._jitted_for(args, kwargs).lower(*args, **kwargs)
         return self._specialization(self.inner.full_args(args, kwargs))
 
     @property
     def source(self):
         """The code of the specialization the last call ran (or use
         `f.lower(*args).source` for given arguments)."""
+        if self._dependent and self._for_arguments:
+            return self._latest.source
         if self._last is None and self._pending is not None:
             stand_in, backend = self._pending       # the kind of the last call's arguments
             self._last = self._specialize(stand_in, backend)

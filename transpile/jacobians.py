@@ -19,6 +19,7 @@ import itertools
 
 from . import api
 from .custom import file_backed
+from .errors import ArgumentDependent, TransformError
 
 _counter = itertools.count()
 
@@ -42,6 +43,13 @@ def _generated(f, kind, options, prefix_name):
     """The transformation of f the wrapper calls, the user's parameter names, the bound
     prefix and closure values (as names for the wrapper's module) and the wrapper's name."""
     t = api.Transformed(f, kind, options)
+    try:
+        t.generated()
+    except ArgumentDependent as e:
+        raise TransformError(
+            f"{e}\n  (jacfwd, jacrev and hessian generate their code before any call: "
+            f"they need every function the code calls to be known then; close over the "
+            f"function instead: jacrev(lambda x: f(x, np.tanh)))") from None
     params = list(t.signature.parameters)
     prefix, extra = _constants(t)
     name = f"{prefix_name}_{getattr(f, '__name__', 'f').replace('<', '').replace('>', '')}"
