@@ -320,7 +320,7 @@ def test_flatten_func_and_hessian_vector_product():
     v = RNG.normal(size=flat.shape)
     hv = tp.hessian_vector_product(flat_f)(flat, 0, v)
     # against central differences of the gradient along v (tp.hessian of a function that
-    # indexes ravel_pytree's result is refused by vmap: see docs/gotchas.md)
+    # goes through ravel_pytree fails: see docs/gotchas.md)
     gradient, eps = tp.grad(flat_f), 1e-6
     numeric = (gradient(flat + eps * v, 0) - gradient(flat - eps * v, 0)) / (2 * eps)
     np.testing.assert_allclose(hv, numeric, rtol=1e-6, atol=1e-8)

@@ -313,3 +313,29 @@ def test_reverse_mode_through_vmapped_gradient_code_of_a_product_is_refused():
                (2 * eps) for e in np.eye(2)]
     np.testing.assert_allclose(tp.jacfwd(_through_two_jacrevs)(x), numeric, rtol=1e-6,
                                atol=1e-8)
+
+
+def _leaves_or_none(tree):
+    if tree is None:
+        return []
+    return [tree]
+
+
+def _first_leaf_doubled(v):
+    return _leaves_or_none(v * 2.0)[0]
+
+
+def _first_leaf_squared(v):
+    return _leaves_or_none(v * 2.0)[0] ** 2
+
+
+def test_hessian_through_a_list_built_on_two_paths():
+    """`[]` on one path and `[tree]` on the other: vmap joined the two list specs of
+    different lengths into "batched", so the Hessian's vmap over basis tangents took the
+    primal for per-example (refused with an out_axes message, or an IndexError)."""
+    v = np.random.default_rng().normal(size=3)
+    np.testing.assert_allclose(tp.hessian(_first_leaf_doubled)(v), np.zeros((3, 3, 3)))
+    np.testing.assert_allclose(tp.hessian(_first_leaf_squared)(v),
+                               np.einsum("ij,jk->ijk", np.eye(3), 8.0 * np.eye(3)), atol=1e-12)
+    np.testing.assert_allclose(tp.jacrev(tp.jacrev(_first_leaf_squared))(v),
+                               tp.hessian(_first_leaf_squared)(v), atol=1e-12)

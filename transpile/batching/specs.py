@@ -15,6 +15,10 @@ def join(a, b):
         return b
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
         return tuple(join(x, y) for x, y in zip(a, b))
+    if isinstance(a, tuple) and isinstance(b, tuple) and not batched(a) and not batched(b):
+        # lists of other lengths (`[]` on one path), nothing batched: the longer spec (a
+        # fixed point of further joins, as the analysis needs)
+        return a if len(a) >= len(b) else b
     return True
 
 
