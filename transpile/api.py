@@ -274,22 +274,13 @@ class Transformed:
         """Call the code generated for what this call's arguments are, where the function
         calls some of its arguments or their methods (`act(x)`, `model.apply(p, x)`): one
         specialization per function passed (by identity) or per object type."""
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self.__name__}: {e}") from None
-        bound.apply_defaults()
-        while True:
-            made = self.specialized({p: _binding(bound.arguments[p])
-                                     for p in self._dependent})
-            self._latest = made
-            try:
-                return made._call(*args, **kwargs)
-            except ArgumentDependent as e:     # the code depends on more arguments
-                more = tuple(p for p in e.params if p not in self._dependent)
-                if not more or any(p not in bound.arguments for p in more):
-                    raise
-                self._dependent += more
+        arguments = _bound_arguments(self.signature, args, kwargs, self.__name__)
+
+        def call(bindings):
+            made = self._latest = self.specialized(bindings)
+            return made._call(*args, **kwargs)
+        result, self._dependent = _made_for_arguments(self._dependent, arguments, call)
+        return result
 
     def _vmap_of_passed(self, args, kwargs):
         """JAX's reading of an int in_axes: it maps the arguments passed; parameters left
@@ -469,15 +460,32 @@ def _jvp(f, primals, tangents, has_aux):
 def _for_arguments(t, signature, primals, params):
     """(Transformed, Generated) of `t` made for the functions or types of the arguments in
     `primals` that its code calls (jvp's arguments are positional)."""
-    bound = signature.bind(*primals)
+    def generated(bindings):
+        made = t.specialized(bindings)
+        return made, made.generated()
+    return _made_for_arguments(params, signature.bind(*primals).arguments, generated)[0]
+
+
+def _bound_arguments(signature, args, kwargs, name):
+    """Parameter -> argument of a call, defaults included."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def _made_for_arguments(params, arguments, make):
+    """(make(bindings of the arguments of `params`), the parameters used): where the code
+    made asks about more of its arguments (it calls them too), again with those."""
     params = tuple(params)
     while True:
-        made = t.specialized({p: _binding(bound.arguments[p]) for p in params})
         try:
-            return made, made.generated()
+            return make({p: _binding(arguments[p]) for p in params}), params
         except ArgumentDependent as e:
             more = tuple(p for p in e.params if p not in params)
-            if not more or any(p not in bound.arguments for p in more):
+            if not more or any(p not in arguments for p in more):
                 raise
             params += more
 
@@ -732,13 +740,9 @@ class Jitted:
     def _jitted_for(self, args, kwargs):
         """The Jitted of the code made for the functions or types of the arguments the
         function calls (see Transformed._call_for_arguments), made on first use."""
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self._name}: {e}") from None
-        bound.apply_defaults()
-        while True:
-            bindings = {p: _binding(bound.arguments[p]) for p in self._dependent}
+        arguments = _bound_arguments(self.signature, args, kwargs, self._name)
+
+        def jitted(bindings):
             key = _bindings_key(bindings)
             made = self._for_arguments.get(key)
             if made is None:
@@ -746,16 +750,11 @@ class Jitted:
                               self.backend, self.cache_size)
                 made.backend, made.static = self.backend, self.static
                 self._for_arguments[key] = made
-            try:
-                made.inner.generated()
-            except ArgumentDependent as e:     # the code calls more of its arguments
-                more = tuple(p for p in e.params if p not in self._dependent)
-                if not more or any(p not in bound.arguments for p in more):
-                    raise
-                self._dependent += more
-                continue
-            self._latest = made
+            made.inner.generated()       # (asks about more arguments if it calls them)
             return made
+        self._latest, self._dependent = _made_for_arguments(self._dependent, arguments,
+                                                            jitted)
+        return self._latest
 
     def _call_general(self, args, kwargs):
         made_from = self.inner._generated

@@ -39,6 +39,7 @@ from .custom import CustomRule, file_backed, identifier, positional_names
 from .errors import TransformError
 from .frontend import normalize_function
 from .frontend.parse import parse_function
+from .frontend.resolved import assigned_names
 from .ir.program import Program
 
 __all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum", "defjvp_argnum", "VSpace",
@@ -190,39 +191,37 @@ class primitive(CustomRule):  # noqa: N801 - autograd's name
 def defvjp(fun, *makers, argnums=None):
     """Give `fun` (a primitive) one vjp maker per argument, in order, or for `argnums`:
     `maker(ans, *args, **kwargs)` returns `g -> the cotangent of that argument`."""
-    prim = _primitive_of(fun, "defvjp")
-    for i, maker in zip(range(len(makers)) if argnums is None else argnums, makers):
-        prim.vjp_makers[i] = maker
-    prim._applied.clear()
-    prim._pairs.clear()
+    _give_makers(fun, "vjp_makers", zip(range(len(makers)) if argnums is None else argnums,
+                                        makers))
 
 
 def defjvp(fun, *makers, argnums=None):
     """Give `fun` (a primitive) one jvp maker per argument: `maker(g, ans, *args)` returns
     the output's tangent for tangent `g` of that argument (the contributions add up)."""
-    prim = _primitive_of(fun, "defjvp")
-    for i, maker in zip(range(len(makers)) if argnums is None else argnums, makers):
-        prim.jvp_makers[i] = maker
-    prim._jvps.clear()
-    prim._pairs.clear()
+    _give_makers(fun, "jvp_makers", zip(range(len(makers)) if argnums is None else argnums,
+                                        makers))
 
 
 def defvjp_argnum(fun, maker):
     """One maker for every argument: `maker(argnum, ans, args, kwargs)` returns g -> ..."""
-    prim = _primitive_of(fun, "defvjp_argnum")
-    for i in range(len(prim.signature.parameters)):
-        prim.vjp_makers[i] = functools.partial(_argnum_vjp, maker, i)
-    prim._applied.clear()
-    prim._pairs.clear()
+    n = len(_primitive_of(fun).signature.parameters)
+    _give_makers(fun, "vjp_makers", ((i, functools.partial(_argnum_vjp, maker, i))
+                                     for i in range(n)))
 
 
 def defjvp_argnum(fun, maker):
     """One maker for every argument: `maker(argnum, g, ans, args, kwargs)`."""
-    prim = _primitive_of(fun, "defjvp_argnum")
-    for i in range(len(prim.signature.parameters)):
-        prim.jvp_makers[i] = functools.partial(_argnum_jvp, maker, i)
-    prim._jvps.clear()
+    n = len(_primitive_of(fun).signature.parameters)
+    _give_makers(fun, "jvp_makers", ((i, functools.partial(_argnum_jvp, maker, i))
+                                     for i in range(n)))
+
+
+def _give_makers(fun, table, makers):
+    prim = _primitive_of(fun)
+    getattr(prim, table).update(makers)
+    prim._applied.clear()         # rules built from the old makers
     prim._pairs.clear()
+    prim._jvps.clear()
 
 
 def _argnum_vjp(maker, i, ans, *args):
@@ -233,11 +232,12 @@ def _argnum_jvp(maker, i, g, ans, *args):
     return maker(i, g, ans, args, {})
 
 
-def _primitive_of(fun, what):
+def _primitive_of(fun):
     if isinstance(fun, types.MethodType) and isinstance(fun.__func__, primitive):
         fun = fun.__func__
     if not isinstance(fun, primitive):
-        raise TypeError(f"{what} takes a function decorated with @primitive, got {fun!r}")
+        raise TypeError(f"defvjp and defjvp take a function decorated with @primitive, got "
+                        f"{fun!r}")
     return fun
 
 
@@ -256,13 +256,13 @@ def applied_maker(maker):
     if not inspect.isfunction(maker):
         return None
     try:
-        fdef, _ = parse_function(maker)
-        fdef = gast.gast_to_ast(fdef)
+        parsed, _ = parse_function(maker)
     except (TransformError, OSError, SyntaxError, TypeError):
         return None
+    own = {a.id for a in parsed.args.args} | assigned_names(parsed.body)
+    fdef = gast.gast_to_ast(parsed)
     if fdef.args.vararg or fdef.args.kwarg or fdef.args.kwonlyargs:
         return None
-    own = {a.arg for a in fdef.args.args} | _assigned(fdef.body)
     found = _inline_returned_function(fdef.body, own)
     if found is None:
         return None
@@ -273,15 +273,6 @@ def applied_maker(maker):
     fdef.name = identifier(getattr(maker, "__name__", "vjp")) + "applied"
     fdef.decorator_list = []
     return _compile_like(fdef, maker)
-
-
-def _assigned(body):
-    names = set()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-    return names
 
 
 def _inline_returned_function(body, own):
