@@ -27,7 +27,9 @@ import scipy.stats
 PROJECT = os.environ["TRANSPILE_PROJECT"]
 sys.path[:0] = [os.path.join(PROJECT, "tests"), PROJECT]
 import transpile as tp  # noqa: E402
+import transpile.extend  # noqa: E402
 import transpile.flatten_util  # noqa: E402
+import transpile.misc.optimizers  # noqa: E402
 import transpile.signal  # noqa: E402
 from runtime.trees import tree_leaves  # noqa: E402
 from test_rule_edges import check_complex, check_rules  # noqa: E402
@@ -116,9 +118,10 @@ autograd.jacobian, autograd.hessian = tp.jacrev, tp.hessian
 autograd.holomorphic_grad = lambda f, argnum=0: tp.grad(f, argnums=argnum, holomorphic=True)
 autograd.make_vjp = _make_vjp
 autograd.make_jvp = lambda f: lambda x: lambda v: tp.jvp(f, (x,), (v,))
+autograd.hessian_vector_product = tp.hessian_vector_product
 for _name in ("checkpoint", "grad_and_aux", "grad_named", "hessian_tensor_product",
-              "hessian_vector_product", "make_ggnvp", "make_hvp", "multigrad_dict",
-              "tensor_jacobian_product", "vector_jacobian_product", "primitive"):
+              "make_ggnvp", "make_hvp", "multigrad_dict",
+              "tensor_jacobian_product", "vector_jacobian_product"):
     setattr(autograd, _name, _unsupported(_name))
 autograd.dict, autograd.list, autograd.tuple, autograd.isinstance, autograd.type = \
     dict, list, tuple, isinstance, type
@@ -133,8 +136,9 @@ builtins_module = types.ModuleType("autograd.builtins")
 builtins_module.dict, builtins_module.list, builtins_module.tuple = dict, list, tuple
 builtins_module.isinstance, builtins_module.type = isinstance, type
 misc = types.ModuleType("autograd.misc")
-misc.flatten = transpile.flatten_util.ravel_pytree
+misc.flatten = transpile.misc.flatten
 misc.const_graph = _unsupported("const_graph")
+autograd.primitive = transpile.extend.primitive
 ag_scipy = types.ModuleType("autograd.scipy")
 ag_scipy.special, ag_scipy.stats, ag_scipy.linalg = scipy.special, scipy.stats, scipy.linalg
 ag_scipy.integrate, ag_scipy.signal = scipy.integrate, transpile.signal
@@ -149,6 +153,8 @@ sys.modules.update({
     "autograd.scipy.stats.multivariate_normal": scipy.stats.multivariate_normal,
     "autograd.scipy.stats.norm": scipy.stats.norm, "autograd.misc": misc,
     "autograd.test_util": test_util, "autograd.builtins": builtins_module,
+    "autograd.extend": transpile.extend, "autograd.misc.optimizers": transpile.misc.optimizers,
+    "autograd.misc.flatten": sys.modules["transpile.misc.flatten"],
 })
 
 

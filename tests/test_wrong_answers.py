@@ -1396,3 +1396,20 @@ def test_a_function_passed_as_an_argument_is_the_one_called():
         np.testing.assert_allclose(g(x, _scaled), 2 * scale ** 2 * x, rtol=1e-12)
     _set_scale(2.0)
     np.testing.assert_allclose(g(x, np.tanh), 2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-12)
+
+
+def test_a_cell_rebound_to_an_equal_number_keeps_its_code():
+    """The check above compares numbers by value: `scale = 2 * 1.0` computed again each step
+    of a training loop must not make new code every call (nor keep the old on a change)."""
+    x = _rng(2).normal(size=3)
+    g = tp.grad(_calls_scaled)
+    _set_scale(float(np.float64(3.0)))
+    g(x)
+    made = g._generated
+    _set_scale(float(np.float64(3.0)))          # an equal float, another object
+    np.testing.assert_allclose(g(x), 18.0 * x, rtol=1e-12)
+    assert g._generated is made
+    _set_scale(3.5)
+    np.testing.assert_allclose(g(x), 2 * 3.5 ** 2 * x, rtol=1e-12)
+    assert g._generated is not made
+    _set_scale(2.0)

@@ -46,6 +46,7 @@ def _located_call(entry):
 
 
 _UNBOUND = object()
+_NUMBERS = frozenset((int, float, complex, bool, str))
 
 
 class Generated:
@@ -63,9 +64,11 @@ class Generated:
             current = scope.get(name, _UNBOUND) if type(scope) is dict else \
                 getattr(scope, name, _UNBOUND)
             if current is not value and not (inspect.ismethod(value) and current == value) \
-                    and not (isinstance(value, Snapshot) and value.matches(current)):
-                return False     # (a bound method read again is a new, equal object)
-        return True
+                    and not (isinstance(value, Snapshot) and value.matches(current)) \
+                    and not (type(current) is type(value) and type(value) in _NUMBERS and
+                             current == value):
+                return False     # (a bound method read again is a new, equal object; so
+        return True              # is a number computed again, `scale = 2 * base`)
 
     def __init__(self, text, env, entry, kind, options, nprefix, nuser, extra=None):
         self.text = text
