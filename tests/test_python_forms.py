@@ -745,6 +745,40 @@ def test_star_args_passed_on(rng):
         tp.grad(_spread)((a, x))
 
 
+def _affine(x, scale, shift, power=1.0):
+    return (x * scale + shift) ** power
+
+
+_AFFINE = (1.5, -0.25)
+
+
+def _star_of_a_global_tuple(x):
+    return np.sum(np.sin(_affine(x, *_AFFINE)) + _affine(x, *_AFFINE[:1], 0.5))
+
+
+def test_star_of_a_global_tuple(rng):
+    """`f(x, *PARAMS)` with PARAMS a global tuple (its length known while transforming;
+    rebinding it to a longer tuple makes new code, as any global). Tuples that are data of
+    the call (arguments, closure cells, which become arguments) are refused clearly."""
+    global _AFFINE
+    x = rng.uniform(0.5, 1.5, size=4)
+    check_grads(_star_of_a_global_tuple, (x,), order=2, modes=("fwd", "rev"))
+    grad = tp.grad(_star_of_a_global_tuple)
+    np.testing.assert_allclose(grad(x), 1.5 * np.cos(1.5 * x - 0.25) + 1.5, rtol=1e-12)
+    saved = _AFFINE
+    try:
+        _AFFINE = (2.0, 0.5, 2.0)          # the third item is now `power`
+        want = 4 * (2 * x + 0.5) * np.cos((2 * x + 0.5) ** 2) + 2.0
+        np.testing.assert_allclose(grad(x), want, rtol=1e-12)
+    finally:
+        _AFFINE = saved
+    params = (rng.normal(), rng.normal())      # data of the call: its length is not known
+    with pytest.raises(tp.TransformError, match=r"a global tuple"):
+        tp.grad(lambda v: np.sum(_affine(v, *params)))(x)
+    with pytest.raises(tp.TransformError, match=r"a global tuple"):
+        tp.grad(lambda v, p: np.sum(_affine(v, *p)))(x, params)
+
+
 def _dict_views(d):
     total = 0.0
     for i, (k, v) in enumerate(sorted(d.items(), key=operator.itemgetter(0))):

@@ -384,8 +384,10 @@ class CallNormalizer:
             items = self.unpacked_items(a.value)
             if items is None:
                 raise self.error(a, "*args in a call is supported for the function's own "
-                                 "*args (or a constant slice of it) and for a tuple written "
-                                 "in the call.", "pass the arguments one by one.")
+                                 "*args (or a constant slice of it), a global tuple and a "
+                                 "tuple written in the call: the number of "
+                                 "arguments must be known while transforming.",
+                                 "pass the arguments one by one.")
             args.extend(items)
         for k in node.keywords:
             if k.arg is not None:
@@ -414,6 +416,13 @@ class CallNormalizer:
             base, cut = value.value, slice(*[None if b is None else b.value for b in bounds])
         if isinstance(base, gast.Name) and base.id in self.packed:
             return [gast.copy_location(_name(n), value) for n in self.packed[base.id][cut]]
+        found = self.static(base) if isinstance(base, (gast.Name, gast.Attribute)) else None
+        if isinstance(found, Static) and type(found.value) is tuple:
+            # a global tuple (`h(x, *PARAMS)`): its length is known and fixed (a
+            # list could grow in place after the code is made; a rebound name makes new code)
+            return [gast.copy_location(gast.Subscript(value=base, slice=gast.Constant(
+                value=k, kind=None), ctx=gast.Load()), value)
+                for k in range(len(found.value))[cut]]
         return None
 
     def function_arguments(self, fn, node, stmts):
