@@ -598,3 +598,26 @@ def test_loop_entry_tangent_is_a_lazy_zero():
     assert type(c) is np.ndarray and not z.any()
     with pytest.raises(ValueError):
         z[0, 0] = 1.0
+
+
+def _scaled_sine(a, k=2.0, shift=0.5):
+    return np.sum(np.sin(a * k + shift))
+
+
+def _jvp_inside(a):
+    return tp.jvp(_scaled_sine, (a,), (a,))[1]
+
+
+def test_jvp_inside_transformed_code_of_a_function_with_defaults():
+    """tp.jvp(g, (a,), (t,)) inside transformed code, g with parameters left at their
+    defaults: they are constants of the jvp, as at the top level (the call passed too few
+    arguments, a TypeError; check_grads' second-order forward check of any function with a
+    default parameter met it)."""
+    a = np.random.default_rng(5).uniform(-1.0, 1.0, size=4)
+    inner = np.cos(2 * a + 0.5)
+    assert np.isclose(_jvp_inside(a), np.sum(inner * 2 * a))
+    want = 2 * inner - 4 * a * np.sin(2 * a + 0.5)        # d/da of sum(cos(2a+.5) 2a)
+    np.testing.assert_allclose(tp.grad(_jvp_inside)(a), want, rtol=1e-12)
+    np.testing.assert_allclose(tp.jvp(_jvp_inside, (a,), (np.ones(4),))[1], np.sum(want),
+                               rtol=1e-12)
+    check_grads(_scaled_sine, (a,), order=3, modes=("fwd", "rev"))

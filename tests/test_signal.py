@@ -233,3 +233,38 @@ def test_unravel_from_transformed_code_is_refused():
         return np.sum(unravel(flat * 2.0)[0])
     with pytest.raises(tp.TransformError, match="calling a function held in a variable"):
         tp.grad(rebuilt)([np.ones(2)])
+
+
+# ---------------------------------------------------------------- scipy.signal.convolve
+
+scipy_signal = pytest.importorskip("scipy.signal")
+
+
+def _scipy_convolved(mode):
+    def loss(a, b):
+        return np.sum(np.sin(scipy_signal.convolve(a, b, mode=mode)))
+    return loss
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+def test_scipy_signal_convolve_in_transformed_code(mode):
+    """A user's own `scipy.signal.convolve(a, b, mode)` is transformed (it runs tp.signal's
+    convolution, which equals scipy's on every axis): both modes to second order, complex
+    inputs, vmap against a loop, and scipy's refusals kept."""
+    r = _rng("scipy-convolve-" + mode)
+    a, b = r.standard_normal((5, 4)), r.standard_normal((3, 2))
+    loss = _scipy_convolved(mode)
+    np.testing.assert_allclose(tp.jit(lambda a, b: scipy_signal.convolve(a, b, mode=mode))(a, b),
+                               scipy_signal.convolve(a, b, mode=mode), rtol=1e-12, atol=1e-12)
+    check_grads(loss, (a, b), order=2, modes=("fwd", "rev"))
+    za = a + 1j * r.standard_normal(a.shape)
+    check_grads(lambda z: np.sum(np.abs(scipy_signal.convolve(z, b, mode)) ** 2), (za,),
+                order=2, modes=("fwd", "rev"))
+    batch = r.standard_normal((3, 5, 4))
+    np.testing.assert_allclose(tp.vmap(loss, in_axes=(0, None))(batch, b),
+                               [loss(x, b) for x in batch], rtol=1e-12)
+    with pytest.raises(ValueError, match="same dimensionality"):
+        tp.grad(lambda a: np.sum(scipy_signal.convolve(a, b[0], mode)))(a)
+    if mode == "valid":
+        with pytest.raises(ValueError, match="at least as large"):
+            tp.grad(lambda a: np.sum(scipy_signal.convolve(a, np.ones((6, 1)), mode)))(a)

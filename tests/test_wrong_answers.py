@@ -1413,3 +1413,30 @@ def test_a_cell_rebound_to_an_equal_number_keeps_its_code():
     np.testing.assert_allclose(g(x), 2 * 3.5 ** 2 * x, rtol=1e-12)
     assert g._generated is not made
     _set_scale(2.0)
+
+
+@tp.custom_vjp
+def _conjugated_square(z):
+    return np.abs(z) ** 2
+
+
+def _conjugated_square_fwd(z):
+    return np.abs(z) ** 2, z
+
+
+def _conjugated_square_bwd(z, g):
+    return (2 * g * z,)       # wrong: the convention's gradient is 2 g conj(z)
+
+
+_conjugated_square.defvjp(_conjugated_square_fwd, _conjugated_square_bwd)
+
+
+def test_check_grads_tries_the_imaginary_direction_of_complex_inputs():
+    """check_grads drew real directions for complex arguments and dropped imaginary parts
+    from its inner products, so a conjugated complex gradient passed it."""
+    z = np.random.default_rng(6).standard_normal(3) + 0.5j
+    with pytest.raises(AssertionError, match="reverse-mode check failed"):
+        check_grads(lambda w: np.sum(_conjugated_square(w)), (z,), order=1, modes=("rev",))
+    check_grads(lambda w: np.sum(np.abs(w) ** 2 * np.sin(np.real(w))), (z,), order=2,
+                modes=("fwd", "rev"))
+    check_grads(lambda w: np.exp(w) * w, (z,), order=2, modes=("fwd", "rev"))

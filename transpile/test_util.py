@@ -29,15 +29,24 @@ def _random_like(x, rng):
     x = np.asarray(x)
     if x.dtype.kind not in "fc":
         return None
+    if x.dtype.kind == "c":     # a direction with real and imaginary parts
+        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
     return rng.standard_normal(x.shape).astype(x.dtype)
 
 
+def _wide(x):
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def _vdot(a, b):
+    """Re sum(a * b), without conjugation: the pairing under which vjp is the transpose of
+    jvp for the gradient convention df/dx - i df/dy (JAX's)."""
     total = 0.0
     for x, y in zip(tree_leaves(a), tree_leaves(b)):
         if x is None or y is None:
             continue
-        total += float(np.sum(np.asarray(x, dtype=np.float64) * np.asarray(y, dtype=np.float64)))
+        total += float(np.real(np.sum(_wide(x) * _wide(y))))
     return total
 
 
@@ -53,8 +62,7 @@ def numerical_jvp(f, args, tangents, eps=1e-6):
     """(f(args + eps t) - f(args - eps t)) / 2 eps, leaf by leaf."""
     plus = f(*[_axpy(eps, t, a) for a, t in zip(args, tangents)])
     minus = f(*[_axpy(-eps, t, a) for a, t in zip(args, tangents)])
-    return tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) /
-                    (2 * eps), plus, minus)
+    return tree_map(lambda p, m: (_wide(p) - _wide(m)) / (2 * eps), plus, minus)
 
 
 def check_vjp(f, args, rng, atol=1e-6, rtol=1e-5, eps=1e-6):
@@ -131,11 +139,14 @@ def _scalarized(f, u, nargs):
 
 
 def _tree_vdot_fn(u):
-    """A transformable inner product <out, u> for outputs of any pytree structure."""
-    text = "import runtime as rt\n\ndef vdot(out, u):\n    return rt.tree_vdot(out, u)\n"
+    """A transformable inner product <out, u> for outputs of any pytree structure (its real
+    part, as _vdot, where u is complex)."""
+    pairing = "np.real(rt.tree_vdot(out, u))" if any(
+        np.iscomplexobj(leaf) for leaf in tree_leaves(u)) else "rt.tree_vdot(out, u)"
+    text = f"import numpy as np\nimport runtime as rt\n\ndef vdot(out, u):\n    return {pairing}\n"
     filename = f"<transpile-check-grads-{next(_counter)}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    env = {"rt": rt}
+    env = {"rt": rt, "np": np}
     exec(compile(text, filename, "exec"), env)  # noqa: S102
     return env["vdot"]
 

@@ -64,6 +64,10 @@ for _module_name in ("scipy.integrate", "autograd.scipy.integrate"):
 # filled by the modules that define them (transpile/integrate.py), above this layer
 REPLACEMENTS = {}
 
+# id(a library function) -> (it, the Python function transformed code calls in its place,
+# same signature): scipy.signal.convolve -> transpile/signal.py's, filled there
+CALLED_INSTEAD = {}
+
 ODEINT_PARAMS = ("func", "y0", "t", "args", "Dfun", "col_deriv", "full_output", "ml", "mu",
                  "rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mxhnil",
                  "mxordn", "mxords", "printmessg", "tfirst")
@@ -272,6 +276,8 @@ class CallNormalizer:
                                  "pass the arguments one by one.")
             return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]],
                                 [(k.arg, self.atom(k.value, stmts)) for k in node.keywords])
+        if isinstance(callee, Static) and id(callee.value) in CALLED_INSTEAD:
+            callee = Static(CALLED_INSTEAD[id(callee.value)][1])
         variant = getattr(callee.value, "__transpile_variant__", None) \
             if isinstance(callee, Static) else None
         if variant is not None:
@@ -961,15 +967,27 @@ class CallNormalizer:
         before = [self.static_atom(v, node) for v in t.prefix]
         after = [self.static_atom(v, node) for v in t.extra] + \
             [_name(v) for v in extra]
-        primals = before + [self.atom(a, stmts) for a in node.args[1].elts] + after
+        ir_name, params, _ = self.function_ir(t.entry_function)
+        given = [self.atom(a, stmts) for a in node.args[1].elts]
         tangents = [self.atom(a, stmts) for a in node.args[2].elts]
+        if len(tangents) != len(given):
+            raise self.error(node, f"tp.jvp got {len(given)} primals and {len(tangents)} "
+                             "tangents.", "give one tangent for each primal.")
+        # parameters left at their defaults are constants of the jvp, as at the top level
+        n_user = len(params) // 2 - len(before) - len(after)
+        for p in params[len(before) + len(given):len(before) + n_user]:
+            if p not in t.defaults:
+                raise self.error(node, f"missing argument '{p}' in tp.jvp's primals.")
+            d = t.defaults[p]
+            given.append(_const(d) if is_literal(d) else
+                         _name(self.program.constant(d, p + "_default")))
+        primals = before + given + after
         zeros = []
-        for v in before + after:   # values the caller does not perturb
+        for v in before + given[len(tangents):] + after:   # values the caller does not perturb
             z = self.namer.fresh("zero_dot")
             stmts.append(_assign(z, prim_call("rt.tangent_zeros", [v])))
             zeros.append(_name(z))
         tangents = zeros[:len(before)] + tangents + zeros[len(before):]
-        ir_name, params, _ = self.function_ir(t.entry_function)
         call = gast.Call(func=_name(ir_name), args=primals + tangents, keywords=[])
         anno.set(call, Anno.CALLEE, ir_name)
         return call
