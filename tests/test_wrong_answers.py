@@ -1440,3 +1440,5 @@ def test_check_grads_tries_the_imaginary_direction_of_complex_inputs():
     check_grads(lambda w: np.sum(np.abs(w) ** 2 * np.sin(np.real(w))), (z,), order=2,
                 modes=("fwd", "rev"))
     check_grads(lambda w: np.exp(w) * w, (z,), order=2, modes=("fwd", "rev"))
+    with pytest.raises(tp.TransformError, match=r"write np\.real\(x\)"):
+        tp.grad(lambda w: np.sum(np.sin(w.real)))(z)      # refused, saying what to write
