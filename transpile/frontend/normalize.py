@@ -460,13 +460,7 @@ class Normalizer(CallNormalizer):
         elif fn is builtins.zip and len(it.args) == 1 and isinstance(it.args[0], gast.Starred) \
                 and isinstance(target, gast.Tuple) and not it.keywords:
             # for a, b, c in zip(*seq): zip(seq[0], seq[1], seq[2]), once seq has 3 items
-            seq = self._pinned(self.atom(it.args[0].value, stmts, hint="seq"), node, stmts)
-            if isinstance(seq, gast.Name):
-                self.locals.add(seq.id)        # read again below, as `seq[k]`
-            line = self.src.line_of(it)
-            stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
-                seq, _const(len(target.elts)),
-                _const(f"{self.src.filename}:{line} ({self.src.name})")])), it))
+            seq = self._length_checked(it.args[0].value, len(target.elts), node, stmts)
             parts = [gast.copy_location(gast.Subscript(value=seq, slice=_const(k),
                                                        ctx=gast.Load()), it)
                      for k in range(len(target.elts))]
@@ -576,17 +570,10 @@ class Normalizer(CallNormalizer):
                     raise self.error(elt, "the name of a sequence of functions in a zip must "
                                      "be a plain name the loop does not assign.")
                 known[k] = list(found.value)
-            else:
-                seq = self._pinned(self.atom(arg, stmts, hint="seq"), node, stmts)
-                if isinstance(seq, gast.Name):
-                    self.locals.add(seq.id)
-                data[k] = seq
         trips = min(len(items) for items in known.values())
-        line = self.src.line_of(it)
-        for seq in data.values():
-            stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
-                seq, _const(trips), _const(f"{self.src.filename}:{line} ({self.src.name})"),
-                _const(True)])), it))
+        for k, arg in enumerate(it.args):
+            if k not in known:
+                data[k] = self._length_checked(arg, trips, node, stmts, at_least=True)
         saved = {target.elts[k].id: self.local_fns.get(target.elts[k].id) for k in known}
         try:
             for trip in range(trips):
@@ -615,6 +602,20 @@ class Normalizer(CallNormalizer):
             seq, _const(f"{self.src.filename}:{line} ({self.src.name})")]))
         gast.copy_location(check, where)
         return check
+
+    def _length_checked(self, seq_expr, n, loop, stmts, at_least=False):
+        """The sequence `seq_expr` of an unrolled zip, under a name the lowered loop reads
+        it by (`seq[k]`), after `rt.check_length`: n items exactly (`zip(*seq)` unpacked
+        into n names), or at least n (`zip(layers, params)`, Python stopping at the
+        shorter)."""
+        seq = self._pinned(self.atom(seq_expr, stmts, hint="seq"), loop, stmts)
+        if isinstance(seq, gast.Name):
+            self.locals.add(seq.id)
+        line = self.src.line_of(loop.iter)
+        stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
+            seq, _const(n), _const(f"{self.src.filename}:{line} ({self.src.name})")] +
+            ([_const(True)] if at_least else []))), loop.iter))
+        return seq
 
     def _pinned(self, seq, loop, stmts):
         """The sequence a `for` walks, under a name of its own where the loop body binds
