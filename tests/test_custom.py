@@ -487,3 +487,27 @@ def test_a_custom_function_with_defaults_transformed_directly():
     x = np.random.default_rng().normal(size=4)
     np.testing.assert_allclose(tp.jvp(scaled, (x,), (np.ones(4),))[1], 3.0 * np.cos(x))
     np.testing.assert_allclose(tp.grad(lambda x: np.sum(scaled(x)))(x), 3.0 * np.cos(x))
+
+
+def test_rules_given_again_make_new_code():
+    """defvjp / defjvp called again after the function was differentiated: the same
+    transformed function (and a new one) uses the new rules. It kept the old ones, silently."""
+    @tp.custom_vjp
+    def f(x):
+        return np.sin(x)
+    f.defvjp(lambda x: (np.sin(x), x), lambda x, g: (g * 2.0,))
+    grad = tp.grad(f)
+    x = np.random.default_rng(7).uniform(-1.0, 1.0)
+    assert grad(x) == 2.0
+    f.defvjp(lambda x: (np.sin(x), x), lambda x, g: (g * np.cos(x),))
+    assert grad(x) == np.cos(x) and tp.grad(f)(x) == np.cos(x)
+
+    @tp.custom_jvp
+    def h(x):
+        return np.sin(x)
+    h.defjvp(lambda primals, tangents: (np.sin(primals[0]), 3.0 * tangents[0]))
+    forward = tp.jacfwd(h)
+    assert forward(x) == 3.0 and tp.grad(h)(x) == 3.0
+    h.defjvp(lambda primals, tangents: (np.sin(primals[0]), np.cos(primals[0]) * tangents[0]))
+    assert np.isclose(tp.jvp(h, (x,), (1.0,))[1], np.cos(x))
+    assert np.isclose(tp.grad(h)(x), np.cos(x))

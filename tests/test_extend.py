@@ -371,3 +371,19 @@ def test_jit_jvp_and_jacobians_of_a_function_that_calls_an_argument():
         np.testing.assert_allclose(tangent, numeric, rtol=1e-6)
     with pytest.raises(tp.TransformError, match="close over the function instead"):
         tp.hessian(apply_layer)(params, np.tanh, x)
+
+
+def test_makers_given_again_make_new_code():
+    """defjvp / defvjp of a primitive called again after it was differentiated: the new
+    makers are used (the old code and the transposed old jvp were kept, silently)."""
+    @primitive
+    def f(x):
+        return np.sin(x)
+    defjvp(f, lambda g, ans, x: g * 2.0)
+    grad = tp.grad(f)
+    x = np.random.default_rng(8).uniform(-1.0, 1.0)
+    assert grad(x) == 2.0
+    defjvp(f, lambda g, ans, x: g * np.cos(x))
+    assert np.isclose(grad(x), np.cos(x)) and np.isclose(tp.grad(f)(x), np.cos(x))
+    defvjp(f, lambda ans, x: lambda g: g * 5.0)
+    assert grad(x) == 5.0

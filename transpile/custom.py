@@ -32,6 +32,17 @@ class CustomRule:
     pmap): `fwd`/`bwd` for reverse mode, `rule` for forward mode, where given; `fn` is
     what batching transforms, unless `batched` gives a function of its own."""
     fwd = bwd = rule = None
+    rules_version = 0     # counts new rules: code generated with older ones is made again
+
+    def rules_changed(self):
+        """New rules (defvjp or defjvp called again): forget what was built from the old
+        ones; generated code records the version it was made with (frontend/calls.py), so
+        code calling this is generated again, as after a global is rebound."""
+        self.rules_version += 1
+        self._pair = None
+        jvps = self.__dict__.get("_jvps")
+        if isinstance(jvps, dict):
+            jvps.clear()
 
     def batched(self, specs, axis_name):
         """A Python function (batch_size, *args) -> result with the batch axis first, for
@@ -73,6 +84,7 @@ class custom_vjp(CustomRule):  # noqa: N801 - named as JAX names it
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd
+        self.rules_changed()
         return self
 
 
@@ -89,6 +101,7 @@ class custom_jvp(CustomRule):  # noqa: N801
 
     def defjvp(self, rule):
         self.rule = rule
+        self.rules_changed()
         return rule
 
 

@@ -221,7 +221,7 @@ def _give_makers(fun, table, makers):
     getattr(prim, table).update(makers)
     prim._applied.clear()         # rules built from the old makers
     prim._pairs.clear()
-    prim._jvps.clear()
+    prim.rules_changed()
 
 
 def _argnum_vjp(maker, i, ans, *args):

@@ -500,6 +500,8 @@ class CallNormalizer:
             # still meets its rules.
             name = self.program.constant(value, value.__name__)
             self.program.custom[name] = value
+            self.program.global_reads[(id(value), "rules_version")] = (
+                value, "rules_version", value.rules_version)    # rules given again: new code
             params = list(value.signature.parameters)
             defaults = {p.name: p.default for p in value.signature.parameters.values()
                         if p.default is not inspect.Parameter.empty}
