@@ -134,7 +134,8 @@ def test_static_arguments_are_constants_and_decide_branches():
     x = np.random.default_rng(6).random(4) + 0.5
     np.testing.assert_allclose(j(x, 2, "square"), x ** 4)
     body = j.source.split("def branchy")[1]
-    assert "range(2)" in body and "'square'" not in body and "if " not in body
+    # the static trip count makes a short literal loop: written out
+    assert body.count("x = x * x") == 2 and "'square'" not in body and "if " not in body
     np.testing.assert_allclose(j(x, 3, mode="add"), x + 3)
     body = j.source.split("def branchy")[1]
     assert "x = x + 3" in body and "x * x" not in body
@@ -173,11 +174,22 @@ def test_the_output_pool_never_hands_out_a_buffer_the_caller_holds(fuse_small):
     assert kernel.pool.reused == reused + 1
 
 
+def long_sine_loop(x):
+    for _ in range(40):            # too many trips to write out
+        x = 0.5 * x + 0.1 * np.sin(x)
+    return np.sum(x)
+
+
 def test_a_kernel_in_a_loop_never_overwrites_its_own_input(fuse_small):
     x = np.random.default_rng(7).standard_normal((5, 5))
+    j = tp.jit(tp.grad(long_sine_loop))
+    for _ in range(3):
+        np.testing.assert_allclose(j(x), tp.grad(long_sine_loop)(x), rtol=1e-13)
+    assert "x = fused(x)" in j.source          # the forward loop is one kernel per trip
+    # ten trips are written out, a kernel each
     j = tp.jit(tp.grad(sine_loop))
     np.testing.assert_allclose(j(x), tp.grad(sine_loop)(x), rtol=1e-13)
-    assert "x = fused(x)" in j.source          # the forward loop is one kernel per trip
+    assert "x_1 = fused(x)" in j.source and "x_2 = fused_1(x_1)" in j.source
 
 
 def writes_between(x):
@@ -251,6 +263,77 @@ def test_known_shapes_remove_runtime_work():
     source = tp.jit(tp.grad(sine_loop)).lower(x).source
     assert "rt.unbroadcast" not in source and "rt.check_float_input" not in source
     assert "sin_stack" not in source      # saved only for its shape: not saved at all
+
+
+def _mlp_problem(seed, sizes=(10, 32, 32, 1), batch=8):
+    rng = np.random.default_rng(seed)
+    params = [(rng.standard_normal((a, b)), rng.standard_normal(b))
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    return params, rng.standard_normal((batch, sizes[0])), rng.standard_normal((batch, 1))
+
+
+def test_unrolled_layers_keep_saved_values_and_adjoints_in_names():
+    """A short loop over layers, written out: its pushes and pops, the adjoints of the list
+    of layers and the finished gradient's tree walk are decided before the call."""
+    params, x, y = _mlp_problem(40)
+    jitted = tp.jit(tp.grad(mlp_loss))
+    got = jitted(params, x, y)
+    body = jitted.source.split("def grad_mlp_loss")[1]
+    for helper in ("rt.push", "rt.pop", "rt.zeros_like", "rt.index_add", "rt.as_grad",
+                   "rt.check_iterable", "rt.seed", "_stack"):
+        assert helper not in body, helper
+    assert_tree_close(got, tp.grad(mlp_loss)(params, x, y), 1e-12)
+    assert type(got) is list and all(type(layer) is tuple for layer in got)
+    # every leaf is an array of its own, as the general code returns
+    leaves = tree_leaves(got)
+    assert len({id(v) for v in leaves}) == len(leaves)
+    assert all(v.flags.writeable for v in leaves)
+    value, grads = tp.jit(tp.value_and_grad(mlp_loss))(params, x, y)
+    assert value == pytest.approx(mlp_loss(params, x, y), rel=1e-12)
+    assert_tree_close(grads, got, 1e-12)
+
+
+def shared_layer(params, x):
+    W, b = params[0]
+    h = np.tanh(x @ W + b)
+    W2, b2 = params[0]                      # the same layer again: adjoints add up
+    h = np.sin(h @ W2 + b2)
+    scale, unused = params[1]
+    return np.sum(h * scale)
+
+
+def test_adjoints_of_one_layer_read_twice_add_up_and_unread_ones_are_zero():
+    rng = np.random.default_rng(41)
+    params = [(rng.standard_normal((4, 4)), rng.standard_normal(4)),
+              (rng.standard_normal(4), rng.standard_normal(3))]
+    x = rng.standard_normal((5, 4))
+    jitted = tp.jit(tp.grad(shared_layer))
+    got = jitted(params, x)
+    assert_tree_close(got, tp.grad(shared_layer)(params, x), 1e-12)
+    np.testing.assert_array_equal(got[1][1], np.zeros(3))
+    assert "rt.index_add" not in jitted.source.split("def grad_shared_layer")[1]
+
+
+def rebinds_and_reads_the_old_value(x, n):
+    y = x
+    x = np.sin(x)
+    out = 0.0
+    for i in range(n):
+        x = x * y + 0.5
+        out = out + np.sum(x * x)
+    return out + np.sum(y * x)
+
+
+def test_straight_line_renaming_keeps_each_old_value(fuse_small):
+    """After unrolling, a name assigned again while its old value is still read gets a
+    name of its own; where the old value is dead the name stays the user's."""
+    x = np.random.default_rng(42).standard_normal(6)
+    for fn in (rebinds_and_reads_the_old_value, tp.grad(rebinds_and_reads_the_old_value)):
+        jitted = tp.jit(fn, static_argnums=(1,))
+        assert_tree_close(jitted(x, 3), fn(x, 3), 1e-12)
+    plain = tp.jit(rebinds_and_reads_the_old_value, static_argnums=(1,))
+    plain(x, 3)
+    assert "out = out + " in plain.source or "out = " in plain.source
 
 
 def test_a_backend_that_does_not_exist_is_a_clear_error():

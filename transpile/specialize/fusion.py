@@ -71,9 +71,16 @@ class Kernel:
         self.out = tree.abstract
         self.statements = statements  # the statements it replaces, in order
         self.owner = None             # the FunctionDef it is called from
+        # the comment above its call, naming what it computes
+        self.comment = gast.Expr(value=gast.Constant(value="", kind=None))
+        self.refresh_comment()
 
     def describe(self):
         return "; ".join(source_text(s) for s in self.statements)
+
+    def refresh_comment(self):
+        """Write the comment again (after the statements' names changed)."""
+        self.comment.value.value = f"#@@ {self.name}: {self.describe()}"
 
 
 def source_text(node):
@@ -214,10 +221,8 @@ class Fusion:
                          keywords=[])
         new = gast.Assign(targets=old.targets, value=call, type_comment=None)
         anno.copy(old, new)
-        comment = gast.Expr(value=gast.Constant(
-            value=f"#@@ {name}: {kernel.describe()}", kind=None))
-        anno.copy(old, comment)       # the user's line is named above the comment
-        return [comment, new]
+        anno.copy(old, kernel.comment)       # the user's line is named above the comment
+        return [kernel.comment, new]
 
 
 def _load(name):

@@ -3,8 +3,10 @@
     decide_helpers   runtime helpers whose work known shapes decide, done now:
                      rt.unbroadcast -> g or one np.add.reduce, rt.expand -> np.full,
                      rt.reduced_size -> a number, 2-D matmul adjoints -> `g @ W.T`,
+                     rt.add of two arrays -> `+`,
                      np.mean of a float array -> its sum divided, a float input's check
-                     -> nothing
+                     and a known sequence's loop check -> nothing, grad's seed of a float
+                     scalar -> a constant
     forward_copies   `a = b; f(a)` -> `f(b)` within a block (chains fuse across copies)
     donate           a kernel writes its result into a donated argument nobody else sees
 """
@@ -58,6 +60,17 @@ def decide_helpers(fdef, inference):
                     # what np.mean computes for a float array: the sum, divided
                     return gast.BinOp(left=_add_reduce(args[0], const(None)), op=gast.Div(),
                                       right=const(x.size))
+            if spelling == "rt.add" and len(args) == 2 and \
+                    all(known(a, weak=True) is not None for a in args):
+                # adjoints that are arrays or numbers add as `+` (containers and None, for
+                # which rt.add exists, are not Arrays)
+                return gast.BinOp(left=args[0], op=gast.Add(), right=args[1])
+            if spelling == "rt.seed" and len(args) == 2:
+                out = known(args[0], weak=True)
+                if out is not None and not out.shape and out.dtype.kind == "f":
+                    # what rt.seed returns: a one of the output's own type
+                    return const(1.0) if out.weak else \
+                        _np_call(out.dtype.name, [const(1.0)])
             if spelling == "rt.reduced_size" and (len(args) == 1 or len(args) == 2 and
                                                   isinstance(args[1], gast.Constant) and
                                                   args[1].value is None):
@@ -90,6 +103,11 @@ def decide_helpers(fdef, inference):
                     is_float_input(inference.of(s.value.args[0])):
                 changes.count += 1
                 continue                      # its kind is known to be right
+            if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
+                    dotted(s.value.func) == "rt.check_iterable" and s.value.args and \
+                    isinstance(inference.of(s.value.args[0]), Sequence):
+                changes.count += 1
+                continue                      # a tuple or list: walked by index as Python
             s = Simplify().visit(s)
             for field in ("body", "orelse"):
                 inner = getattr(s, field, None)
@@ -143,16 +161,17 @@ def _makes_new_array(stmt, p):
             operands = [n.left, n.right] if isinstance(n, gast.BinOp) else \
                 [n.operand] if isinstance(n, gast.UnaryOp) else [n.left] + n.comparators
             allowed |= {id(o) for o in operands if isinstance(o, gast.Name)}
-        elif isinstance(n, gast.Call) and dotted(n.func) in _NEW_ARRAY_FUNCTIONS:
+        elif isinstance(n, gast.Call) and dotted(n.func) in NEW_ARRAY_FUNCTIONS:
             allowed |= {id(a) for a in n.args if isinstance(a, gast.Name)}
     return all(id(n) in allowed for n in reads)
 
 
 # numpy functions whose result never shares memory with their arguments
-_NEW_ARRAY_FUNCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.exp",
+NEW_ARRAY_FUNCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.exp",
                         "np.log", "np.sin", "np.cos", "np.tanh", "np.sqrt", "np.abs",
                         "np.square", "np.maximum", "np.minimum", "np.where", "np.dot",
-                        "np.matmul", "np.full_like", "np.zeros_like", "np.ones_like"}
+                        "np.matmul", "np.full_like", "np.zeros_like", "np.ones_like",
+                        "np.add.reduce"}
 
 
 def _np_call(name, args, keywords=()):

@@ -7,6 +7,8 @@ reaches with arguments of known kind):
                     `len` of known sequences is a number, short loops are unrolled
     shapes.py       shape and dtype of every value that does not depend on data
     helpers.py      runtime helpers that known shapes decide are done now
+    trees.py        in straight-line code, saved values and adjoints of known lists
+                    become names of their own
     fusion.py       elementwise chains -> one kernel each (kernels.py writes them)
     emit            one module: the kernels, then the specialized functions
 
@@ -28,7 +30,9 @@ from .constants import (bind_statics, fold_constants, fold_literals, known_lengt
                         name_counts, unroll)
 from .fusion import fuse
 from .helpers import decide_helpers, donate, forward_copies
-from .shapes import infer
+from .shapes import infer, stack_names
+from .trees import (fold_stacks, fold_trees, propagate_copies, rename_values,
+                    restore_names)
 
 # Fuse on the CPU only from this many elements: below it numpy's per-call cost is small and
 # compiling the loop (about 0.1 s with numba) would not pay for itself.
@@ -148,20 +152,27 @@ def _specialize_function(fdef, abstract, ctx):
     fold_constants(fdef)
     if known_lengths(fdef, inferred()):
         fold_constants(fdef)
-        if unroll(fdef.body):
-            fold_literals(fdef)
+    if unroll(fdef.body):
+        fold_literals(fdef)
     for _ in range(4):       # a helper decided lets inference see further: again
         inference = inferred()
         changed = decide_helpers(fdef, inference)
         changed = _specialize_calls(fdef, inference, ctx) or changed
         if not changed:
             break
+    fold_stacks(fdef, stack_names(fdef), ctx.namer)
+    renamed = rename_values(fdef, ctx.namer)
+    propagate_copies(fdef)
+    fold_trees(fdef, inferred(), ctx.namer)
     fdef.body = optimize.dce(fdef.body, set())
     forward_copies(fdef.body, name_counts(fdef))
     inference = inferred()
     kernels = fuse(fdef, inference, ctx.min_elements, ctx.namer)
+    # after fusion, which inlines only values assigned once
+    restore_names(fdef, renamed, kernels)
     for k in kernels:
         k.owner = fdef
+        k.refresh_comment()
     ctx.kernels.extend(kernels)
     last = fdef.body[-1] if fdef.body else None
     return inference.of(last.value) if isinstance(last, gast.Return) and \

@@ -326,6 +326,12 @@ class Inference:
             return _matmul(*args)
         if spelling == "len" and len(args) == 1 and isinstance(args[0], Sequence):
             return Array((), np.int64, weak=True)
+        if spelling in _SCALAR_TYPES and len(args) == 1 and isinstance(args[0], Array) and \
+                not args[0].shape:
+            return Array((), _SCALAR_TYPES[spelling])     # np.float64(1.0)
+        if spelling == "rt.add" and len(args) == 2 and \
+                all(isinstance(a, Array) for a in args):
+            return elementwise(np.add, args)      # adjoints of arrays or numbers: a + b
         if spelling == "rt.seed" and len(args) == 2:
             out = args[0]
             if isinstance(out, Array) and not out.shape and out.dtype.kind == "f":
@@ -364,6 +370,9 @@ class Inference:
             return None
         return None
 
+
+_SCALAR_TYPES = {f"np.{t.__name__}": t for t in (np.float16, np.float32, np.float64,
+                                                   np.complex64, np.complex128)}
 
 _STACK = "\0stack "   # environment key prefix of a stack's contents
 
