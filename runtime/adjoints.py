@@ -55,6 +55,29 @@ def shape_or_none(x):
     return np.shape(x)
 
 
+# arrays of at least this many elements are kept by shape_only as a stand-in of no memory;
+# smaller ones are kept as they are (a stand-in would cost more time than they take room)
+SHAPE_ONLY_MIN_SIZE = 4096
+_STAND_INS = {}
+
+
+def shape_only(value):
+    """What the backward pass keeps of a value it reads only for its shape and dtype (the
+    second argument of `unbroadcast`): for a large numpy array, a read-only zero-stride
+    view of one zero of its shape and dtype, which holds no memory of its own; anything
+    else, the value itself. A loop that saves its temporaries this way keeps one stand-in
+    per shape instead of an array per trip."""
+    if type(value) is not np.ndarray or value.size < SHAPE_ONLY_MIN_SIZE:
+        return value
+    key = (value.shape, value.dtype)
+    stand_in = _STAND_INS.get(key)
+    if stand_in is None:
+        if len(_STAND_INS) >= 256:
+            _STAND_INS.clear()
+        stand_in = _STAND_INS[key] = np.broadcast_to(np.zeros((), value.dtype), value.shape)
+    return stand_in
+
+
 def unbroadcast_to(g, shape):
     """`unbroadcast` against a shape instead of a value."""
     return unbroadcast(g, np.empty(shape, dtype=np.bool_) if shape else False)

@@ -25,7 +25,7 @@ from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, call as _call, const as _const, funcdef, name as _name
 from ..ir.nodes import with_source
 from ..ir.rewrites import split_aux
-from ..ir.templates import as_index_value
+from ..ir.templates import as_index_value, dotted
 from .adjoints import Reverse, RestoreMarker
 
 
@@ -119,6 +119,7 @@ class Saves:
         self.unbound_at = set()
         self._find_loop_locals(fwd, reads_at)
         self._recompute_cheap_loop_locals()
+        self.shape_only = self._read_for_shape_only(bwd)
 
     # -------------------------------------------------------------- which values
     def _choose_saved(self, bwd):
@@ -237,6 +238,25 @@ class Saves:
             needs += more
         return needs + [st]
 
+    def _read_for_shape_only(self, bwd):
+        """Saved names the backward pass reads only as the second argument of
+        rt.unbroadcast (for their shape): they are saved as rt.shape_only(name), so a loop
+        over large arrays keeps no copy of its temporaries (a loop of `x = 0.5 * x + 0.1 *
+        np.sin(x)` kept three arrays per trip that it never reads)."""
+        shape_reads, other_reads = set(), set()
+        remat = [s for stmts in self.remat.values() for s in stmts]
+        for node in bwd + remat:
+            for n in gast.walk(node):
+                if isinstance(n, gast.Call) and dotted(n.func) == "rt.unbroadcast" \
+                        and len(n.args) == 2 and not n.keywords and \
+                        isinstance(n.args[1], gast.Name):
+                    shape_reads.add(id(n.args[1]))
+            for n in gast.walk(node):
+                if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Store) and \
+                        id(n) not in shape_reads:
+                    other_reads.add(n.id)
+        return set(self.saved) - other_reads - self.grown
+
     def forward(self, stmts):
         out = []
         for s in stmts:
@@ -279,6 +299,8 @@ class Saves:
         value = _name(name)
         if name in self.grown:     # appends would reach the saved list: save a copy
             value = _call("rt.copy_stack", [value])
+        elif name in self.shape_only:
+            value = _call("rt.shape_only", [value])
         return gast.Expr(value=_call("rt.push", [_name(self.stacks[name]), value]))
 
     def _pop(self, name):

@@ -109,6 +109,8 @@ def tree_unstack_batch(tree, like, axis=0):
 
 # stop_gradient: its result carries no derivative (nondiff), in both modes and at every order.
 nondiff("rt.stop_gradient", view=True)
+# a saved value the backward pass reads only for its shape: no derivative flows through it
+nondiff("rt.shape_only", view=True)
 # a pytree's structure, for tp.tree_unflatten in transformed code: the same in every example
 nondiff("rt.tree_skeleton", "rt.sorted_keys")
 nondiff("rt.check_structure", side_effect=True)
@@ -135,7 +137,7 @@ nondiff("rt.field_index")                       # obj.name: where the field is, 
 batch_same("rt.field_index", out_batched=False)
 batch_same("rt.check_structure", out_batched=False)
 batch_same("rt.tree_skeleton", "rt.sorted_keys", out_batched=False)
-batch_same("rt.stop_gradient")
+batch_same("rt.stop_gradient", "rt.shape_only")
 
 
 @rev("rt.copy", "np.copy")

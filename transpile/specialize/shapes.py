@@ -329,6 +329,8 @@ class Inference:
         if spelling in _SCALAR_TYPES and len(args) == 1 and isinstance(args[0], Array) and \
                 not args[0].shape:
             return Array((), _SCALAR_TYPES[spelling])     # np.float64(1.0)
+        if spelling == "rt.shape_only" and len(args) == 1:
+            return args[0]         # a stand-in of the same shape and dtype (or the value)
         if spelling == "rt.add" and len(args) == 2 and \
                 all(isinstance(a, Array) for a in args):
             return elementwise(np.add, args)      # adjoints of arrays or numbers: a + b
