@@ -293,6 +293,27 @@ def test_unrolled_layers_keep_saved_values_and_adjoints_in_names():
     assert_tree_close(grads, got, 1e-12)
 
 
+def mean_square_error(x, y):
+    return np.mean((x * 0.5 - y) ** 2) + np.sum(x * 2.0) / 3.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arithmetic_on_a_filled_adjoint_is_done_on_its_number(dtype):
+    """The adjoint of a mean or sum is an array filled with one number: scaling it scales
+    the number, and its product with an array of its shape is a product with the number,
+    in numpy's dtypes (float32 stays float32)."""
+    rng = np.random.default_rng(43)
+    x, y = rng.standard_normal((6, 5)).astype(dtype), rng.standard_normal((6, 5)).astype(dtype)
+    for fn in (tp.grad(mean_square_error), tp.grad(mean_square_error, argnums=(0, 1)),
+               tp.value_and_grad(mean_square_error)):
+        jitted = tp.jit(fn)
+        assert_tree_close(jitted(x, y), fn(x, y), 2e-7 if dtype == np.float32 else 1e-15)
+    source = tp.jit(tp.grad(mean_square_error)).lower(x, y).source
+    body = source.split("def grad_mean_square_error")[1]
+    assert "dout / 30 * 2 * subtract" in body      # the mean's adjoint, never filled
+    assert body.count("np.full") <= 1              # the sum's, added to it
+
+
 def shared_layer(params, x):
     W, b = params[0]
     h = np.tanh(x @ W + b)

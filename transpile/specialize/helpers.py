@@ -16,7 +16,7 @@ import numpy as np
 from ..ir.nodes import const
 from ..ir.templates import dotted
 from .abstract import Array, Sequence
-from .constants import Changes, stored_names
+from .constants import Changes, name_counts, stored_names
 
 
 def decide_helpers(fdef, inference):
@@ -117,6 +117,94 @@ def decide_helpers(fdef, inference):
         return out
     fdef.body = visit(fdef.body)
     return changes.count > 0
+
+
+def fold_filled(fdef, inference):
+    """Arithmetic on an array filled with one number (what `rt.expand` of a scalar adjoint
+    becomes), done on the number: `np.full(S, g) / 8` -> `np.full(S, g / 8)`, and
+    `np.full(S, g) * y` -> `g * y` where y alone has shape S and g is a numpy scalar (not a
+    Python number, which numpy would treat as weak). An `np.full` assigned to a name read
+    once, by a later top-level statement, moves into it first. True if anything changed.
+
+    Each is what numpy computes: an operation on a filled array computes the same number at
+    every element, and a numpy scalar takes part in dtype promotion as an array of its dtype
+    does (NEP 50)."""
+    changes = Changes()
+    reads, stores = name_counts(fdef)
+    body = fdef.body
+    for i, s in enumerate(body):
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and
+                isinstance(s.targets[0], gast.Name) and _filled(s.value) is not None):
+            continue
+        t = s.targets[0].id
+        reads_of_fill = {n.id for n in gast.walk(s.value) if isinstance(n, gast.Name)}
+        if reads.get(t) != 1 or stores.get(t) != 1:
+            continue
+        for later in body[i + 1:]:
+            uses = [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == t]
+            if uses:
+                if not isinstance(later, gast.Assign) or \
+                        any(isinstance(n, gast.Name) and n.id == t for tg in later.targets
+                            for n in gast.walk(tg)):
+                    break
+                _Replace(t, s.value).visit(later)
+                s.value = None                     # moved: the statement goes below
+                changes.count += 1
+                break
+            if reads_of_fill & stored_names(later) or \
+                    isinstance(later, (gast.If, gast.For, gast.While, gast.With, gast.Try)):
+                break
+    fdef.body = [s for s in body if not (isinstance(s, gast.Assign) and s.value is None)]
+
+    def strong_scalar(node):
+        a = inference.of(node)
+        return isinstance(a, Array) and not a.weak and a.shape == () and a.dtype.kind == "f"
+
+    class Fold(gast.NodeTransformer):
+        def visit_BinOp(self, n):
+            self.generic_visit(n)
+            if not isinstance(n.op, (gast.Add, gast.Sub, gast.Mult, gast.Div)):
+                return n
+            for filled, other, left in ((n.left, n.right, True), (n.right, n.left, False)):
+                parts = _filled(filled)
+                if parts is None:
+                    continue
+                shape, g = parts
+                number = isinstance(other, gast.Constant) and \
+                    type(other.value) in (int, float)
+                kind = inference.of(g)
+                if number and isinstance(kind, Array) and kind.dtype.kind == "f":
+                    # the number and the literal, in the same order
+                    changes.count += 1
+                    value = gast.BinOp(left=g, op=n.op, right=other) if left else \
+                        gast.BinOp(left=other, op=n.op, right=g)
+                    return _np_call("full", [const(shape), value])
+                a = inference.of(other)
+                if isinstance(a, Array) and not a.weak and a.shape == shape and \
+                        a.dtype.kind == "f" and strong_scalar(g):
+                    changes.count += 1
+                    return gast.BinOp(left=g, op=n.op, right=other) if left else \
+                        gast.BinOp(left=other, op=n.op, right=g)
+            return n
+    fdef.body = [Fold().visit(s) for s in fdef.body]
+    return changes.count > 0
+
+
+def _filled(node):
+    """(shape, value) of `np.full(shape, value)` with a literal shape, else None."""
+    if isinstance(node, gast.Call) and dotted(node.func) == "np.full" and \
+            len(node.args) == 2 and not node.keywords and \
+            isinstance(node.args[0], gast.Constant) and isinstance(node.args[0].value, tuple):
+        return node.args[0].value, node.args[1]
+    return None
+
+
+class _Replace(gast.NodeTransformer):
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+    def visit_Name(self, n):
+        return self.value if n.id == self.name and isinstance(n.ctx, gast.Load) else n
 
 
 def donate(fdef, kernels, donated):

@@ -6,7 +6,8 @@ reaches with arguments of known kind):
     constants.py    static arguments become constants, `if`s they decide keep one branch,
                     `len` of known sequences is a number, short loops are unrolled
     shapes.py       shape and dtype of every value that does not depend on data
-    helpers.py      runtime helpers that known shapes decide are done now
+    helpers.py      runtime helpers that known shapes decide are done now, arithmetic
+                    on arrays filled with one number done on the number
     trees.py        in straight-line code, saved values and adjoints of known lists
                     become names of their own
     fusion.py       elementwise chains -> one kernel each (kernels.py writes them)
@@ -29,7 +30,7 @@ from .abstract import abstract_of
 from .constants import (bind_statics, fold_constants, fold_literals, known_lengths,
                         name_counts, unroll)
 from .fusion import fuse
-from .helpers import decide_helpers, donate, forward_copies
+from .helpers import decide_helpers, donate, fold_filled, forward_copies
 from .shapes import infer, stack_names
 from .trees import (fold_stacks, fold_trees, propagate_copies, rename_values,
                     restore_names)
@@ -157,6 +158,7 @@ def _specialize_function(fdef, abstract, ctx):
     for _ in range(4):       # a helper decided lets inference see further: again
         inference = inferred()
         changed = decide_helpers(fdef, inference)
+        changed = fold_filled(fdef, inference) or changed
         changed = _specialize_calls(fdef, inference, ctx) or changed
         if not changed:
             break
