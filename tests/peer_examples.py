@@ -26,6 +26,8 @@ runs by a stand-in in its format, sklearn's 8x8 digits made 28x28, 0..255.
 Statuses: OK; WRONG (max |tp - autograd| over a gradient > --rtol * max |autograd|);
 REFUSED (a TransformError); CRASH (another exception, or a timeout); NEEDS-EDIT; NO-GRADS
 (none compared); AG-FAILS (the example fails with autograd too, here).
+With --jit, transpile's side calls each gradient function through `tp.jit` of it
+(specialized from its first call), so the examples check jit's code against autograd too.
 Not part of the test suite: about half an hour on 2 cores.
 """
 import argparse
@@ -245,16 +247,24 @@ class Recorder:
         return result
 
 
-def hook_transpile(rec):
-    """Record the user's calls of transformed functions (not transpile's own calls)."""
+def hook_transpile(rec, jit=False):
+    """Record the user's calls of transformed functions (not transpile's own calls). With
+    `jit`, each user call goes through `tp.jit` of the transformed function instead,
+    specialized from its first call."""
     from transpile import api
     inner, package = api.Transformed.__call__, os.path.dirname(api.__file__)
     misc = os.path.join(package, "misc")      # autograd's optimizers: the user's calls
+    jitted = {}                               # id(transformed) -> (it, tp.jit of it)
+    api.Jitted.calls_before_specializing = 0
 
     def __call__(self, *args, **kwargs):
         caller = sys._getframe(1).f_code.co_filename
         if caller.startswith(package) and not caller.startswith(misc):
             return inner(self, *args, **kwargs)
+        if jit:
+            if id(self) not in jitted:
+                jitted[id(self)] = (self, api.jit(self))
+            return rec.call(self, jitted[id(self)][1], args, kwargs)
         return rec.call(self, functools.partial(inner, self), args, kwargs)
     api.Transformed.__call__ = __call__
 
@@ -306,7 +316,10 @@ def median_ms(fn, args, kwargs):
 def child(side, root, rel, data_root, out, theirs_file, budget):
     theirs = pickle.load(open(theirs_file, "rb")) if theirs_file else {}
     rec = Recorder(theirs.get("records", {}), budget)
-    (hook_transpile if side == "tp" else hook_autograd)(rec)
+    if side == "tp":
+        hook_transpile(rec, jit=os.environ.get("PEER_EXAMPLES_JIT") == "1")
+    else:
+        hook_autograd(rec)
     src, data_file = os.path.join(root, rel), os.path.join(data_root, rel)
     sys.path[:0] = [os.path.dirname(src), root]
     # run as __main__, its code from the rewritten file, its __file__ the original's
@@ -370,6 +383,7 @@ def run_child(args, side, root, rel, data_root, tag, theirs=None):
     work = tempfile.mkdtemp(prefix=f"{tag}-{side}-", dir=args.where)   # savefig lands here
     out, log = os.path.join(work, "result.pkl"), os.path.join(work, "log.txt")
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
+               PEER_EXAMPLES_JIT="1" if args.jit and side == "tp" else "0",
                PYTHONPATH=os.pathsep.join([PROJECT, os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, os.path.abspath(__file__), "--child", side, root, rel, data_root,
            out, theirs or "", str(args.budget)]
@@ -482,6 +496,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300, help="seconds per run")
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("-v", action="store_true", help="print the tracebacks")
+    ap.add_argument("--jit", action="store_true",
+                    help="call every transformed function through tp.jit (transpile's side)")
     args = ap.parse_args()
     args.where = tempfile.mkdtemp(prefix="peer-examples-")
     roots = [os.path.join(args.where, d) for d in ("ag", "tp", "edited")]
