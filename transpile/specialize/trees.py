@@ -58,8 +58,10 @@ def fold_stacks(fdef, stacks, namer):
                 continue
             if op == "push":
                 value = s.value.args[1]
+                named = value.args[0] if isinstance(value, gast.Call) and value.args else \
+                    value          # rt.shape_only(x): x's
                 saved_as = namer.fresh(
-                    (value.id if isinstance(value, gast.Name) else "value") + "_saved")
+                    (named.id if isinstance(named, gast.Name) else "value") + "_saved")
                 saved.append(saved_as)
                 s = _replacing(s, assign(saved_as, value))
             elif op == "pop":
@@ -264,6 +266,8 @@ def fold_trees(fdef, inference, namer):
         try:
             body = _Folder(fdef, inference, namer, tracked, defs, stores).run()
         except _GiveUp as e:
+            if e.name not in tracked:
+                return False          # nothing left to give up: keep the general code
             tracked.discard(e.name)
             continue
         fdef.body = body
