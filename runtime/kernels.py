@@ -94,8 +94,11 @@ class CpuKernel:
 
     calls_before_compile = 2
 
-    def __init__(self, loop, fallback, kinds, shape, dtype):
+    def __init__(self, loop, fallback, kinds, shape, dtype, checks_range=False):
         self.loop, self.fallback = loop, fallback
+        # the loop returns how many arguments of its reduced sin/cos were out of range;
+        # when any was, numpy's statements compute the result instead
+        self.checks_range = checks_range
         self.zero_d = tuple(i for i, kind in enumerate(kinds) if kind == "0-d")
         self.pool = OutputPool(shape, dtype)
         self.calls = 0
@@ -126,13 +129,20 @@ class CpuKernel:
                 self.fallback(*inputs, out)
                 return out
             run = self._compiled
-        if out is None:
+        donated = out
+        if out is None or self.checks_range and any(out is v for v in inputs):
+            # a loop that may hand the work to numpy must not write over an input first
             out = self.pool.take()
+        loop_inputs = inputs
         if self.zero_d:
-            inputs = list(inputs)
+            loop_inputs = list(inputs)
             for i in self.zero_d:
-                inputs[i] = np.reshape(inputs[i], 1)
-        run(*inputs, out)
+                loop_inputs[i] = np.reshape(loop_inputs[i], 1)
+        if run(*loop_inputs, out) and self.checks_range:
+            self.fallback(*inputs, out)
+        if donated is not None and donated is not out:
+            donated[...] = out
+            return donated
         return out
 
 

@@ -314,6 +314,52 @@ def test_arithmetic_on_a_filled_adjoint_is_done_on_its_number(dtype):
     assert body.count("np.full") <= 1              # the sum's, added to it
 
 
+def trig_chain(x, y):
+    return np.sin(x) * 2.0 + np.cos(x * 0.5) - y * np.sin(y)
+
+
+def _ulps(got, expected):
+    return np.abs(got - expected) / np.spacing(np.maximum(np.abs(expected), 1e-300))
+
+
+@pytest.mark.skipif(not have_compiled_loops(), reason="needs numba")
+def test_compiled_sin_and_cos_are_within_two_ulp_and_hand_back_arguments_out_of_range(
+        fuse_small):
+    """The compiled loop computes float64 sin and cos itself (vectorized: libm's are one
+    call per element); an argument beyond 1e6, infinite or NaN makes numpy's statements
+    compute the result instead, so those are numpy's exactly."""
+    rng = np.random.default_rng(44)
+    x = np.concatenate([rng.uniform(-10, 10, 4000), rng.uniform(-1e6, 1e6, 4000),
+                        np.arange(-40, 41) * (np.pi / 2), [0.0, -0.0, 1e-310, -1e-310]])
+    y = rng.uniform(-50, 50, x.size)
+    jitted = tp.jit(trig_chain)
+    for _ in range(3):                       # past the calls that run numpy's statements
+        got = jitted(x, y)
+    assert "np.floor" in jitted.source and "checks_range=True" in jitted.source
+    expected = trig_chain(x, y)
+    # each term within 2 ulp of its own size (the sum may cancel)
+    size = 2.0 + 1.0 + np.abs(y)
+    assert np.max(np.abs(got - expected) / size) <= 8 * np.finfo(np.float64).eps
+    one = tp.jit(np.sin)
+    for _ in range(3):
+        s = one(x)
+    assert np.max(_ulps(s, np.sin(x))) <= 2
+    assert np.array_equal(np.signbit(s[np.sin(x) == 0]), np.signbit(np.sin(x)[np.sin(x) == 0]))
+    for bad in (np.inf, -np.inf, np.nan, 1e7):
+        z = x.copy()
+        z[17] = bad
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(jitted(z, y), trig_chain(z, y))
+    gradient = tp.jit(tp.grad(lambda_free_trig))
+    for _ in range(3):
+        g = gradient(x[:300])
+    np.testing.assert_allclose(g, tp.grad(lambda_free_trig)(x[:300]), rtol=1e-14, atol=1e-14)
+
+
+def lambda_free_trig(x):
+    return np.sum(np.sin(x) * np.cos(2.0 * x))
+
+
 def shared_layer(params, x):
     W, b = params[0]
     h = np.tanh(x @ W + b)

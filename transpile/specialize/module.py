@@ -238,8 +238,11 @@ def _kernel_definition(kernel, backend):
         source = kernel_text.cuda_source(kernel)
         return (f"{kernel.name} = rt.CudaKernel({kernel.name!r}, r'''\n{source}''', "
                 f"{kernel_text.input_kinds(kernel)!r}, {out.shape!r}, {out.dtype.name!r})\n")
-    return (kernel_text.cpu_loop(kernel) + "\n\n" + kernel_text.numpy_fallback(kernel) +
+    loop, checks_range = kernel_text.cpu_loop(kernel)
+    checks = ", checks_range=True" if checks_range else ""
+    return (loop + "\n\n" + kernel_text.numpy_fallback(kernel) +
             f"\n\n{kernel.name} = rt.CpuKernel({kernel.name}_loop, {kernel.name}_numpy, "
-            f"{kernel_text.input_kinds(kernel)!r}, {out.shape!r}, np.{out.dtype.name})\n")
+            f"{kernel_text.input_kinds(kernel)!r}, {out.shape!r}, np.{out.dtype.name}"
+            f"{checks})\n")
 
 
