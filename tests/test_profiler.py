@@ -41,8 +41,9 @@ def test_live_arrays_are_charged_to_the_users_lines(tmp_path):
         if stack and stack[0][0] == __file__:
             by_line[stack[0][1]] = by_line.get(stack[0][1], 0) + size
     first = loss.__code__.co_firstlineno
-    # three trips keep x (256 x 128 float64) and x @ W: at least 3 * 2 * 262,144 bytes
-    assert by_line[first + 2] >= 6 * 256 * 128 * 8
+    # three trips keep x (256 x 128 float64): at least 3 * 262,144 bytes; x @ W, read back
+    # only for its shape, is kept as a stand-in of no memory (rt.shape_only)
+    assert 3 * 256 * 128 * 8 <= by_line[first + 2] < 6 * 256 * 128 * 8
     kept_line = next(line for line in by_line if line > first + 10)
     assert by_line[kept_line] == 500 * 400 * 8
     table = tp.profiler.memory_table(str(path))
