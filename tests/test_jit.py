@@ -356,6 +356,52 @@ def test_compiled_sin_and_cos_are_within_two_ulp_and_hand_back_arguments_out_of_
     np.testing.assert_allclose(g, tp.grad(lambda_free_trig)(x[:300]), rtol=1e-14, atol=1e-14)
 
 
+def tanh_and_exp(x, y):
+    return np.tanh(x) * 1.0 + np.exp(y) * 1.0
+
+
+@pytest.mark.skipif(not have_compiled_loops(), reason="needs numba")
+def test_compiled_tanh_and_exp_are_within_two_ulp_and_exp_hands_back_arguments_out_of_range(
+        fuse_small):
+    """float64 tanh and exp are computed by the compiled loop itself (vectorized; libm's are
+    one call per element): tanh everywhere (signed zeros, infinities and NaN kept), exp for
+    |y| <= 708; beyond (overflow, subnormal results, inf, NaN) numpy computes the result."""
+    rng = np.random.default_rng(45)
+    x = np.concatenate([rng.uniform(-1e-8, 1e-8, 2000), rng.uniform(-0.7, 0.7, 4000),
+                        rng.uniform(-25, 25, 4000), [0.0, -0.0, 0.625, -0.625, 20.0, -20.0,
+                                                     1e-310, -1e-310, np.inf, -np.inf,
+                                                     np.nan, 800.0]])
+    y = np.concatenate([rng.uniform(-700, 700, 6000), rng.uniform(-3, 3, 4000),
+                        np.linspace(-708, 708, x.size - 10000)])
+    tanh_only, exp_only = tp.jit(lambda_free_tanh), tp.jit(lambda_free_exp)
+    for _ in range(3):                         # past the calls that run numpy's statements
+        t, e = tanh_only(x), exp_only(y)
+    assert "np.floor" in tanh_only.source and "checks_range" not in tanh_only.source
+    assert "checks_range=True" in exp_only.source
+    with np.errstate(invalid="ignore"):
+        assert np.nanmax(_ulps(t, np.tanh(x))) <= 2
+        assert np.array_equal(t[~np.isfinite(np.tanh(x))], np.tanh(x)[~np.isfinite(np.tanh(x))],
+                              equal_nan=True)
+    assert np.array_equal(np.signbit(t), np.signbit(np.tanh(x)))
+    assert np.max(_ulps(e, np.exp(y))) <= 1
+    jitted = tp.jit(tanh_and_exp)
+    for bad in (np.inf, -np.inf, np.nan, 709.9, -740.0):
+        z = y.copy()
+        z[17] = bad
+        with np.errstate(all="ignore"):
+            got = jitted(x[:z.size], z)
+            np.testing.assert_array_equal(got[17], tanh_and_exp(x[:z.size], z)[17])
+    assert "np.floor" in jitted.source
+
+
+def lambda_free_tanh(x):
+    return np.tanh(x) * 1.0
+
+
+def lambda_free_exp(x):
+    return np.exp(x) * 1.0
+
+
 def lambda_free_trig(x):
     return np.sum(np.sin(x) * np.cos(2.0 * x))
 

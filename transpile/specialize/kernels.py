@@ -36,6 +36,20 @@ _SIN = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.984126982985
 _COS = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
         -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
 RANGE_LIMIT = 1e6
+# reduced_exp's constants: 1/ln 2; ln 2 in two parts (fdlibm's ln2HI, ln2LO: k * ln2HI is
+# exact for |k| < 2^11); fdlibm's exp polynomial P1..P5 on [-ln2/2, ln2/2]
+_INV_LN2 = 1.44269504088896338700e+00
+_LN2 = (6.93147180369123816490e-01, 1.90821492927058770002e-10)
+_EXP = (1.66666666666666019037e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05,
+        -1.65339022054652515390e-06, 4.13813679705723846039e-08)
+# exp's arguments beyond this go to numpy (overflow, subnormal results, inf, NaN)
+EXP_LIMIT = 708.0
+# reduced_tanh's rational approximation on |x| < 0.625 (Cephes' tanh: x + x^3 P(x^2)/Q(x^2),
+# Q monic)
+_TANH_P = (-1.61468768441708447952e+03, -9.92877231001918586564e+01,
+           -9.64399179425052238628e-01)
+_TANH_Q = (4.84406305325125486048e+03, 2.23548839060100448583e+03,
+           1.12811678491632931402e+02, 1.0)
 
 
 def _horner(z, coefficients):
@@ -61,7 +75,8 @@ class _Writer:
     def __init__(self, kernel, lang):
         self.kernel, self.lang = kernel, lang
         self.lines = []
-        self.range_checks = []    # arguments of the reduced sin/cos (see `reduced_trig`)
+        self.range_checks = []    # (argument, limit) of the reduced sin/cos/exp (see
+        #                           reduced_trig): beyond it, numpy computes the result
         self.count = 0
         self.local = {}
         taken = {leaf.name for leaf in kernel.inputs}
@@ -150,6 +165,10 @@ class _Writer:
             expr = f"({test}) ? {a} : {b}" if self.lang == "c" else f"{a} if {test} else {b}"
         elif name in ("sin", "cos") and self.lang == "py" and work == np.float64:
             return self.reduced_trig(name, args[0])
+        elif name == "exp" and self.lang == "py" and work == np.float64:
+            return self.reduced_exp(args[0])
+        elif name == "tanh" and self.lang == "py" and work == np.float64:
+            return self.reduced_tanh(args[0])
         else:
             expr = self.call(_UNARY_MATH[name], args, work)
         return self.emit(expr, dtype)
@@ -177,8 +196,68 @@ class _Writer:
         else:                    # c, -s, -c, s
             v = e(f"{s} if ({odd}) else {c}", f64)
             negative = f"{m} == 1.0 or {m} == 2.0"
-        self.range_checks.append(a)
+        self.range_checks.append((a, RANGE_LIMIT))
         return e(f"-{v} if ({negative}) else {v}", f64)
+
+    def power_of_two(self, k, bits):
+        """2**k, exactly, for a whole float 0 <= k < 2**bits, by selects (a table lookup or
+        ldexp would keep the loop from vectorizing)."""
+        f64 = np.dtype(np.float64)
+        p, m = None, k
+        for b in reversed(range(bits)):
+            step = float(2 ** b)
+            factor = repr(2.0 ** (2 ** b))
+            if p is None:
+                p = self.emit(f"{factor} if {m} >= {step!r} else 1.0", f64)
+            else:
+                p = self.emit(f"{p} * {factor} if {m} >= {step!r} else {p}", f64)
+            if b:
+                m = self.emit(f"{m} - {step!r} if {m} >= {step!r} else {m}", f64)
+        return p
+
+    def exp_parts(self, y):
+        """(k, e) with exp(y) = 2**k * e, e in [0.7, 1.42] within an ulp (fdlibm's exp:
+        y reduced by ln 2 in two parts, its polynomial and correction)."""
+        f64 = np.dtype(np.float64)
+        e = self.emit
+        k = e(f"np.floor({y} * {_INV_LN2!r} + 0.5)", f64)
+        hi = e(f"{y} - {k} * {_LN2[0]!r}", f64)
+        lo = e(f"{k} * {_LN2[1]!r}", f64)
+        r = e(f"{hi} - {lo}", f64)
+        t = e(f"{r} * {r}", f64)
+        c = e(f"{r} - {t} * {_horner(t, _EXP)}", f64)
+        return k, e(f"1.0 - (({lo} - ({r} * {c}) / (2.0 - {c})) - {hi})", f64)
+
+    def reduced_exp(self, a):
+        """float64 exp of `a` in arithmetic the compiler vectorizes, within an ulp of libm's
+        for |a| <= 708 (normal results); other arguments (overflow, subnormal results, inf,
+        NaN) are counted (`range_checks`) and numpy's statements compute the result."""
+        f64 = np.dtype(np.float64)
+        e = self.emit
+        # clamped so that the power of two stays finite whatever the argument
+        y = e(f"{a} if abs({a}) <= {EXP_LIMIT!r} else 0.0", f64)
+        k, m = self.exp_parts(y)
+        size = e(f"-{k} if {k} < 0.0 else {k}", f64)
+        p = self.power_of_two(size, 10)
+        self.range_checks.append((a, EXP_LIMIT))
+        return e(f"{m} / {p} if {k} < 0.0 else {m} * {p}", f64)
+
+    def reduced_tanh(self, a):
+        """float64 tanh of `a` in arithmetic the compiler vectorizes (about 3x numpy's):
+        Cephes' rational function below 0.625, 1 - 2 / (exp(2|a|) + 1) above (|a| clamped
+        to 20, where tanh is 1 to the last bit). Within 2 ulp of libm's, signed zeros,
+        infinities and NaN kept: no range to check."""
+        f64 = np.dtype(np.float64)
+        e = self.emit
+        z = e(f"-{a} if {a} < 0.0 else {a}", f64)
+        z = e(f"20.0 if {z} > 20.0 else {z}", f64)      # (NaN stays NaN)
+        s = e(f"{a} * {a}", f64)
+        small = e(f"{a} + {a} * {s} * ({_horner(s, _TANH_P)} / {_horner(s, _TANH_Q)})", f64)
+        k, m = self.exp_parts(e(f"2.0 * {z}", f64))
+        big = e(f"1.0 - 2.0 / ({m} * {self.power_of_two(k, 6)} + 1.0)", f64)
+        big = e(f"-{big} if {a} < 0.0 else {big}", f64)
+        v = e(f"{small} if {z} < 0.625 else {big}", f64)
+        return e(f"{a} if {a} == 0.0 else {v}", f64)          # -0.0
 
     def emit(self, expr, dtype):
         name = f"t{self.count}"
@@ -234,7 +313,7 @@ def cpu_loop(kernel):
     for k, n in enumerate(out_shape):
         lines.append(f"{indent}for {axes[k]} in range({n}):")
         indent += "    "
-    checks = [f"{far} += 0 if abs({a}) <= {RANGE_LIMIT!r} else 1" for a in w.range_checks]
+    checks = [f"{far} += 0 if abs({a}) <= {limit!r} else 1" for a, limit in w.range_checks]
     for text in loads + w.lines + checks + [f"{out}[{', '.join(axes)}] = {result}"]:
         lines.append(indent + text)
     if w.range_checks:
