@@ -3,6 +3,8 @@ output pool, composition with the other transformations, and Python control flow
 import functools
 import gc
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -113,6 +115,77 @@ def test_the_cache_keeps_at_most_cache_size_specializations():
     for n in range(1, 6):
         np.testing.assert_array_equal(j(np.full(n, 1.5)), slow_f(np.full(n, 1.5)))
     assert j.cache_info() == {"size": 2, "limit": 2}
+
+
+def layer_sum(params, x, n):
+    for W, b in params:
+        x = np.tanh(x @ W + b) * OFFSET
+    return x + n
+
+
+OFFSET = 1.0
+
+
+def test_the_last_kind_of_arguments_is_recognised_without_its_key_and_only_it(monkeypatch):
+    """A call with arguments of the kind the last call had runs its code again after a
+    guard (no key built): any difference in structure, shape, dtype, array or number type,
+    a static value or a global the code read goes the long way, to the right code."""
+    rng = np.random.default_rng(46)
+    params = [(rng.standard_normal((3, 4)), rng.standard_normal(4)),
+              (rng.standard_normal((4, 4)), rng.standard_normal(4))]
+    x = rng.standard_normal((2, 3))
+    j = tp.jit(layer_sum, static_argnums=(2,))
+    j(params, x, 1)
+    j(params, x, 1)
+    assert j._fast is not None
+    keys = []
+    real_key = j._key
+    monkeypatch.setattr(j, "_key", lambda full: keys.append(1) or real_key(full))
+    np.testing.assert_allclose(j(params, x, 1), layer_sum(params, x, 1), rtol=1e-14)
+    assert not keys                                  # the guard's way
+    others = [
+        (params, x, 2),                              # another static value
+        (params, x, True),                           # bool, not int
+        (params[:1], x, 1),                          # one layer fewer
+        ([tuple(params[0]), list(params[1])], x, 1),  # a list where a tuple was
+        (params, x[:1], 1),                          # another shape
+        (params, x.astype(np.float32), 1),           # another dtype
+        ([(W.astype(np.float32), b) for W, b in params], x, 1),
+        (params, x.view(np.matrix), 1),              # an ndarray subclass
+    ]
+    for args in others:
+        j(params, x, 1)                              # the guard is the first kind's
+        before = len(keys)
+        with np.errstate(all="ignore"):
+            got = j(*args)
+            want = layer_sum(*args)
+        assert len(keys) > before                    # a new kind: the long way
+        assert type(got) is type(want) and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    del keys[:]
+    np.testing.assert_allclose(j(params, x, 1), layer_sum(params, x, 1), rtol=1e-14)
+    np.testing.assert_allclose(j(params, x, 1), layer_sum(params, x, 1), rtol=1e-14)
+    assert len(keys) == 1                            # the first kind again, then its guard
+    y = x.copy()
+    j(params, y, 1)
+    y.shape = (3, 2)                                  # the same array, reshaped in place
+    with pytest.raises(ValueError):
+        j(params, y, 1)                               # (3, 2) @ (3, 4): numpy's error
+    monkeypatch.setattr(sys.modules[__name__], "OFFSET", 3.0)   # a global rebound
+    np.testing.assert_allclose(j(params, x, 1), layer_sum(params, x, 1), rtol=1e-14)
+    gradient = tp.jit(tp.grad(activation_sum))
+    for _ in range(3):
+        np.testing.assert_allclose(gradient(x), 1.0 - np.tanh(x) ** 2, rtol=1e-13)
+    # the derivative of the function the global named is in the code: made again
+    monkeypatch.setattr(sys.modules[__name__], "ACTIVATION", np.sin)
+    np.testing.assert_allclose(gradient(x), np.cos(x), rtol=1e-13)
+
+
+ACTIVATION = np.tanh
+
+
+def activation_sum(x):
+    return np.sum(ACTIVATION(x))
 
 
 def test_source_before_the_first_call_says_how_to_see_it():

@@ -86,8 +86,11 @@ def argument_key(value):
     if t is _ndarray:
         return (value.shape, value.dtype)
     if t is tuple or t is list:
-        return (t,) + tuple([(v.shape, v.dtype) if type(v) is _ndarray else argument_key(v)
-                             for v in value])
+        # a list of layers' tuples of arrays, the common case, without a call per tuple
+        return (t, *[(v.shape, v.dtype) if type(v) is _ndarray else
+                     (tuple, *[(w.shape, w.dtype) if type(w) is _ndarray else
+                               argument_key(w) for w in v]) if type(v) is tuple else
+                     argument_key(v) for v in value])
     if t in _PY_DTYPES:
         return t
     if t is dict:
@@ -102,6 +105,56 @@ def argument_key(value):
 
 
 _ndarray = np.ndarray
+
+
+def argument_guard(keys):
+    """A function of the arguments whose argument_keys are `keys` that returns True only for
+    arguments with those same keys: the check a jitted call makes before running the code
+    it ran last, without building the key (tuples of shapes, hashing, a lookup). False may
+    also mean "cannot tell" (a dtype equal but not the same object): the caller then builds
+    the key. None where a key has parts the guard does not check (dicts, other objects)."""
+    lines, env, count = [], {"_ndarray": _ndarray}, [0]
+
+    def fresh(prefix):
+        count[0] += 1
+        return f"{prefix}{count[0]}"
+
+    def check(expr, key):
+        if key is None:
+            lines.append(f"if {expr} is not None: return False")
+        elif key in _PY_DTYPES:
+            lines.append(f"if type({expr}) is not {key.__name__}: return False")
+        elif isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], tuple) and \
+                isinstance(key[1], np.dtype):
+            dtype = env.setdefault(fresh("dtype"), key[1])
+            dtype = next(k for k, v in env.items() if v is dtype)
+            lines.append(f"if type({expr}) is not _ndarray or {expr}.shape != {key[0]!r} or "
+                         f"{expr}.dtype is not {dtype}: return False")
+        elif isinstance(key, tuple) and key and key[0] in (tuple, list):
+            kind = key[0].__name__
+            lines.append(f"if type({expr}) is not {kind} or len({expr}) != {len(key) - 1}: "
+                         f"return False")
+            for i, item in enumerate(key[1:]):
+                name = fresh("item")
+                lines.append(f"{name} = {expr}[{i}]")
+                if check(name, item) is None:
+                    return None
+        elif isinstance(key, tuple) and len(key) == 3 and key[0] == "static" and \
+                key[1] in (int, str, bool, type(None)):
+            lines.append(f"if type({expr}) is not {key[1].__name__} or {expr} != {key[2]!r}: "
+                         f"return False")
+        else:
+            return None
+        return True
+
+    params = [f"a{i}" for i in range(len(keys))]
+    for p, key in zip(params, keys):
+        if check(p, key) is None:
+            return None
+    text = f"def guard({', '.join(params)}):\n" + \
+        "".join(f"    {line}\n" for line in lines) + "    return True\n"
+    exec(compile(text, "<jit guard>", "exec"), env)  # noqa: S102 - text made above
+    return env["guard"]
 
 
 def array_module_name(values):
