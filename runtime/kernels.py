@@ -96,7 +96,7 @@ class CpuKernel:
 
     def __init__(self, loop, fallback, kinds, shape, dtype, checks_range=False):
         self.loop, self.fallback = loop, fallback
-        # the loop returns how many arguments of its reduced sin/cos were out of range;
+        # the loop returns how many arguments of its sin/cos/exp were out of range;
         # when any was, numpy's statements compute the result instead
         self.checks_range = checks_range
         self.zero_d = tuple(i for i, kind in enumerate(kinds) if kind == "0-d")

@@ -809,7 +809,7 @@ class Jitted:
         prefix arguments), on numpy arrays."""
         if nargs != len(full) or spec.backend != "numpy" or self.backend not in (None, "numpy"):
             return None
-        if not hasattr(spec, "guard"):
+        if spec.guard is False:
             spec.guard = jit_pass.argument_guard(key)
         made_from = self.inner._generated
         if spec.guard is None or made_from is None:

@@ -86,11 +86,8 @@ def argument_key(value):
     if t is _ndarray:
         return (value.shape, value.dtype)
     if t is tuple or t is list:
-        # a list of layers' tuples of arrays, the common case, without a call per tuple
-        return (t, *[(v.shape, v.dtype) if type(v) is _ndarray else
-                     (tuple, *[(w.shape, w.dtype) if type(w) is _ndarray else
-                               argument_key(w) for w in v]) if type(v) is tuple else
-                     argument_key(v) for v in value])
+        return (t,) + tuple([(v.shape, v.dtype) if type(v) is _ndarray else argument_key(v)
+                             for v in value])
     if t in _PY_DTYPES:
         return t
     if t is dict:
@@ -113,11 +110,17 @@ def argument_guard(keys):
     it ran last, without building the key (tuples of shapes, hashing, a lookup). False may
     also mean "cannot tell" (a dtype equal but not the same object): the caller then builds
     the key. None where a key has parts the guard does not check (dicts, other objects)."""
-    lines, env, count = [], {"_ndarray": _ndarray}, [0]
+    lines, env, dtypes, count = [], {"_ndarray": _ndarray}, {}, [0]
 
     def fresh(prefix):
         count[0] += 1
         return f"{prefix}{count[0]}"
+
+    def dtype_name(dtype):
+        if dtype not in dtypes:
+            dtypes[dtype] = fresh("dtype")
+            env[dtypes[dtype]] = dtype
+        return dtypes[dtype]
 
     def check(expr, key):
         if key is None:
@@ -126,10 +129,8 @@ def argument_guard(keys):
             lines.append(f"if type({expr}) is not {key.__name__}: return False")
         elif isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], tuple) and \
                 isinstance(key[1], np.dtype):
-            dtype = env.setdefault(fresh("dtype"), key[1])
-            dtype = next(k for k, v in env.items() if v is dtype)
             lines.append(f"if type({expr}) is not _ndarray or {expr}.shape != {key[0]!r} or "
-                         f"{expr}.dtype is not {dtype}: return False")
+                         f"{expr}.dtype is not {dtype_name(key[1])}: return False")
         elif isinstance(key, tuple) and key and key[0] in (tuple, list):
             kind = key[0].__name__
             lines.append(f"if type({expr}) is not {kind} or len({expr}) != {len(key) - 1}: "

@@ -307,7 +307,7 @@ def cpu_loop(kernel):
     lines += [indent + text for text in scalars]
     far = _free_name("far", kernel, *w.local.values(), *axes, out)
     if w.range_checks:
-        # how many arguments of the reduced sin/cos were out of its range: the caller
+        # how many arguments of the reduced sin/cos/exp were out of range: the caller
         # (runtime.CpuKernel) then runs numpy's statements instead
         lines.append(f"{indent}{far} = 0")
     for k, n in enumerate(out_shape):

@@ -50,6 +50,9 @@ class Specialization:
         self.entry = entry
         self.kernels = kernels      # [fusion.Kernel]
         self.backend = backend      # "numpy" or "cupy"
+        # the jit API's check of a call's arguments against this code's kind (abstract.
+        # argument_guard; None where it cannot make one): made on first use
+        self.guard = False
 
     @property
     def source(self):
