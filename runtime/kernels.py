@@ -2,7 +2,7 @@
 
 A specialization made by `tp.jit` defines, per fused group, a `CpuKernel` (a loop that numba
 compiles, or the same statements in numpy when numba is not installed) or a `CudaKernel`
-(CUDA C compiled by cupy when first called). Both write into an `OutputPool` buffer: a fresh
+(CUDA C compiled by cupy when first called), and per loop on numbers a `ScalarLoop`. Both write into an `OutputPool` buffer: a fresh
 multi-MB array costs a page fault per 4 KiB page the first time it is written (glibc maps
 large allocations anew every time), so a buffer is reused once nobody holds it any more.
 """
@@ -144,6 +144,97 @@ class CpuKernel:
             donated[...] = out
             return donated
         return out
+
+
+_NUMBER_TYPES = frozenset((float, int, bool, np.float64, np.int64, np.bool_))
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+_PY_NUMBERS = frozenset((float, int, bool))
+_NUMPY_SCALAR = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+
+
+class ScalarLoop:
+    """A run of statements on numbers (a loop, with what surrounds it) made a function by
+    jit: `loop(*numbers)` returns the numbers read after the run, each of the kind the
+    plain code gives (a Python float or an np.float64).
+
+    `python(*numbers, *flags)` is that function as Python: it runs the first
+    `calls_before_compile` calls, any call with an argument that is not a plain number
+    (a 0-d array), and every call where numba is not installed or cannot compile it. From
+    then on numba's compilation of the same function runs. `weak_inputs`: positions of the
+    inputs whose kind the function is told (a flag: True for a Python number) after the
+    numbers; `outputs`: per returned number its dtype name and whether it is a Python number
+    (True), a numpy scalar (False), or told by a flag the function returns after it (None).
+    `error_model`: numba's for a division by zero ("python" raises, "numpy" gives inf).
+    """
+
+    calls_before_compile = 2
+
+    def __init__(self, python, weak_inputs, outputs, error_model="numpy"):
+        self.python, self.weak_inputs, self.outputs = python, weak_inputs, outputs
+        self.error_model = error_model
+        self.calls = 0
+        self._compiled = None      # numba's dispatcher; False: never (no numba, or it failed)
+        self.compile_error = None  # why numba could not compile it (for tests and users)
+
+    def _compile(self, args):
+        numba = _get_numba()
+        if numba is None:
+            self._compiled = False
+            return False
+        try:
+            dispatcher = numba.njit(error_model=self.error_model)(self.python)
+            dispatcher.compile(tuple(numba.typeof(a) for a in args))
+        except Exception as e:     # a construct numba does not type: stay Python
+            self.compile_error = e
+            self._compiled = False
+            return False
+        self._compiled = dispatcher
+        return True
+
+    def __call__(self, *numbers):
+        flags = tuple(type(numbers[i]) in _PY_NUMBERS for i in self.weak_inputs)
+        args = numbers + flags
+        run = self._compiled
+        if not run or not _plain_numbers(numbers):
+            if run is None and _plain_numbers(numbers):
+                self.calls += 1
+                if self.calls > self.calls_before_compile and self._compile(args):
+                    return self._converted(self._compiled(*args))
+            return self._values(self.python(*args))
+        return self._converted(run(*args))
+
+    def _values(self, results):
+        """The Python function's results without the flags (its numbers are of the right
+        kind already)."""
+        if not any(weak is None for _, weak in self.outputs):
+            return results
+        out, k = [], 0
+        for _, weak in self.outputs:
+            out.append(results[k])
+            k += 2 if weak is None else 1
+        return tuple(out)
+
+    def _converted(self, results):
+        """numba's results (Python numbers) as the kinds the plain code gives."""
+        out, k = [], 0
+        for dtype, weak in self.outputs:
+            value = results[k]
+            if weak is None:
+                weak = results[k + 1]
+                k += 1
+            out.append(value if weak else _NUMPY_SCALAR[dtype](value))
+            k += 1
+        return tuple(out)
+
+
+def _plain_numbers(values):
+    """True if every value is a number numba takes as it is: not a 0-d array, not a
+    Python int beyond int64."""
+    for v in values:
+        t = type(v)
+        if t not in _NUMBER_TYPES or t is int and not _INT64_MIN <= v <= _INT64_MAX:
+            return False
+    return True
 
 
 class CudaKernel:

@@ -59,7 +59,7 @@ import numpy as np
 import transpile as tp
 import transpile.specialize.module as specialize_module
 from transpile.custom import file_backed
-from runtime.kernels import CpuKernel
+from runtime.kernels import CpuKernel, ScalarLoop
 
 # =====================================================================================
 # 1. The generator
@@ -1780,14 +1780,14 @@ def fusing_small_arrays():
     again and again; the programs' arrays are small and called once, so the jit checks
     fuse every chain they can and compile each kernel on its first call."""
     old = (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
-           tp.Jitted.calls_before_specializing)
+           ScalarLoop.calls_before_compile, tp.Jitted.calls_before_specializing)
     specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = 1, 0
-    tp.Jitted.calls_before_specializing = 0
+    ScalarLoop.calls_before_compile = tp.Jitted.calls_before_specializing = 0
     try:
         yield
     finally:
         (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
-         tp.Jitted.calls_before_specializing) = old
+         ScalarLoop.calls_before_compile, tp.Jitted.calls_before_specializing) = old
 
 
 def check_jit(case):
@@ -2167,9 +2167,11 @@ def repro_text(program, outcome):
                        f"print([tp.grad(f, argnums={argnums})({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})])  # expected, stacked"],
         "jit": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
                 "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
+                "runtime.ScalarLoop.calls_before_compile = 0",
                 f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
         "jit(grad)": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
                       "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
+                      "runtime.ScalarLoop.calls_before_compile = 0",
                       f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
                       f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
     }

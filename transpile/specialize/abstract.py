@@ -4,7 +4,7 @@ A specialization is made for the *kind* of arguments it is called with: for each
 array module (numpy or cupy), shape and dtype; for a Python number its type (numpy treats a
 Python float as "weak": `float32_array * 2.0` stays float32); for a tuple, list or dict the
 same, item by item; for a static argument its value. `argument_key` turns arguments into the
-cache key; `Array`, `Scalar` and `Sequence` are what shape inference (shapes.py) propagates.
+cache key; `Array`, `Number` and `Sequence` are what shape inference (shapes.py) propagates.
 """
 import numpy as np
 
@@ -40,6 +40,50 @@ class Array:
     def __repr__(self):
         kind = "weak " if self.weak else ""
         return f"{kind}{self.dtype}{list(self.shape)}"
+
+
+# the dtypes whose numbers can be either kind inside a loop (Number) and that compiled
+# scalar loops (scalar_loops.py) compute with
+NUMBER_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+
+
+class Number:
+    """A number of known dtype (float64, int64 or bool) that is a Python number on some paths
+    and a numpy scalar on others: `x = 0.9 * x + 0.1 * np.sin(x)` in a loop starts as the
+    argument 0.7 and is an np.float64 from the first trip on. The two behave alike except in
+    numpy's promotion with lower-precision arrays (a Python float is weak) and in the type
+    a caller gets back, so only passes that handle both kinds read it (scalar loops keep a
+    flag of which it is); every other pass sees a value it does not know."""
+    __slots__ = ("dtype",)
+    shape = ()
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def variants(self):
+        """The two kinds this number can be."""
+        return (Array((), self.dtype, weak=True), Array((), self.dtype))
+
+    def __eq__(self, other):
+        return isinstance(other, Number) and other.dtype == self.dtype
+
+    def __hash__(self):
+        return hash(("number", self.dtype))
+
+    def __repr__(self):
+        return f"weak-or-not {self.dtype}[]"
+
+
+def join_values(a, b):
+    """What a value is on either of two paths: a if both agree, a Number where one is a
+    Python number and the other a numpy scalar of the same dtype, else None (unknown)."""
+    if a == b:
+        return a
+    kinds = [v for v in (a, b) if isinstance(v, (Array, Number)) and v.shape == () and
+             v.dtype in NUMBER_DTYPES]
+    if len(kinds) == 2 and kinds[0].dtype == kinds[1].dtype:
+        return Number(a.dtype)
+    return None
 
 
 class Sequence:

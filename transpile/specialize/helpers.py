@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir.nodes import const
 from ..ir.templates import dotted
-from .abstract import Array, Sequence
+from .abstract import Array, Number, Sequence
 from .constants import Changes, name_counts, stored_names
 
 
@@ -40,6 +40,10 @@ def decide_helpers(fdef, inference):
             args = n.args
             if n.keywords and spelling != "np.mean":
                 return n
+            if spelling == "rt.unbroadcast" and len(args) == 2 and all(
+                    isinstance(inference.of(a), (Array, Number)) and
+                    inference.of(a).shape == () for a in args):
+                return args[0]     # a number against a number (either kind): g itself
             if spelling == "rt.unbroadcast" and len(args) == 2:
                 g, x = known(args[0]), known(args[1])
                 if g is not None and x is not None:

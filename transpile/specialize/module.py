@@ -11,6 +11,8 @@ reaches with arguments of known kind):
     trees.py        in straight-line code, saved values and adjoints of known lists
                     become names of their own
     fusion.py       elementwise chains -> one kernel each (kernels.py writes them)
+    scalar_loops.py runs of statements with a loop on numbers only -> one function that
+                    numba compiles (CPU, where numba is installed)
     emit            one module: the kernels, then the specialized functions
 
 Everything else stays as it was: a loop or branch on array values is still Python, and a
@@ -19,6 +21,8 @@ value whose shape depends on data keeps the general code around it.
 import copy
 
 import gast
+
+from runtime.kernels import numba_module
 
 from .. import emit, optimize
 from ..ir import anno
@@ -30,8 +34,9 @@ from .abstract import abstract_of
 from .constants import (bind_statics, fold_constants, fold_literals, known_lengths,
                         name_counts, unroll)
 from .fusion import fuse
+from .scalar_loops import compile_scalar_loops
 from .helpers import decide_helpers, donate, fold_filled, forward_copies
-from .shapes import infer, stack_names
+from .shapes import environment_before, infer, stack_names
 from .trees import (fold_stacks, fold_trees, propagate_copies, rename_values,
                     restore_names)
 
@@ -91,10 +96,13 @@ def specialize(gen, args, static, backend, label, min_elements=None, donated=())
     if min_elements is None:
         min_elements = CPU_MIN_ELEMENTS if backend == "numpy" else 1
     ctx = _Context(functions, namer, memo, min_elements)
+    # loops on numbers compile whole where numba can compile them (scalar_loops.py)
+    ctx.compile_numbers = backend == "numpy" and numba_module() is not None
     abstract = {p: abstract_of(args[i]) for i, p in enumerate(params) if i not in static}
     _specialize_function(entry, abstract, ctx)
     functions = _reachable(entry, functions + ctx.new)
     kernels = [k for k in ctx.kernels if k.owner in functions]
+    scalar_loops = [r for r in ctx.scalar_loops if r.owner in functions]
     entry_kernels = [k for k in kernels if k.owner is entry]
     if donated and entry_kernels:
         donate(entry, entry_kernels, {params[i] for i in donated if i not in static})
@@ -105,10 +113,10 @@ def specialize(gen, args, static, backend, label, min_elements=None, donated=())
     if backend == "cupy":
         text = text.replace("\nimport numpy as np\n",
                             "\nimport cupy as np    # specialized for cupy arrays\n", 1)
-    if kernels:
+    if kernels or scalar_loops:
         head, sep, rest = text.partition("\nimport runtime as rt\n")
         text = head + sep + "".join("\n\n" + _kernel_definition(k, backend) for k in kernels) \
-            + rest
+            + "".join("\n\n" + _scalar_loop_definition(r) for r in scalar_loops) + rest
     if backend == "cupy":
         import cupy
         namespace["np"] = cupy
@@ -141,6 +149,8 @@ class _Context:
         self.returns = {}     # new name -> abstract value of its result (None: unknown)
         self.new = []         # the specialized copies of called functions
         self.kernels = []
+        self.scalar_loops = []    # [scalar_loops.ScalarRegion]
+        self.compile_numbers = False
         self.depth = 0
 
 
@@ -179,6 +189,13 @@ def _specialize_function(fdef, abstract, ctx):
         k.owner = fdef
         k.refresh_comment()
     ctx.kernels.extend(kernels)
+    if ctx.compile_numbers:
+        regions = compile_scalar_loops(
+            fdef, inferred(), lambda k: environment_before(fdef, abstract, k, ctx.returns),
+            ctx.namer)
+        for r in regions:
+            r.owner = fdef
+        ctx.scalar_loops.extend(regions)
     last = fdef.body[-1] if fdef.body else None
     return inference.of(last.value) if isinstance(last, gast.Return) and \
         last.value is not None else None
@@ -233,6 +250,13 @@ def describe_arguments(params, args, static):
             parts.append(f"{p}: {abstract_of(v)!r}" if abstract_of(v) is not None
                          else f"{p}: {type(v).__name__}")
     return ", ".join(parts)
+
+
+def _scalar_loop_definition(region):
+    name = region.fdef.name
+    return (emit.function_source(region.fdef) +
+            f"\n\n{name} = rt.ScalarLoop({name}, weak_inputs={region.weak_inputs!r}, "
+            f"outputs={region.outputs!r}, error_model={region.error_model!r})\n")
 
 
 def _kernel_definition(kernel, backend):

@@ -7,22 +7,30 @@ numpy decides every dtype: an operation is applied to one-element stand-ins of i
 (`Array.dummy`), so type promotion, weak Python scalars and integer division come out as
 numpy would compute them. Shapes follow broadcasting, reductions with literal axes and
 matmul. A value whose kind differs between the paths of an `if` or between loop trips is
-None from there on, and the code around it stays general.
+None from there on, and the code around it stays general; a number that is a Python number
+on one and a numpy scalar of the same dtype on the other is a `Number`.
 """
+import operator
+
 import numpy as np
 
 import gast
 
 from ..ir.templates import dotted
-from .abstract import Array, Sequence
+from .abstract import Array, Number, Sequence, join_values
 
-_BINOPS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
-           gast.Div: np.true_divide, gast.Pow: np.power, gast.FloorDiv: np.floor_divide,
-           gast.Mod: np.remainder, gast.BitAnd: np.bitwise_and, gast.BitOr: np.bitwise_or,
-           gast.BitXor: np.bitwise_xor}
-_CMPOPS = {gast.Gt: np.greater, gast.GtE: np.greater_equal, gast.Lt: np.less,
-           gast.LtE: np.less_equal, gast.Eq: np.equal, gast.NotEq: np.not_equal}
-_UNARY = {gast.USub: np.negative, gast.UAdd: np.positive}
+# Python's operators, not numpy's ufuncs: on two Python numbers `+` gives a Python number
+# (weak: `float32_array * (s * 2.0)` stays float32), np.add a numpy scalar; on arrays and
+# numpy scalars they are the same
+_BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+           gast.Div: operator.truediv, gast.Pow: operator.pow,
+           gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod,
+           gast.BitAnd: operator.and_, gast.BitOr: operator.or_, gast.BitXor: operator.xor}
+_CMPOPS = {gast.Gt: operator.gt, gast.GtE: operator.ge, gast.Lt: operator.lt,
+           gast.LtE: operator.le, gast.Eq: operator.eq, gast.NotEq: operator.ne}
+_UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos}
+_PY_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
+              complex: np.dtype(np.complex128)}
 _REDUCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.amax", "np.amin",
                "np.add.reduce"}
 
@@ -40,6 +48,8 @@ _ELEMENTWISE = {}      # (op, operands) -> result: numpy's answer, asked once
 
 def elementwise(op, operands):
     """The abstract result of elementwise `op` (a numpy callable) on abstract operands."""
+    if any(isinstance(a, Number) for a in operands):
+        return _on_numbers(op, operands)
     if any(not isinstance(a, Array) for a in operands):
         return None
     key = (op, tuple(operands))
@@ -48,6 +58,24 @@ def elementwise(op, operands):
             _ELEMENTWISE.clear()
         _ELEMENTWISE[key] = _elementwise(op, operands)
     return _ELEMENTWISE[key]
+
+
+def _on_numbers(op, operands):
+    """`op` on operands some of which are Numbers: the result of every combination of their
+    kinds, if all give one dtype (a Number where some give a Python number and some not)."""
+    results = [[]]
+    for a in operands:
+        variants = a.variants() if isinstance(a, Number) else (a,)
+        results = [r + [v] for r in results for v in variants]
+    kinds = {elementwise(op, r) for r in results}
+    if None in kinds:
+        return None
+    if len(kinds) == 1:
+        return kinds.pop()
+    first, *rest = kinds
+    for k in rest:
+        first = join_values(first, k)
+    return first
 
 
 def _elementwise(op, operands):
@@ -59,7 +87,14 @@ def _elementwise(op, operands):
         return None
     dtype = getattr(result, "dtype", None)
     if dtype is None:
-        return None
+        # an operator on Python numbers: a Python number (of a kind numpy's dtype names)
+        dtype = _PY_DTYPES.get(type(result))
+        if dtype is None or not all(a.weak for a in operands):
+            return None
+        if op is operator.pow and dtype.kind in "iu" or \
+                op is operator.pow and dtype.kind == "f" and operands[1].dtype.kind == "f":
+            # 2 ** -1 is a float, (-8.0) ** (1/3) complex: the signs decide
+            return None
     weak = all(a.weak for a in operands) and not isinstance(result, np.ndarray) and \
         not isinstance(result, np.generic)
     return Array(shape, dtype, weak=weak)
@@ -329,6 +364,9 @@ class Inference:
         if spelling in _SCALAR_TYPES and len(args) == 1 and isinstance(args[0], Array) and \
                 not args[0].shape:
             return Array((), _SCALAR_TYPES[spelling])     # np.float64(1.0)
+        if spelling == "rt.unbroadcast" and len(args) == 2 and \
+                all(isinstance(a, (Array, Number)) and a.shape == () for a in args):
+            return args[0]      # a number's adjoint against a number: g itself, either kind
         if spelling == "rt.shape_only" and len(args) == 1:
             return args[0]         # a stand-in of the same shape and dtype (or the value)
         if spelling == "rt.add" and len(args) == 2 and \
@@ -336,7 +374,7 @@ class Inference:
             return elementwise(np.add, args)      # adjoints of arrays or numbers: a + b
         if spelling == "rt.seed" and len(args) == 2:
             out = args[0]
-            if isinstance(out, Array) and not out.shape and out.dtype.kind == "f":
+            if isinstance(out, (Array, Number)) and not out.shape and out.dtype.kind == "f":
                 return out            # one of the output's own type
             return None
         if spelling == "rt.expand" and 2 <= len(node.args) <= 4 and not node.keywords and \
@@ -396,8 +434,9 @@ class _Homogeneous:
 def _pushed(state, value):
     if isinstance(state, tuple):
         return state + (value,)
-    if isinstance(state, _Homogeneous) and state.item == value:
-        return state
+    if isinstance(state, _Homogeneous):
+        item = join_values(state.item, value)
+        return _Homogeneous(item) if item is not None else None
     return None
 
 
@@ -416,9 +455,10 @@ def _join_stacks(a, b):
     items = [i for s in (a, b) for i in (s if isinstance(s, tuple) else (s.item,))]
     if not items:
         return ()
-    if any(i is None or i != items[0] for i in items):
-        return None
-    return _Homogeneous(items[0])
+    item = items[0]
+    for i in items[1:]:
+        item = join_values(item, i) if item is not None and i is not None else None
+    return _Homogeneous(item) if item is not None else None
 
 
 def _stack_operation(s, stacks):
@@ -510,7 +550,7 @@ def _join(a, b):
         elif name.startswith(_STACK):
             out[name] = _join_stacks(va, vb)
         else:
-            out[name] = None
+            out[name] = join_values(va, vb)
     return out
 
 
@@ -520,3 +560,11 @@ def infer(fdef, params, returns=None):
     inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns)
     inference.block(fdef.body, dict(params))
     return inference
+
+
+def environment_before(fdef, params, index, returns=None):
+    """The abstract values of names just before `fdef.body[index]` runs (names a path
+    may not have bound are None; stacks' contents under their own keys)."""
+    inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns)
+    env = inference.block(fdef.body[:index], dict(params))
+    return {k: v for k, v in env.items() if not k.startswith(_STACK)}
