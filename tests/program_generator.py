@@ -156,8 +156,10 @@ def shape_text(shape):
 class ProgramWriter:
     """Writes one random program: the entry function `f` and the helpers it calls."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, scalars=False):
         self.rng = rng
+        # every value a number (jit compiles such loops whole: specialize/scalar_loops.py)
+        self.scalars = scalars
         self.helpers = []            # source blocks of module-level helper functions
         self.module_constants = []   # `K1 = 0.7` lines: globals the functions read
         self.helper_signatures = []  # (name, parameter shapes, return shape, has default)
@@ -194,6 +196,8 @@ class ProgramWriter:
     def pick_shape(self, scope):
         """A shape for a new value: mostly one already in play, so leaves can be found."""
         options = [(2.0, ())]
+        if self.scalars:
+            return ()
         for var in scope.vars.values():
             options.append((1.0, var.shape))
         options.append((0.5, (self.dim(),)))
@@ -209,6 +213,9 @@ class ProgramWriter:
             (1.5, self.matmul_expr), (0.5, self.shape_op_expr), (0.4, self.concat_expr),
             (0.6, self.call_expr), (0.2, self.conditional_expr),
         ]
+        if self.scalars:          # no production that makes an array on the way
+            productions = [p for p in productions if p[1] in (
+                self.unary_expr, self.binary_expr, self.conditional_expr)]
         while productions:
             production = self.weighted(productions)
             productions = [p for p in productions if p[1] != production]
@@ -552,9 +559,11 @@ class ProgramWriter:
     def write(self):
         """Source text, argument names and specs of the entry function `f`."""
         x_shape = self.weighted([(1.0, ()), (2.5, (self.dim(),)), (1.5, (self.dim(), self.dim()))])
+        if self.scalars:
+            x_shape = ()
         arg_specs = [("x", x_shape)]
         lists = {}
-        if self.chance(0.45):
+        if self.chance(0.45) and not self.scalars:
             widths = [x_shape[-1] if x_shape else self.dim()] + \
                      [self.dim() for _ in range(int(self.rng.integers(1, 4)))]
             shapes = [(widths[i], widths[i + 1]) for i in range(len(widths) - 1)]
@@ -562,7 +571,8 @@ class ProgramWriter:
             lists["ws"] = (kind, shapes)
             arg_specs.append(("ws", (kind, shapes)))
         if self.chance(0.3):
-            arg_specs.append(("y", self.choice([(self.dim(),), (self.dim(), self.dim())])))
+            arg_specs.append(("y", self.choice([(self.dim(),), (self.dim(), self.dim())])
+                              if not self.scalars else ()))
         scope = Scope({name: Var(name, spec) for name, spec in arg_specs if name != "ws"},
                       {}, lists, {}, (), top_level_of_entry=True)
         body = FunctionBody(self, scope).block(int(self.rng.integers(2, 7)))
@@ -622,6 +632,10 @@ class FunctionBody:
             kinds += [(0.5, "closure"), (0.3, "grow_loop")]
             if not scope.conditional:
                 kinds.append((0.3, "comprehension"))
+        if self.w.scalars:        # loops on numbers: what jit compiles whole
+            kinds = [(w, k) for w, k in kinds if k not in (
+                "buffer", "list_build", "grow_loop", "comprehension", "helper_call",
+                "recursion", "closure")] + [(2.0, "for_range"), (1.5, "while")]
         return kinds
 
     # ---- binding values to names ----------------------------------------------------
@@ -1385,7 +1399,8 @@ def generate_program(seed):
     """The program of `seed`: drawn programs are rejected until one is valid at its inputs."""
     for attempt in range(200):
         rng = np.random.default_rng([seed, attempt])
-        writer = ProgramWriter(rng)
+        # one seed in seven writes a program on numbers only
+        writer = ProgramWriter(rng, scalars=seed % 7 == 3)
         source, arg_specs = writer.write()
         drawn = draw_inputs(source, arg_specs, rng)
         if drawn is None:

@@ -135,7 +135,8 @@ def math_loop(x, n):
     total = 0.0
     for _ in range(n):
         total = total + np.sin(x) + np.cos(x) + np.tan(x) + np.exp(x) + np.tanh(x) + \
-            np.arctan(x) + np.abs(x) + np.sinh(x) * 1e-300 + np.cosh(x) * 1e-300
+            np.arctan(x) + np.abs(x) + np.sinh(x) * 1e-300 + np.cosh(x) * 1e-300 + \
+            np.square(x) * 1e-300
     return total
 
 

@@ -44,7 +44,7 @@ from .abstract import NUMBER_DTYPES, Array, Number
 # in tests/test_jit.py)
 MATH = frozenset(f"np.{f}" for f in (
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "arctan", "arcsin",
-    "arccos", "log1p", "expm1", "abs", "absolute"))
+    "arccos", "log1p", "expm1", "abs", "absolute", "square"))
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
 _COMPARISONS = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
