@@ -231,3 +231,30 @@ def test_a_python_int_beyond_int64_runs_the_python_statements():
     assert loops_of(jf)[0]._compiled
     big = 2 ** 70
     assert jf(big, 3) == big + 3
+
+
+RATE = np.float64(0.9)
+
+
+def relax(x, n):
+    for _ in range(n):
+        x = np.sin(x) * RATE + 0.5 * x
+    return x
+
+
+@needs_numba
+def test_a_global_numpy_number_is_read_in_the_compiled_loop_and_a_new_one_remakes_it():
+    global RATE
+    jf = tp.jit(relax)
+    x0 = float(np.random.default_rng().uniform(-1, 1))
+    try:
+        for rate in (np.float64(0.9), np.float64(0.25), 0.6):
+            RATE = rate
+            for _ in range(4):
+                got = jf(x0, 6)
+            plain = relax(x0, 6)
+            assert got == pytest.approx(plain, rel=1e-14)
+            _same_kind(got, plain)
+            assert loops_of(jf)[0]._compiled
+    finally:
+        RATE = np.float64(0.9)

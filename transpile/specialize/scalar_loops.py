@@ -34,6 +34,7 @@ and anything inference does not know.
 import copy
 
 import gast
+import numpy as np
 
 from ..ir.analysis import assigned_in, definitely_assigned
 from ..ir.nodes import assign, const, name
@@ -169,8 +170,8 @@ class _Check:
         kind = self.kind(node)
         if kind is None:
             return False
-        if isinstance(node, gast.Constant):
-            return type(node.value) in (bool, int, float)
+        if isinstance(node, gast.Constant):      # (a numpy number: a global, inlined)
+            return type(node.value) in (bool, int, float, np.float64, np.int64, np.bool_)
         if isinstance(node, gast.Name):
             self.loads.add(node.id)
             if isinstance(kind, Number):

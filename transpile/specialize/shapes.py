@@ -283,6 +283,8 @@ class Inference:
         if isinstance(node, gast.Constant):
             v = node.value
             t = type(v)
+            if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+                return Array((), v.dtype)           # a global numpy number, inlined
             return Array((), {bool: np.bool_, int: np.int64, float: np.float64,
                               complex: np.complex128}[t], weak=True) \
                 if t in (bool, int, float, complex) else None
