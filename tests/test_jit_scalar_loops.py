@@ -258,3 +258,24 @@ def test_a_global_numpy_number_is_read_in_the_compiled_loop_and_a_new_one_remake
             assert loops_of(jf)[0]._compiled
     finally:
         RATE = np.float64(0.9)
+
+
+def branch_after(x, c, n):
+    for _ in range(n):
+        x = 0.5 * x
+    if c > 0:
+        y = np.sin(x)         # an np.float64
+    else:
+        y = 0.5 * x           # a Python float: y is either only after the run
+    return y
+
+
+@needs_numba
+def test_a_value_of_either_kind_only_after_the_run_keeps_its_kind():
+    jf = tp.jit(branch_after)
+    x0 = float(np.random.default_rng().uniform(-1, 1))
+    for c in (1.0, -1.0, 1.0, -1.0, 2.0, -2.0):
+        got, plain = jf(x0, c, 4), branch_after(x0, c, 4)
+        _same_kind(got, plain)
+        assert got == pytest.approx(plain, rel=1e-14)
+    assert loops_of(jf)[0]._compiled

@@ -260,10 +260,11 @@ def _make_region(fdef, start, end, checks, inference, environment_before, namer)
     if any(not _is_number(exit_kinds.get(v)) for v in live_out):
         return None
 
-    flagged = {v for v in info.numbers | info.stacks
-               if v in info.numbers or isinstance(entry.get(v), Number)}
-    flags = {v: namer.fresh(f"{v}_weak") for v in sorted(flagged | {
-        v for v in live_in if isinstance(entry.get(v), Number)})}
+    # a flag for every name and stack that holds a Number anywhere in the run, comes in as
+    # one, or leaves as one (`y = np.sin(x) if ... else 0.5`, read only after the run)
+    flagged = info.numbers | {v for v in live_in if isinstance(entry.get(v), Number)} | \
+        {v for v in live_out if isinstance(exit_kinds.get(v), Number)}
+    flags = {v: namer.fresh(f"{v}_weak") for v in sorted(flagged)}
     writer = _Writer(inference, flags, info.stacks)
     body = writer.block(run)
     outputs, returned = [], []
