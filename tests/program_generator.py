@@ -1805,10 +1805,21 @@ def fusing_small_arrays():
          ScalarLoop.calls_before_compile, tp.Jitted.calls_before_specializing) = old
 
 
+def expect_same_kinds(got, expected, what):
+    """jit gives each value the type and dtype the plain call gives (a Python float stays
+    one: `float32_array * value` depends on it)."""
+    for (path, g), (_, e) in zip(tree_leaves(got), tree_leaves(expected)):
+        if type(g) is not type(e) or getattr(g, "dtype", None) != getattr(e, "dtype", None):
+            raise Wrong(f"{what} kind", f"{what}{path}: {type(g).__name__} "
+                        f"{getattr(g, 'dtype', '')}, expected {type(e).__name__} "
+                        f"{getattr(e, 'dtype', '')}")
+
+
 def check_jit(case):
     with fusing_small_arrays():
         got = case.call(tp.jit(case.f), *case.args())
     case.expect(got, case.value, EXACT_RTOL, "value")
+    expect_same_kinds(got, case.value, "value")
 
 
 def check_jit_of_grad(case):
@@ -1818,6 +1829,7 @@ def check_jit_of_grad(case):
     with fusing_small_arrays():
         got = case.call(tp.jit(grad_f), *case.args())
     case.expect(got, expected, EXACT_RTOL, "gradient", source="tp.grad")
+    expect_same_kinds(got, expected, "gradient")
 
 
 CHECKS = {
