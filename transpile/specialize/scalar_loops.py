@@ -272,7 +272,7 @@ def _make_region(fdef, start, end, checks, inference, environment_before, namer)
         kind = exit_kinds[v]
         returned.append(name(v))
         if isinstance(kind, Number):
-            returned.append(name(flags[v]) if v in flags else const(False))
+            returned.append(name(flags[v]))
             outputs.append((kind.dtype.name, None))
         else:
             outputs.append((kind.dtype.name, kind.weak))
