@@ -37,7 +37,7 @@ import gast
 import numpy as np
 
 from ..ir.analysis import assigned_in, definitely_assigned
-from ..ir.nodes import assign, const, name
+from ..ir.nodes import assign, const, funcdef, name
 from ..ir.templates import dotted
 from .abstract import NUMBER_DTYPES, Array, Number
 
@@ -281,14 +281,7 @@ def _make_region(fdef, start, end, checks, inference, environment_before, namer)
     weak_inputs = tuple(i for i, v in enumerate(live_in) if v in flags)
     params = live_in + [flags[live_in[i]] for i in weak_inputs]
     region_name = namer.fresh(f"{fdef.name}_loop")
-    region_fdef = gast.FunctionDef(
-        name=region_name,
-        args=gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
-                                            type_comment=None) for p in params],
-                            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                            kwarg=None, defaults=[]),
-        body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
-    gast.copy_location(region_fdef, run[0])
+    region_fdef = funcdef(region_name, params, body, run[0])
     error_model = "python" if "python" in info.divisions else "numpy"
     region = ScalarRegion(region_fdef, weak_inputs, tuple(outputs), error_model)
     value = gast.Call(func=name(region_name), args=[name(v) for v in live_in], keywords=[])
