@@ -185,6 +185,11 @@ def test_newton_iteration_on_python_floats_keeps_python_floats():
         got = jf(a, 1e-12)
     assert got == pytest.approx(math.sqrt(a), rel=1e-12)
     _same_kind(got, newton(a, 1e-12))
+    # the helper called in the loop's test is inlined, with names of its own, so the
+    # loop compiles whole
+    (loop,) = loops_of(jf)
+    assert loop._compiled and "abs_gap" not in jf.source.split("def newton(")[0].split(
+        "def newton_loop(")[1].split("rt.ScalarLoop")[0].replace("_abs_gap", "")
 
 
 @needs_numba
@@ -279,3 +284,30 @@ def test_a_value_of_either_kind_only_after_the_run_keeps_its_kind():
         _same_kind(got, plain)
         assert got == pytest.approx(plain, rel=1e-14)
     assert loops_of(jf)[0]._compiled
+
+
+def shifted(y):
+    x = y * y                 # `x` as the caller's: the inlined copy takes a name of its own
+    return x + 0.25
+
+
+def uses_helper(x, n):
+    total = 0.0
+    for _ in range(n):
+        x = 0.5 * x + np.cos(x)
+        total = total + shifted(x) * 0.1
+    return total + x
+
+
+@needs_numba
+def test_a_helper_called_in_a_loop_is_inlined_with_names_of_its_own():
+    jf = tp.jit(uses_helper)
+    x0 = float(np.random.default_rng().uniform(-0.5, 0.5))
+    for _ in range(5):
+        got = jf(x0, 7)
+    plain = uses_helper(x0, 7)
+    assert got == pytest.approx(plain, rel=1e-14)
+    _same_kind(got, plain)
+    assert loops_of(jf)[0]._compiled
+    loop_source = jf.source.split("rt.ScalarLoop")[0]
+    assert "x_shifted" in loop_source and "shifted(" not in loop_source

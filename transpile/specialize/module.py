@@ -34,7 +34,7 @@ from .abstract import abstract_of
 from .constants import (bind_statics, fold_constants, fold_literals, known_lengths,
                         name_counts, unroll)
 from .fusion import fuse
-from .scalar_loops import compile_scalar_loops
+from .scalar_loops import compile_scalar_loops, inline_number_helpers
 from .helpers import decide_helpers, donate, fold_filled, forward_copies
 from .shapes import environment_before, infer, stack_names
 from .trees import (fold_stacks, fold_trees, propagate_copies, rename_values,
@@ -190,6 +190,9 @@ def _specialize_function(fdef, abstract, ctx):
         k.refresh_comment()
     ctx.kernels.extend(kernels)
     if ctx.compile_numbers:
+        helpers = {**ctx.by_name, **{f.name: f for f in ctx.new}}
+        if inline_number_helpers(fdef, inferred(), helpers, ctx.namer):
+            fdef.body = optimize.dce(fdef.body, set())
         regions = compile_scalar_loops(
             fdef, inferred(), lambda k: environment_before(fdef, abstract, k, ctx.returns),
             ctx.namer)

@@ -40,6 +40,7 @@ from ..ir.analysis import assigned_in, definitely_assigned
 from ..ir.nodes import assign, const, funcdef, name
 from ..ir.templates import dotted
 from .abstract import NUMBER_DTYPES, Array, Number
+from .shapes import infer
 
 # numpy functions of one number that numba computes as numpy does (checked on edge values
 # in tests/test_jit.py)
@@ -86,6 +87,80 @@ def compile_scalar_loops(fdef, inference, environment_before, namer):
         checks[k:end] = [None]
         k += 1
     return regions
+
+
+def inline_number_helpers(fdef, inference, functions, namer):
+    """Calls, inside a loop of `fdef`, of generated helpers (`functions`: name -> the
+    specialized FunctionDef) that compute numbers only from numbers become the helper's
+    statements, with names of their own: `while abs_gap(x, a) > tol:` can then compile
+    whole. True if any call was inlined (inference must run again)."""
+    done = [False]
+
+    def block(stmts, in_loop):
+        out = []
+        for s in stmts:
+            inlined = in_loop and _inlined(s, inference, functions, namer)
+            if inlined:
+                out.extend(inlined)
+                done[0] = True
+                continue
+            if isinstance(s, gast.If):
+                s.body, s.orelse = block(s.body, in_loop), block(s.orelse, in_loop)
+            elif isinstance(s, (gast.For, gast.While)):
+                s.body = block(s.body, True)
+            out.append(s)
+        return out
+    fdef.body = block(fdef.body, False)
+    return done[0]
+
+
+_BASES = frozenset(("np", "rt", "range", "reversed"))
+
+
+def _inlined(s, inference, functions, namer):
+    """The statements replacing `t = helper(a, b)`, or None."""
+    if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and
+            isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call) and
+            isinstance(s.value.func, gast.Name) and s.value.func.id in functions and
+            not s.value.keywords):
+        return None
+    helper, args = functions[s.value.func.id], s.value.args
+    params = [a.id for a in helper.args.args]
+    if helper.args.vararg or helper.args.kwarg or helper.args.kwonlyargs or \
+            len(params) != len(args) or \
+            not all(isinstance(a, (gast.Name, gast.Constant)) for a in args) or \
+            not all(_is_number(inference.of(a)) for a in args):
+        return None
+    body = helper.body
+    if not body or not isinstance(body[-1], gast.Return) or body[-1].value is None or \
+            any(isinstance(n, (gast.Return, gast.FunctionDef, gast.Lambda, gast.Global,
+                               gast.Nonlocal, gast.Yield))
+                for t in body[:-1] for n in gast.walk(t)):
+        return None
+    stored = {n.id for n in gast.walk(helper) if isinstance(n, gast.Name) and
+              isinstance(n.ctx, (gast.Store, gast.Del))}
+    loaded = {n.id for n in gast.walk(helper) if isinstance(n, gast.Name) and
+              isinstance(n.ctx, gast.Load)}
+    if loaded - stored - set(params) - _BASES:
+        return None                  # a global or a closure's value: its scope differs
+    helper_inference = infer(helper, {p: inference.of(a) for p, a in zip(params, args)})
+    check = _Check(helper_inference)
+    if not all(check.statement(t) for t in body[:-1]) or not check.expr(body[-1].value):
+        return None
+    renames = {v: namer.fresh(f"{v}_{helper.name}") for v in sorted(stored | set(params))}
+
+    def renamed(node):
+        node = copy.deepcopy(node)
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and n.id in renames:
+                n.id = renames[n.id]
+        return node
+    made = [assign(renames[p], copy.deepcopy(a)) for p, a in zip(params, args)]
+    made += [renamed(t) for t in body[:-1]]
+    made.append(assign(s.targets[0].id, renamed(body[-1].value)))
+    for m in made:
+        gast.copy_location(m, s)
+    return made
 
 
 class _Check:
