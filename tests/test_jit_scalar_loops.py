@@ -311,3 +311,32 @@ def test_a_helper_called_in_a_loop_is_inlined_with_names_of_its_own():
     assert loops_of(jf)[0]._compiled
     loop_source = jf.source.split("rt.ScalarLoop")[0]
     assert "x_shifted" in loop_source and "shifted(" not in loop_source
+
+
+def half_square_plus_cos(y):
+    x = y * y
+    return 0.5 * x + np.cos(y)
+
+
+def carried_through_helper(x, n):
+    for _ in range(n):
+        x = half_square_plus_cos(x) * 0.9      # x's kind settles only through the helper
+    return x
+
+
+@needs_numba
+@pytest.mark.parametrize("n", [0, 1, 6])
+def test_a_value_the_loop_carries_through_a_helper_compiles_and_keeps_its_kind(n):
+    jf = tp.jit(carried_through_helper)
+    jg = tp.jit(tp.grad(carried_through_helper))
+    x0 = float(np.random.default_rng().uniform(-0.8, 0.8))
+    for _ in range(5):
+        got, grad = jf(x0, n), jg(x0, n)
+    plain, plain_grad = carried_through_helper(x0, n), tp.grad(carried_through_helper)(x0, n)
+    assert got == pytest.approx(plain, rel=1e-14)
+    assert grad == pytest.approx(plain_grad, rel=1e-13)
+    _same_kind(got, plain)
+    _same_kind(grad, plain_grad)
+    assert loops_of(jf)[0]._compiled
+    # under grad the helper's forward half returns its saved values as a tuple, which a
+    # compiled loop does not carry: that loop stays Python (and right)

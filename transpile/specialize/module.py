@@ -36,7 +36,7 @@ from .constants import (bind_statics, fold_constants, fold_literals, known_lengt
 from .fusion import fuse
 from .scalar_loops import compile_scalar_loops, inline_number_helpers
 from .helpers import decide_helpers, donate, fold_filled, forward_copies
-from .shapes import environment_before, infer, stack_names
+from .shapes import NOT_HELPER, environment_before, infer, stack_names
 from .trees import (fold_stacks, fold_trees, propagate_copies, rename_values,
                     restore_names)
 
@@ -161,8 +161,10 @@ CALL_DEPTH = 4
 def _specialize_function(fdef, abstract, ctx):
     """Specialize `fdef` (a copy, rewritten in place) for parameter abstract values
     `abstract`; its kernels join ctx.kernels; returns the abstract value of its result."""
+    call_kind = _call_kind(ctx)
+
     def inferred():
-        return infer(fdef, abstract, ctx.returns)
+        return infer(fdef, abstract, ctx.returns, call_kind)
     fold_constants(fdef)
     if known_lengths(fdef, inferred()):
         fold_constants(fdef)
@@ -194,7 +196,8 @@ def _specialize_function(fdef, abstract, ctx):
         if inline_number_helpers(fdef, inferred(), helpers, ctx.namer):
             fdef.body = optimize.dce(fdef.body, set())
         regions = compile_scalar_loops(
-            fdef, inferred(), lambda k: environment_before(fdef, abstract, k, ctx.returns),
+            fdef, inferred(),
+            lambda k: environment_before(fdef, abstract, k, ctx.returns, call_kind),
             ctx.namer)
         for r in regions:
             r.owner = fdef
@@ -218,30 +221,50 @@ def _specialize_calls(fdef, inference, ctx):
         # a call specialized in an earlier round is looked at again: inference may know
         # more of its arguments now (the result of another specialized call)
         helper = ctx.by_name[ctx.origin.get(n.func.id, n.func.id)]
-        params = [a.id for a in helper.args.args]
-        kinds = tuple(inference.of(a) for a in n.args)
-        if len(params) != len(kinds) or all(k is None for k in kinds) or \
-                helper.args.vararg or helper.args.kwarg:
+        name = _specialized_name(helper, tuple(inference.of(a) for a in n.args), ctx)
+        if name is None or name == n.func.id:
             continue
-        key = (helper.name, kinds)
-        if ctx.made.get(key) == n.func.id:
-            continue
-        if key not in ctx.made:
-            name = ctx.made[key] = ctx.namer.fresh(helper.name)
-            ctx.origin[name] = helper.name
-            ctx.returns[name] = None          # unknown while it is being made (recursion)
-            copy_ = copy.deepcopy(helper, dict(ctx.memo))
-            copy_.name = name
-            ctx.depth += 1
-            try:
-                ctx.returns[name] = _specialize_function(copy_, dict(zip(params, kinds)), ctx)
-            finally:
-                ctx.depth -= 1
-            ctx.new.append(copy_)
-        n.func = gast.Name(id=ctx.made[key], ctx=gast.Load(), annotation=None,
-                           type_comment=None)
+        n.func = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
         changed = True
     return changed
+
+
+def _specialized_name(helper, kinds, ctx):
+    """The name of the copy of generated function `helper` specialized to argument kinds
+    `kinds` (made now if new: once per kind, recursion included), or None where it is not
+    specialized (no kind known, *args or **kwargs, calls too deep)."""
+    params = [a.id for a in helper.args.args]
+    if len(params) != len(kinds) or all(k is None for k in kinds) or \
+            helper.args.vararg or helper.args.kwarg or ctx.depth >= CALL_DEPTH:
+        return None
+    key = (helper.name, kinds)
+    if key not in ctx.made:
+        name = ctx.made[key] = ctx.namer.fresh(helper.name)
+        ctx.origin[name] = helper.name
+        ctx.returns[name] = None          # unknown while it is being made (recursion)
+        copy_ = copy.deepcopy(helper, dict(ctx.memo))
+        copy_.name = name
+        ctx.depth += 1
+        try:
+            ctx.returns[name] = _specialize_function(copy_, dict(zip(params, kinds)), ctx)
+        finally:
+            ctx.depth -= 1
+        ctx.new.append(copy_)
+    return ctx.made[key]
+
+
+def _call_kind(ctx):
+    """For inference: the kind of a generated helper's result for arguments of given
+    kinds, specializing the helper to them when it runs into the call (a loop whose value
+    goes through a helper, `x = step(x)`, settles only if each trip asks anew); NOT_HELPER
+    for other calls."""
+    def kind(spelling, kinds):
+        origin = ctx.origin.get(spelling, spelling)
+        if origin not in ctx.by_name:
+            return NOT_HELPER
+        name = _specialized_name(ctx.by_name[origin], kinds, ctx)
+        return ctx.returns.get(name) if name is not None else None
+    return kind
 
 
 def describe_arguments(params, args, static):

@@ -371,7 +371,11 @@ def _make_region(fdef, start, end, checks, inference, environment_before, namer)
 def _without_unread_flags(body, flag_names):
     """The body without assignments of flags nothing reads (a flag is kept for every
     number whose kind may be asked for; most never are)."""
+    def size(stmts):
+        return sum(1 for s in stmts for _ in gast.walk(s))
+
     while True:
+        before = size(body)      # (keep rewrites loop bodies in place)
         read = {n.id for s in body for n in gast.walk(s)
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
         unread = flag_names - read
@@ -390,8 +394,7 @@ def _without_unread_flags(body, flag_names):
                 out.append(s)
             return out
         new = keep(body)
-        if sum(1 for _ in gast.walk(gast.Module(body=new, type_ignores=[]))) == \
-                sum(1 for _ in gast.walk(gast.Module(body=body, type_ignores=[]))):
+        if size(new) == before:
             return new
         body = new
 

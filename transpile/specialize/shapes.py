@@ -164,10 +164,12 @@ def _matmul(a, b):
 class Inference:
     """The abstract values of one function's names and assigned values (see module doc)."""
 
-    def __init__(self, stacks=(), unsafe_lists=(), returns=None):
+    def __init__(self, stacks=(), unsafe_lists=(), returns=None, call_kind=None):
         self.at = {}          # id(node) -> abstract of every expression
         # specialized helpers' results: function name -> abstract value (or None)
         self.returns = returns or {}
+        # (name, argument kinds) -> a generated helper's result kind, or NOT_HELPER
+        self.call_kind = call_kind
         # stacks of saved values (lists only pushed to and popped from): their contents
         # are followed in the environment, under _STACK + name
         self.stacks = set(stacks)
@@ -343,6 +345,11 @@ class Inference:
             self.expr(k.value, env)
         if spelling == "range":
             return _Range()
+        if self.call_kind is not None and isinstance(node.func, gast.Name) and \
+                not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args):
+            found = self.call_kind(spelling, tuple(args))
+            if found is not NOT_HELPER:
+                return found
         if spelling in self.returns and not node.keywords:
             return self.returns[spelling]
         if node.keywords and spelling not in _REDUCTIONS:
@@ -556,17 +563,21 @@ def _join(a, b):
     return out
 
 
-def infer(fdef, params, returns=None):
+NOT_HELPER = object()      # what Inference.call_kind says of a call of anything else
+
+
+def infer(fdef, params, returns=None, call_kind=None):
     """An Inference of `fdef` (gast FunctionDef) for parameter abstract values `params`
-    (name -> abstract value or None); `returns`: what calls of specialized helpers give."""
-    inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns)
+    (name -> abstract value or None); `returns`: what calls of specialized helpers give;
+    `call_kind(name, kinds)`: what a call of a generated helper gives (specializing it)."""
+    inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns, call_kind)
     inference.block(fdef.body, dict(params))
     return inference
 
 
-def environment_before(fdef, params, index, returns=None):
+def environment_before(fdef, params, index, returns=None, call_kind=None):
     """The abstract values of names just before `fdef.body[index]` runs (names a path
-    may not have bound are None; stacks' contents under their own keys)."""
-    inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns)
+    may not have bound are None)."""
+    inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns, call_kind)
     env = inference.block(fdef.body[:index], dict(params))
     return {k: v for k, v in env.items() if not k.startswith(_STACK)}
