@@ -35,6 +35,17 @@ def _same_kind(a, b):
     assert type(a) is type(b), (type(a), type(b))
 
 
+def _matches_plain(jitted, f, *args, rel=1e-14):
+    """jitted(*args), called until its loop runs compiled, equals f(*args) in value and
+    kind; the result."""
+    got = _calls(jitted, *args)
+    plain = f(*args)
+    assert got == pytest.approx(plain, rel=rel)
+    _same_kind(got, plain)
+    assert loops_of(jitted)[0]._compiled
+    return got
+
+
 def _calls(f, *args, times=5):
     """f called enough times that its loop runs compiled; the last result."""
     for _ in range(times):
@@ -255,12 +266,7 @@ def test_a_global_numpy_number_is_read_in_the_compiled_loop_and_a_new_one_remake
     try:
         for rate in (np.float64(0.9), np.float64(0.25), 0.6):
             RATE = rate
-            for _ in range(4):
-                got = jf(x0, 6)
-            plain = relax(x0, 6)
-            assert got == pytest.approx(plain, rel=1e-14)
-            _same_kind(got, plain)
-            assert loops_of(jf)[0]._compiled
+            _matches_plain(jf, relax, x0, 6)
     finally:
         RATE = np.float64(0.9)
 
@@ -302,13 +308,7 @@ def uses_helper(x, n):
 @needs_numba
 def test_a_helper_called_in_a_loop_is_inlined_with_names_of_its_own():
     jf = tp.jit(uses_helper)
-    x0 = float(np.random.default_rng().uniform(-0.5, 0.5))
-    for _ in range(5):
-        got = jf(x0, 7)
-    plain = uses_helper(x0, 7)
-    assert got == pytest.approx(plain, rel=1e-14)
-    _same_kind(got, plain)
-    assert loops_of(jf)[0]._compiled
+    _matches_plain(jf, uses_helper, float(np.random.default_rng().uniform(-0.5, 0.5)), 7)
     loop_source = jf.source.split("rt.ScalarLoop")[0]
     assert "x_shifted" in loop_source and "shifted(" not in loop_source
 
@@ -327,16 +327,11 @@ def carried_through_helper(x, n):
 @needs_numba
 @pytest.mark.parametrize("n", [0, 1, 6])
 def test_a_value_the_loop_carries_through_a_helper_compiles_and_keeps_its_kind(n):
-    jf = tp.jit(carried_through_helper)
-    jg = tp.jit(tp.grad(carried_through_helper))
     x0 = float(np.random.default_rng().uniform(-0.8, 0.8))
-    for _ in range(5):
-        got, grad = jf(x0, n), jg(x0, n)
-    plain, plain_grad = carried_through_helper(x0, n), tp.grad(carried_through_helper)(x0, n)
-    assert got == pytest.approx(plain, rel=1e-14)
+    _matches_plain(tp.jit(carried_through_helper), carried_through_helper, x0, n)
+    grad = _calls(tp.jit(tp.grad(carried_through_helper)), x0, n)
+    plain_grad = tp.grad(carried_through_helper)(x0, n)
     assert grad == pytest.approx(plain_grad, rel=1e-13)
-    _same_kind(got, plain)
     _same_kind(grad, plain_grad)
-    assert loops_of(jf)[0]._compiled
     # under grad the helper's forward half returns its saved values as a tuple, which a
     # compiled loop does not carry: that loop stays Python (and right)
