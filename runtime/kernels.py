@@ -157,21 +157,23 @@ class ScalarLoop:
     jit: `loop(*numbers)` returns the numbers read after the run, each of the kind the
     plain code gives (a Python float or an np.float64).
 
-    `python(*numbers, *flags)` is that function as Python: it runs the first
-    `calls_before_compile` calls, any call with an argument that is not a plain number
-    (a 0-d array), and every call where numba is not installed or cannot compile it. From
-    then on numba's compilation of the same function runs. `weak_inputs`: positions of the
-    inputs whose kind the function is told (a flag: True for a Python number) after the
-    numbers; `outputs`: per returned number its dtype name and whether it is a Python number
-    (True), a numpy scalar (False), or told by a flag the function returns after it (None).
-    `error_model`: numba's for a division by zero ("python" raises, "numpy" gives inf).
+    `python(*numbers)` is the run's statements as generated: it runs the first
+    `calls_before_compile` calls, any call with an argument that is not a plain number (a
+    0-d array, an int beyond int64), and every call where numba is not installed or cannot
+    compile. From then on numba's compilation of `compiled(*numbers, *flags)` runs: the
+    same statements for numba (stacks as lists, helpers of numbers done), told the kind of
+    the inputs at `weak_inputs` (a flag each: True for a Python number). `outputs`: per
+    returned number its dtype name and whether the plain code has a Python number (True),
+    a numpy scalar (False), or what a flag the compiled function returns after it says
+    (None). `error_model`: numba's for a division by zero ("python" raises, "numpy" gives
+    inf and nan).
     """
 
     calls_before_compile = 2
 
-    def __init__(self, python, weak_inputs, outputs, error_model="numpy"):
-        self.python, self.weak_inputs, self.outputs = python, weak_inputs, outputs
-        self.error_model = error_model
+    def __init__(self, compiled, python, weak_inputs, outputs, error_model="numpy"):
+        self.source_function, self.python = compiled, python
+        self.weak_inputs, self.outputs, self.error_model = weak_inputs, outputs, error_model
         self.calls = 0
         self._compiled = None      # numba's dispatcher; False: never (no numba, or it failed)
         self.compile_error = None  # why numba could not compile it (for tests and users)
@@ -182,7 +184,7 @@ class ScalarLoop:
             self._compiled = False
             return False
         try:
-            dispatcher = numba.njit(error_model=self.error_model)(self.python)
+            dispatcher = numba.njit(error_model=self.error_model)(self.source_function)
             dispatcher.compile(tuple(numba.typeof(a) for a in args))
         except Exception as e:     # a construct numba does not type: stay Python
             self.compile_error = e
@@ -192,27 +194,16 @@ class ScalarLoop:
         return True
 
     def __call__(self, *numbers):
-        flags = tuple(type(numbers[i]) in _PY_NUMBERS for i in self.weak_inputs)
-        args = numbers + flags
         run = self._compiled
-        if not run or not _plain_numbers(numbers):
-            if run is None and _plain_numbers(numbers):
-                self.calls += 1
-                if self.calls > self.calls_before_compile and self._compile(args):
-                    return self._converted(self._compiled(*args))
-            return self._values(self.python(*args))
+        if run is False or not _plain_numbers(numbers):
+            return self.python(*numbers)
+        args = numbers + tuple(type(numbers[i]) in _PY_NUMBERS for i in self.weak_inputs)
+        if run is None:
+            self.calls += 1
+            if self.calls <= self.calls_before_compile or not self._compile(args):
+                return self.python(*numbers)
+            run = self._compiled
         return self._converted(run(*args))
-
-    def _values(self, results):
-        """The Python function's results without the flags (its numbers are of the right
-        kind already)."""
-        if not any(weak is None for _, weak in self.outputs):
-            return results
-        out, k = [], 0
-        for _, weak in self.outputs:
-            out.append(results[k])
-            k += 2 if weak is None else 1
-        return tuple(out)
 
     def _converted(self, results):
         """numba's results (Python numbers) as the kinds the plain code gives."""

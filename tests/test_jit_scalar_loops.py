@@ -335,3 +335,21 @@ def test_a_value_the_loop_carries_through_a_helper_compiles_and_keeps_its_kind(n
     _same_kind(grad, plain_grad)
     # under grad the helper's forward half returns its saved values as a tuple, which a
     # compiled loop does not carry: that loop stays Python (and right)
+
+
+def halve_then_sum(x, n):
+    for _ in range(n):
+        x = 0.5 * x
+    return np.sum(x) + np.mean(x) * 0.5        # numpy scalars from a Python float
+
+
+@needs_numba
+def test_every_call_before_and_after_compiling_gives_the_plain_kinds():
+    jf = tp.jit(halve_then_sum)
+    x0 = float(np.random.default_rng().uniform(-2, 2))
+    for k in range(6):          # the first calls run the statements as generated
+        for x in (np.array(x0), np.float64(x0), x0):
+            got, plain = jf(x, 3), halve_then_sum(x, 3)
+            _same_kind(got, plain)
+            assert got == plain
+    assert loops_of(jf)[0]._compiled

@@ -279,10 +279,13 @@ def describe_arguments(params, args, static):
 
 
 def _scalar_loop_definition(region):
-    name = region.fdef.name
-    return (emit.function_source(region.fdef) +
-            f"\n\n{name} = rt.ScalarLoop({name}, weak_inputs={region.weak_inputs!r}, "
-            f"outputs={region.outputs!r}, error_model={region.error_model!r})\n")
+    name, python = region.fdef.name, region.python_fdef.name
+    src = anno.get(region.owner, Anno.SOURCE)     # the user's lines, as comments
+    return (emit.function_source(region.fdef, src) + "\n\n" +
+            emit.function_source(region.python_fdef, src) +
+            f"\n\n{name} = rt.ScalarLoop({name}, {python}, "
+            f"weak_inputs={region.weak_inputs!r}, outputs={region.outputs!r}, "
+            f"error_model={region.error_model!r})\n")
 
 
 def _kernel_definition(kernel, backend):

@@ -48,6 +48,10 @@ MATH = frozenset(f"np.{f}" for f in (
     "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "arctan", "arcsin",
     "arccos", "log1p", "expm1", "abs", "absolute", "square"))
 
+# reductions, which of one float64 give that float (as an np.float64)
+REDUCTIONS = frozenset(f"np.{f}" for f in ("sum", "mean", "max", "min", "prod", "amax",
+                                            "amin"))
+
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div)
 _COMPARISONS = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
 
@@ -55,8 +59,9 @@ _COMPARISONS = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
 class ScalarRegion:
     """One run made a function: `fdef` (its definition) and how ScalarLoop calls it."""
 
-    def __init__(self, fdef, weak_inputs, outputs, error_model):
-        self.fdef = fdef
+    def __init__(self, fdef, python_fdef, weak_inputs, outputs, error_model):
+        self.fdef = fdef                    # the statements for numba, with flags
+        self.python_fdef = python_fdef      # the run's statements as they were
         self.weak_inputs = weak_inputs      # positions of inputs whose kind it is told
         self.outputs = outputs              # (dtype name, weak: True/False/None=flag)
         self.error_model = error_model      # numba's: "python" or "numpy" division by zero
@@ -270,6 +275,9 @@ class _Check:
                 return self.expr(args[0])
             if spelling in ("rt.shape_only", "np.float64") and len(args) == 1:
                 return self.expr(args[0])
+            if spelling in REDUCTIONS and len(args) == 1:     # of one float: itself
+                return self.kind(args[0]) is not None and \
+                    self.kind(args[0]).dtype.kind == "f" and self.expr(args[0])
             if spelling == "rt.unbroadcast" and len(args) == 2:
                 return self.expr(args[0]) and self.expr(args[1])
             if spelling == "rt.add" and len(args) == 2:
@@ -358,7 +366,13 @@ def _make_region(fdef, start, end, checks, inference, environment_before, namer)
     region_name = namer.fresh(f"{fdef.name}_loop")
     region_fdef = funcdef(region_name, params, body, run[0])
     error_model = "python" if "python" in info.divisions else "numpy"
-    region = ScalarRegion(region_fdef, weak_inputs, tuple(outputs), error_model)
+    # the run as it was, for calls numba does not run (its first, a 0-d array argument):
+    # the plain code's kinds of number come out of it as they are
+    python_fdef = funcdef(f"{region_name}_python", live_in, copy.deepcopy(run) + [
+        gast.Return(value=gast.Tuple(elts=[name(v) for v in sorted(live_out)],
+                                     ctx=gast.Load()))], run[0])
+    region = ScalarRegion(region_fdef, python_fdef, weak_inputs, tuple(outputs),
+                          error_model)
     value = gast.Call(func=name(region_name), args=[name(v) for v in live_in], keywords=[])
     if live_out:
         call = assign(sorted(live_out), value)
@@ -482,8 +496,8 @@ class _Writer:
             spelling, args = dotted(node.func), node.args
             if spelling == "rt.seed":
                 return const(1.0)        # the output's kind follows in its flag
-            if spelling in ("rt.shape_only", "rt.unbroadcast"):
-                return self.expr(args[0])
+            if spelling in ("rt.shape_only", "rt.unbroadcast") or spelling in REDUCTIONS:
+                return self.expr(args[0])     # (a reduction of one float is that float)
             if spelling == "rt.add":
                 return gast.BinOp(left=self.expr(args[0]), op=gast.Add(),
                                   right=self.expr(args[1]))

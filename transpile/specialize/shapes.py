@@ -117,6 +117,10 @@ _NOT_LITERAL = object()
 
 
 def _reduction(fn, x, axis, keepdims):
+    if isinstance(x, (Array, Number)) and x.shape == () and (
+            isinstance(x, Number) or x.weak) and axis is None and keepdims is False:
+        # of a Python number (or either kind): a numpy scalar, as of a 0-d array
+        x = Array((), x.dtype)
     if not isinstance(x, Array) or x.weak:
         return None
     nd = len(x.shape)
