@@ -14,9 +14,12 @@ as Python and numpy do, the run becomes a function of its own:
 
     dx, x = grad_decay_loop(x)
 
-defined above the specialized function with the run's statements (stacks as lists,
-`reversed(range(n))` as a range counting down). runtime.kernels.ScalarLoop runs it as
-Python for its first calls and compiles it with numba from then on.
+defined above the specialized function with the run's statements for numba (stacks as
+lists, `reversed(range(n))` as a range counting down, helpers of numbers done), next to
+the run's statements as they were (`grad_decay_loop_python`). runtime.kernels.ScalarLoop
+runs the latter for its first calls and for arguments numba would change (a 0-d array),
+and numba's compilation of the former from then on. Generated helpers called in a loop
+that compute numbers from numbers are inlined first (`inline_number_helpers`).
 
 After the run, what kind of number a value is matters: a Python float where the plain call
 has one (`float32_array * x` stays float32), an np.float64 where it has that. The compiled
@@ -28,8 +31,8 @@ wherever the value is and saved beside it, and returns it.
 Left as Python (the run stops there): arrays (fused kernels are for those), integer `*` and
 `**` (numba's int64 wraps where Python's int grows), `//` and `%`, `**` of Python floats
 (Python raises OverflowError, numba gives inf), a division whose zero divisor Python would
-raise on and numpy turn into inf within one run, calls other than numpy's elementwise math,
-and anything inference does not know.
+raise on and numpy turn into inf within one run, calls other than numpy's elementwise math
+and reductions of one float, tuples, None, and anything inference does not know.
 """
 import copy
 
