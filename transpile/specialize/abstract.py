@@ -105,14 +105,15 @@ class Sequence:
         return f"{self.kind.__name__}{list(self.items)}"
 
 
-_PY_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
+# the dtype numpy gives each Python number type (as a weak scalar)
+PY_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 
 
 def abstract_of(value):
     """The abstract value of an argument, or None (an object shape inference can't see)."""
     t = type(value)
-    if t in _PY_DTYPES:
-        return Array((), _PY_DTYPES[t], weak=True)
+    if t in PY_DTYPES:
+        return Array((), PY_DTYPES[t], weak=True)
     if t is np.ndarray or t.__module__.startswith("cupy") and hasattr(value, "shape"):
         return Array(value.shape, value.dtype)
     if isinstance(value, np.generic):
@@ -132,7 +133,7 @@ def argument_key(value):
     if t is tuple or t is list:
         return (t,) + tuple([(v.shape, v.dtype) if type(v) is _ndarray else argument_key(v)
                              for v in value])
-    if t in _PY_DTYPES:
+    if t in PY_DTYPES:
         return t
     if t is dict:
         return (dict,) + tuple((k, argument_key(v)) for k, v in value.items())
@@ -169,7 +170,7 @@ def argument_guard(keys):
     def check(expr, key):
         if key is None:
             lines.append(f"if {expr} is not None: return False")
-        elif key in _PY_DTYPES:
+        elif key in PY_DTYPES:
             lines.append(f"if type({expr}) is not {key.__name__}: return False")
         elif isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], tuple) and \
                 isinstance(key[1], np.dtype):

@@ -184,9 +184,7 @@ class _Check:
 
     def kind(self, node):
         a = self.inference.of(node)
-        if isinstance(a, (Array, Number)) and a.shape == () and a.dtype in NUMBER_DTYPES:
-            return a
-        return None
+        return a if _is_number(a) else None
 
     def statement(self, s):
         """self if `s` qualifies, else None."""

@@ -17,7 +17,7 @@ import numpy as np
 import gast
 
 from ..ir.templates import dotted
-from .abstract import Array, Number, Sequence, join_values
+from .abstract import PY_DTYPES, Array, Number, Sequence, join_values
 
 # Python's operators, not numpy's ufuncs: on two Python numbers `+` gives a Python number
 # (weak: `float32_array * (s * 2.0)` stays float32), np.add a numpy scalar; on arrays and
@@ -29,8 +29,6 @@ _BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.m
 _CMPOPS = {gast.Gt: operator.gt, gast.GtE: operator.ge, gast.Lt: operator.lt,
            gast.LtE: operator.le, gast.Eq: operator.eq, gast.NotEq: operator.ne}
 _UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos}
-_PY_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
-              complex: np.dtype(np.complex128)}
 _REDUCTIONS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.amax", "np.amin",
                "np.add.reduce"}
 
@@ -88,9 +86,10 @@ def _elementwise(op, operands):
     dtype = getattr(result, "dtype", None)
     if dtype is None:
         # an operator on Python numbers: a Python number (of a kind numpy's dtype names)
-        dtype = _PY_DTYPES.get(type(result))
+        dtype = PY_DTYPES.get(type(result))
         if dtype is None or not all(a.weak for a in operands):
             return None
+        dtype = np.dtype(dtype)
         if op is operator.pow and dtype.kind in "iu" or \
                 op is operator.pow and dtype.kind == "f" and operands[1].dtype.kind == "f":
             # 2 ** -1 is a float, (-8.0) ** (1/3) complex: the signs decide
@@ -291,9 +290,7 @@ class Inference:
             t = type(v)
             if isinstance(v, np.generic) and v.dtype.kind in "biufc":
                 return Array((), v.dtype)           # a global numpy number, inlined
-            return Array((), {bool: np.bool_, int: np.int64, float: np.float64,
-                              complex: np.complex128}[t], weak=True) \
-                if t in (bool, int, float, complex) else None
+            return Array((), PY_DTYPES[t], weak=True) if t in PY_DTYPES else None
         if isinstance(node, gast.BinOp):
             a, b = self.expr(node.left, env), self.expr(node.right, env)
             if isinstance(node.op, gast.MatMult):
