@@ -8,6 +8,7 @@ large allocations anew every time), so a buffer is reused once nobody holds it a
 """
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -93,9 +94,18 @@ class CpuKernel:
     """
 
     calls_before_compile = 2
+    # A kernel of fewer elements than this saves microseconds a call, which repay the
+    # compilation only over many calls: it compiles once its numpy statements have taken
+    # `compile_after_s` seconds in all (a small fraction of what compiling takes, so a
+    # kernel called a few hundred times never pays it, and one called for long pays at
+    # most that much more than if it had compiled at once).
+    small_elements = 1 << 16
+    compile_after_s = 0.05
 
     def __init__(self, loop, fallback, kinds, shape, dtype, checks_range=False):
         self.loop, self.fallback = loop, fallback
+        self.small = int(np.prod(shape, dtype=np.int64)) < self.small_elements
+        self.spent = 0.0          # seconds in `fallback` so far (small kernels)
         # the loop returns how many arguments of its sin/cos/exp were out of range;
         # when any was, numpy's statements compute the result instead
         self.checks_range = checks_range
@@ -124,9 +134,16 @@ class CpuKernel:
         run = self._compiled
         if run is None:
             self.calls += 1
-            if self.calls <= self.calls_before_compile or self.compiled() is None:
+            if self.calls <= self.calls_before_compile or \
+                    self.small and self.spent < self.compile_after_s or \
+                    self.compiled() is None:
                 out = self.pool.take() if out is None else out
-                self.fallback(*inputs, out)
+                if self.small:
+                    start = time.perf_counter()
+                    self.fallback(*inputs, out)
+                    self.spent += time.perf_counter() - start
+                else:
+                    self.fallback(*inputs, out)
                 return out
             run = self._compiled
         donated = out

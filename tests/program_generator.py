@@ -1795,14 +1795,17 @@ def fusing_small_arrays():
     again and again; the programs' arrays are small and called once, so the jit checks
     fuse every chain they can and compile each kernel on its first call."""
     old = (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
-           ScalarLoop.calls_before_compile, tp.Jitted.calls_before_specializing)
+           CpuKernel.compile_after_s, ScalarLoop.calls_before_compile,
+           tp.Jitted.calls_before_specializing)
     specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = 1, 0
+    CpuKernel.compile_after_s = 0.0
     ScalarLoop.calls_before_compile = tp.Jitted.calls_before_specializing = 0
     try:
         yield
     finally:
         (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
-         ScalarLoop.calls_before_compile, tp.Jitted.calls_before_specializing) = old
+         CpuKernel.compile_after_s, ScalarLoop.calls_before_compile,
+         tp.Jitted.calls_before_specializing) = old
 
 
 def expect_same_kinds(got, expected, what):
@@ -1832,6 +1835,40 @@ def check_jit_of_grad(case):
     expect_same_kinds(got, expected, "gradient")
 
 
+def check_jit_of_vmap(case):
+    """jit of vmapped code (the lanes helpers known shapes decide) against vmap itself."""
+    batched = tp.vmap(case.f, in_axes=case.program.in_axes)
+    expected = batched(*copy.deepcopy(case.program.batch))
+    with fusing_small_arrays():
+        got = case.call(tp.jit(batched), *copy.deepcopy(case.program.batch))
+    case.expect(got, expected, EXACT_RTOL, "batched value", source="tp.vmap")
+    expect_same_kinds(got, expected, "batched value")
+
+
+def check_jit_of_vmap_of_grad(case):
+    case.requires("grad")
+    batched = tp.vmap(tp.grad(case.f, argnums=case.argnums), in_axes=case.program.in_axes)
+    expected = batched(*copy.deepcopy(case.program.batch))
+    with fusing_small_arrays():
+        got = case.call(tp.jit(batched), *copy.deepcopy(case.program.batch))
+    case.expect(got, expected, EXACT_RTOL, "per-example gradient", source="tp.vmap")
+    expect_same_kinds(got, expected, "per-example gradient")
+
+
+def check_jit_of_hessian(case):
+    """jit of a Hessian (jacfwd of jacrev: the identity basis, helpers written out in their
+    caller) against tp.hessian itself."""
+    x = case.program.args[0]
+    if isinstance(x, float) or np.size(x) > HESSIAN_MAX_SIZE:
+        raise Skip("x is not a small array")
+    case.requires("grad")
+    expected = tp.hessian(case.f)(*case.args())
+    with fusing_small_arrays():
+        got = case.call(tp.jit(tp.hessian(case.f)), *case.args())
+    case.expect(got, expected, EXACT_RTOL, "hessian", source="tp.hessian")
+    expect_same_kinds(got, expected, "hessian")
+
+
 CHECKS = {
     "transform": check_transform,
     "grad": check_grad,
@@ -1845,6 +1882,9 @@ CHECKS = {
     "vmap(grad)": check_vmap_of_grad,
     "jit": check_jit,
     "jit(grad)": check_jit_of_grad,
+    "jit(vmap)": check_jit_of_vmap,
+    "jit(vmap(grad))": check_jit_of_vmap_of_grad,
+    "jit(hessian)": check_jit_of_hessian,
     "pmap": check_pmap,
     "pmap(grad)": check_pmap_of_grad,
     "grad(pmap)": check_grad_of_pmap,
@@ -2169,7 +2209,8 @@ def repro_text(program, outcome):
             direction = float(rng.standard_normal()) if isinstance(x, float) else rng.standard_normal(np.shape(x))
             tangents = (direction,) + tuple(tree_zeros_like(a) for a in program.args[1:])
         lines.append(f"tangents = {literal(tuple(tangents))}")
-    if check.startswith("vmap"):
+    batch_args = per_example = ""
+    if "vmap" in check:
         batch_names = []
         for name, value, axis in zip(names, program.batch, program.in_axes):
             if axis == 0:
@@ -2179,6 +2220,12 @@ def repro_text(program, outcome):
                 batch_names.append(name)
         batch_args = ", ".join(batch_names)
         per_example = ", ".join(f"{n}[b]" if n.endswith("_batch") else n for n in batch_names)
+    jit_setup = ["import transpile.specialize.module, runtime",
+                 "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
+                 "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
+                 "runtime.ScalarLoop.calls_before_compile = 0", "runtime.CpuKernel.compile_after_s = 0.0"]
+    vmapped = f"tp.vmap(f, in_axes={program.in_axes!r})"
+    vmapped_grad = f"tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r})"
     calls = {
         "transform": [f"print(tp.transform(f)({args}))", f"print(f({args}))  # expected"],
         "grad": [f"print(tp.grad(f, argnums={argnums})({args}))"],
@@ -2188,25 +2235,25 @@ def repro_text(program, outcome):
         "grad(grad)": [f"print(tp.grad(tp.grad(f))({args}))"],
         "hessian": [f"print(tp.hessian(f)({args}))"],
         "jvp(grad)": [f"print(tp.jvp(tp.grad(f), ({args},), tangents))"],
-        "vmap": [f"print(tp.vmap(f, in_axes={program.in_axes!r})({batch_args if check.startswith('vmap') else ''}))",
-                 f"print(np.array([f({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})]))  # expected"],
-        "vmap(grad)": [f"print(tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r})({batch_args if check.startswith('vmap') else ''}))",
-                       f"print([tp.grad(f, argnums={argnums})({per_example if check.startswith('vmap') else ''}) for b in range({BATCH})])  # expected, stacked"],
-        "jit": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
-                "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
-                "runtime.ScalarLoop.calls_before_compile = 0",
-                f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
-        "jit(grad)": ["import transpile.specialize.module, runtime", "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
-                      "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
-                      "runtime.ScalarLoop.calls_before_compile = 0",
-                      f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
-                      f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
+        "vmap": [f"print({vmapped}({batch_args}))",
+                 f"print(np.array([f({per_example}) for b in range({BATCH})]))  # expected"],
+        "vmap(grad)": [f"print({vmapped_grad}({batch_args}))",
+                       f"print([tp.grad(f, argnums={argnums})({per_example}) for b in range({BATCH})])  # expected, stacked"],
+        "jit": jit_setup + [f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
+        "jit(grad)": jit_setup + [f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
+                                  f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
+        "jit(vmap)": jit_setup + [f"print(tp.jit({vmapped})({batch_args}))",
+                                  f"print({vmapped}({batch_args}))  # expected"],
+        "jit(vmap(grad))": jit_setup + [f"print(tp.jit({vmapped_grad})({batch_args}))",
+                                        f"print({vmapped_grad}({batch_args}))  # expected"],
+        "jit(hessian)": jit_setup + [f"print(tp.jit(tp.hessian(f))({args}))",
+                                     f"print(tp.hessian(f)({args}))  # expected"],
     }
     lines += [""] + calls[check]
     if outcome.status == WRONG:
         lines.append(f"# {check}: WRONG: {outcome.detail}")
-        if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)",
-                                                           "jit", "jit(grad)"):
+        if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)") \
+                and not check.startswith("jit"):
             expected, source = outcome.expected
             if isinstance(expected, np.floating):   # print 0.5, not np.float64(0.5)
                 expected = float(expected)

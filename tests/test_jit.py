@@ -29,10 +29,13 @@ def specialize_at_once():
 def fuse_small():
     """Fuse chains of any size, as on the GPU (the tests' arrays are small), and compile
     each kernel's loop on its first call."""
-    old = specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile
-    specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = 1, 0
+    old = (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
+           CpuKernel.compile_after_s)
+    (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
+     CpuKernel.compile_after_s) = 1, 0, 0.0
     yield
-    specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile = old
+    (specialize_module.CPU_MIN_ELEMENTS, CpuKernel.calls_before_compile,
+     CpuKernel.compile_after_s) = old
 
 
 def assert_tree_close(got, expected, rtol):
@@ -535,8 +538,8 @@ def test_devices_and_device_put_without_a_gpu():
 
 
 def test_a_kernel_compiles_its_loop_once_it_is_called_again_and_again():
-    old = specialize_module.CPU_MIN_ELEMENTS
-    specialize_module.CPU_MIN_ELEMENTS = 1
+    old = specialize_module.CPU_MIN_ELEMENTS, CpuKernel.small_elements
+    specialize_module.CPU_MIN_ELEMENTS = CpuKernel.small_elements = 1
     try:
         x = np.random.default_rng(17).standard_normal((6, 7))
         j = tp.jit(selu)
@@ -547,7 +550,28 @@ def test_a_kernel_compiles_its_loop_once_it_is_called_again_and_again():
             assert compiled == (call > CpuKernel.calls_before_compile and
                                 have_compiled_loops()), call
     finally:
-        specialize_module.CPU_MIN_ELEMENTS = old
+        specialize_module.CPU_MIN_ELEMENTS, CpuKernel.small_elements = old
+
+
+def test_a_small_kernel_compiles_once_its_numpy_statements_have_taken_long_enough():
+    """Below CpuKernel.small_elements a kernel saves microseconds a call: it compiles only
+    after its numpy statements have run compile_after_s seconds in all."""
+    old = specialize_module.CPU_MIN_ELEMENTS, CpuKernel.compile_after_s
+    specialize_module.CPU_MIN_ELEMENTS = 1
+    try:
+        x = np.random.default_rng(18).standard_normal((6, 7))
+        for budget, expect_compiled in ((3600.0, False), (1e-9, True)):
+            CpuKernel.compile_after_s = budget
+            j = tp.jit(selu)
+            kernel = j.lower(x).env["fused"]
+            assert kernel.small
+            for call in range(CpuKernel.calls_before_compile + 3):
+                np.testing.assert_allclose(j(x), selu(x), rtol=1e-13)
+            assert (kernel._compiled is not None) == (expect_compiled and
+                                                       have_compiled_loops()), budget
+            assert kernel.spent > 0.0
+    finally:
+        specialize_module.CPU_MIN_ELEMENTS, CpuKernel.compile_after_s = old
 
 
 def donated_update(w, g, lr):
@@ -739,14 +763,17 @@ def test_called_helpers_are_specialized_too(fuse_small):
     x = rng.standard_normal((5, 4))
     j = tp.jit(_network)
     np.testing.assert_allclose(j(params, x), _network(params, x), rtol=1e-13)
-    helper = j.source.split("def _layer_1(")[1]
-    assert "= fused(" in helper                       # the helper's chain is one kernel
-    assert "_layer_1(x, W, b)" in j.source.split("def _network(")[1]
+    # the unrolled loop's calls are written out in the caller, each chain one kernel
+    network = j.source.split("def _network(")[1]
+    assert "_layer" not in network and network.count("= fused") == 3, network
     g = tp.jit(tp.grad(_network))(params, x)
     for (gw, gb), (ew, eb) in zip(g, tp.grad(_network)(params, x)):
         np.testing.assert_allclose(gw, ew, rtol=1e-12)
         np.testing.assert_allclose(gb, eb, rtol=1e-12)
-    np.testing.assert_allclose(tp.jit(_countdown)(x, 6), _countdown(x, 6), rtol=1e-14)
+    countdown = tp.jit(_countdown)
+    np.testing.assert_allclose(countdown(x, 6), _countdown(x, 6), rtol=1e-14)
+    # a recursive helper stays a call, of its copy specialized to the kinds it is given
+    assert "result = _countdown_2(add, subtract)" in countdown.lower(x, 6).source
 
 
 def _nested_twice(x):
@@ -761,6 +788,15 @@ def test_a_kernel_input_named_like_its_output_buffer(fuse_small):
     compile (found by the random program generator, seed 140319)."""
     x = np.random.default_rng().standard_normal((3, 4))
     step = tp.jit(tp.grad(_nested_twice))
-    assert "out_)" in step.lower(x).source or "out_[" in step.lower(x).source
     for _ in range(2):
         np.testing.assert_allclose(step(x), tp.grad(_nested_twice)(x), rtol=1e-12)
+    # (the helpers are written out in the caller now, with names of their own: a
+    # parameter named `out` is such an input still)
+    scaled = tp.jit(_scaled_out)
+    assert "out_)" in scaled.lower(x).source or "out_[" in scaled.lower(x).source
+    for _ in range(2):
+        np.testing.assert_allclose(scaled(x), _scaled_out(x), rtol=1e-14)
+
+
+def _scaled_out(out):
+    return np.sqrt(1.0 + np.square(out)) * out

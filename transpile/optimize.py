@@ -88,6 +88,18 @@ def _dce_block(stmts, live):
                 body_live.discard(s.target.id)   # bound by the loop header
             live = live | body_live | reads(s)
             out.append(s)
+        elif isinstance(s, gast.With):
+            # (vmapped code runs in `with rt.errstate(...)`: the block's statements
+            # are analysed as the function's, the header is always kept)
+            body, body_live = _dce_block(s.body, set(live))
+            s = _shallow(s)
+            s.body = body or [gast.Pass()]
+            live = body_live | {n.id for item in s.items for n in gast.walk(item)
+                                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+            out.append(s)
+        elif isinstance(s, (gast.Try, gast.AsyncWith)):
+            out.append(s)          # kept whole: every name it reads stays live
+            live = live | {n.id for n in gast.walk(s) if isinstance(n, gast.Name)}
         elif isinstance(s, gast.Pass):
             continue
         elif getattr(s, "is_marker", False):

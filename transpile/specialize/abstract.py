@@ -31,15 +31,26 @@ class Array:
                        dtype=self.dtype)
 
     def __eq__(self, other):
-        return isinstance(other, Array) and (self.shape, self.dtype, self.weak) == \
+        # the same class too: an Identity is one particular array of its shape
+        return type(other) is type(self) and (self.shape, self.dtype, self.weak) == \
             (other.shape, other.dtype, other.weak)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak))
+        return hash((type(self), self.shape, self.dtype, self.weak))
 
     def __repr__(self):
         kind = "weak " if self.weak else ""
         return f"{kind}{self.dtype}{list(self.shape)}"
+
+
+class Identity(Array):
+    """The identity matrix that `rt.basis_of` makes of a vector (its basis vectors,
+    stacked): a Jacobian pushes it through the function, and a product with it is its other
+    factor (lanes.py decides `rt.lanes_matmul(A, basis)` into A's columns)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"identity {self.dtype}{list(self.shape)}"
 
 
 # the dtypes whose numbers can be either kind inside a loop (Number) and that compiled

@@ -58,6 +58,15 @@ def bind_statics(fdef, values, namespace, namer):
     fdef.body = [Bind().visit(s) for s in fdef.body]
 
 
+def literal_arguments(args):
+    """((position, type, value), ...) of the arguments of a call that are literal numbers,
+    booleans, strings or None: a helper's copy is specialized to their values too (the
+    batch size a vmapped function passes on, a flag)."""
+    return tuple((i, type(a.value), a.value) for i, a in enumerate(args)
+                 if isinstance(a, gast.Constant) and
+                 type(a.value) in (int, float, bool, str, type(None)))
+
+
 def _global(value, hint, namespace, namer):
     for name, v in namespace.items():
         if v is value:

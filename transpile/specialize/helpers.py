@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir.nodes import const
 from ..ir.templates import dotted
+from . import lanes
 from .abstract import Array, Number, Sequence
 from .constants import Changes, name_counts, stored_names
 
@@ -38,6 +39,37 @@ def decide_helpers(fdef, inference):
         def simplified(self, n):
             spelling = dotted(n.func)
             args = n.args
+            rule = lanes.rule_for(n)
+            if rule is not None and rule.decide is not None:
+                new = rule.decide(args, [inference.of(a) for a in args],
+                                  [lanes.literal(a) for a in args])
+                return n if new is None else new
+            if spelling in ("np.shape", "np.ndim") and len(args) == 1 and not n.keywords:
+                x = known(args[0], weak=True)
+                if x is not None:
+                    return const(x.shape if spelling == "np.shape" else len(x.shape))
+            if spelling == "np.asarray" and len(args) == 1 and not n.keywords:
+                x = known(args[0])
+                if x is not None and x.shape:
+                    return args[0]      # an array already (a 0-d one may be a numpy scalar)
+            if spelling == "np.reshape" and len(args) == 2 and not n.keywords:
+                x, shape = known(args[0]), lanes.literal(args[1])
+                if x is not None and x.shape and (shape == x.shape or shape == x.shape[0]
+                                                  and len(x.shape) == 1):
+                    return args[0]      # a view of all of it, as it is
+            if spelling == "np.moveaxis" and len(args) == 3 and not n.keywords:
+                x = known(args[0])
+                if x is not None and isinstance(inference.of(n), Array) and \
+                        all(type(lanes.literal(a)) is int for a in args[1:]):
+                    # (inference knows the result only for axes in range)
+                    return _transposed_by(args[0], x, lanes.literal(args[1]),
+                                          lanes.literal(args[2]))
+            if spelling in ("np.ones_like", "np.zeros_like") and len(args) == 1 and \
+                    not n.keywords:
+                x = known(args[0])
+                if x is not None and len(x.shape) <= 1:
+                    # of an ndarray or a numpy scalar: an ndarray (of one memory layout)
+                    return _np_call(spelling[3:-5], [const(x.shape), _dtype_node(x.dtype)])
             if n.keywords and spelling != "np.mean":
                 return n
             if spelling == "rt.unbroadcast" and len(args) == 2 and all(
@@ -184,14 +216,108 @@ def fold_filled(fdef, inference):
                         gast.BinOp(left=other, op=n.op, right=g)
                     return _np_call("full", [const(shape), value])
                 a = inference.of(other)
-                if isinstance(a, Array) and not a.weak and a.shape == shape and \
-                        a.dtype.kind == "f" and strong_scalar(g):
+                if isinstance(a, Array) and not a.weak and _broadcasts_to(shape, a.shape) \
+                        and a.dtype.kind == "f" and strong_scalar(g):
                     changes.count += 1
                     return gast.BinOp(left=g, op=n.op, right=other) if left else \
                         gast.BinOp(left=other, op=n.op, right=g)
             return n
     fdef.body = [Fold().visit(s) for s in fdef.body]
     return changes.count > 0
+
+
+def _broadcasts_to(small, big):
+    """Whether an array of shape `small` broadcast against one of shape `big` gives `big`
+    (then `np.full(small, g) * y` is `g * y` element by element)."""
+    try:
+        return np.broadcast_shapes(small, big) == big
+    except ValueError:
+        return False
+
+
+def elide_copies(fdef, inference):
+    """Copies and views that only feed operators, and gradients finished as they are:
+
+        y = np.array(v)                 (a copy)
+        y = np.broadcast_to(v, S)       (v's own shape S: a read-only view)
+        y = v * 1                       (a copy, when of v's kind)
+            -> y = v, where y is assigned once, at the top level, and every statement
+               that reads it is an assignment whose operators or numpy functions make a
+               new array of it (so neither a write nor its writability can tell);
+        y = rt.as_grad(g, x)            (x an array of g's shape and dtype)
+        y = rt.lane_as_grad(g, x, True, False, n)
+            -> y = g, where g is made, once, by an operator or a numpy product: a
+               writable array, which the helpers return as it is.
+    True if anything changed."""
+    reads, stores = name_counts(fdef)
+    params = {a.id for a in fdef.args.args}
+    body = fdef.body
+    fresh = set()            # names made by an operator or a product (new arrays)
+    changed = False
+    for k, s in enumerate(body):
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1 and
+                isinstance(s.targets[0], gast.Name)):
+            continue
+        y, v = s.targets[0].id, s.value
+        kind = inference.of(v)
+        if stores.get(y) == 1 and y not in params and isinstance(kind, Array) and \
+                not kind.weak and kind.shape:
+            if isinstance(v, (gast.BinOp, gast.UnaryOp, gast.Compare)) or \
+                    isinstance(v, gast.Call) and dotted(v.func) in ("np.dot", "np.matmul"):
+                fresh.add(y)
+        source = _copied(v, kind, inference)
+        if source is not None and stores.get(y) == 1 and y not in params and \
+                all(_makes_new_array(t, y) for t in body[k + 1:]):
+            s.value = source
+            changed = True
+            continue
+        g = _finished_as_is(v, kind, inference)
+        if g is not None and g.id in fresh:
+            s.value = g
+            changed = True
+    return changed
+
+
+def _copied(v, kind, inference):
+    """The array `v` copies or views with its own shape (see elide_copies), or None."""
+    if not isinstance(v, (gast.Call, gast.BinOp)) or kind is None:
+        return None
+    if isinstance(v, gast.BinOp):
+        if not isinstance(v.op, gast.Mult):
+            return None
+        for one, other in ((v.right, v.left), (v.left, v.right)):
+            if isinstance(one, gast.Constant) and type(one.value) is int and \
+                    one.value == 1 and inference.of(other) == kind:
+                return other
+        return None
+    spelling = dotted(v.func)
+    if v.keywords or not v.args or inference.of(v.args[0]) != kind:
+        return None
+    if spelling == "np.array" and len(v.args) == 1:
+        return v.args[0]
+    if spelling == "np.broadcast_to" and len(v.args) == 2:
+        return v.args[0]            # (the same kind: the same shape)
+    return None
+
+
+def _finished_as_is(v, kind, inference):
+    """g of `rt.as_grad(g, x)` / `rt.lane_as_grad(g, x, True, False, n)` (a name) where
+    the helper returns g itself if it is a writable ndarray: g of the result's kind."""
+    if not (isinstance(v, gast.Call) and not v.keywords and v.args and
+            isinstance(v.args[0], gast.Name) and inference.of(v.args[0]) == kind and
+            isinstance(kind, Array) and kind.shape):
+        return None
+    spelling = dotted(v.func)
+    if spelling == "rt.as_grad" and len(v.args) == 2 and inference.of(v.args[1]) == kind:
+        return v.args[0]
+    if spelling == "rt.lane_as_grad" and len(v.args) == 5 and \
+            all(isinstance(a, gast.Constant) for a in v.args[2:4]) and \
+            v.args[2].value is True and v.args[3].value is False:
+        x = inference.of(v.args[1])
+        if isinstance(x, Array) and not x.weak and (kind.shape[0],) + x.shape == kind.shape \
+                and x.dtype == kind.dtype:
+            return v.args[0]
+    return None
 
 
 def _filled(node):
@@ -278,6 +404,26 @@ def _add_reduce(node, axis):
         value=gast.Name(id="np", ctx=gast.Load(), annotation=None, type_comment=None),
         attr="add", ctx=gast.Load()), attr="reduce", ctx=gast.Load())
     return gast.Call(func=reduce, args=[node], keywords=[gast.keyword(arg="axis", value=axis)])
+
+
+def _transposed_by(node, x, source, destination):
+    """np.moveaxis(node, source, destination) of an array of x's rank: `node.T` for a
+    matrix's two axes swapped, else np.transpose with the permutation (both are the view
+    moveaxis returns)."""
+    rank = len(x.shape)
+    order = [a for a in range(rank) if a != source % rank]
+    order.insert(destination % rank, source % rank)
+    if order == list(range(rank)):
+        return node
+    if rank == 2:
+        return _transposed(node)
+    return _np_call("transpose", [node, const(tuple(order))])
+
+
+def _dtype_node(dtype):
+    return gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(), annotation=None,
+                                          type_comment=None),
+                          attr=np.dtype(dtype).name, ctx=gast.Load())
 
 
 def _transposed(node):

@@ -21,6 +21,7 @@ value whose shape depends on data keeps the general code around it.
 import copy
 
 import gast
+import numpy as np
 
 from runtime.kernels import numba_module
 
@@ -32,17 +33,19 @@ from ..ir.program import is_literal
 from . import kernels as kernel_text
 from .abstract import abstract_of
 from .constants import (bind_statics, fold_constants, fold_literals, known_lengths,
-                        name_counts, unroll)
+                        literal_arguments, name_counts, stored_names, unroll)
 from .fusion import fuse
+from .inline import inline_helpers, unpack_tuples
 from .scalar_loops import compile_scalar_loops, inline_number_helpers
-from .helpers import decide_helpers, donate, fold_filled, forward_copies
+from .helpers import decide_helpers, donate, elide_copies, fold_filled, forward_copies
 from .shapes import NOT_HELPER, environment_before, infer, stack_names
 from .trees import (fold_stacks, fold_trees, propagate_copies, rename_values,
                     restore_names)
 
-# Fuse on the CPU only from this many elements: below it numpy's per-call cost is small and
-# compiling the loop (about 0.1 s with numba) would not pay for itself.
-CPU_MIN_ELEMENTS = 1 << 16
+# Fuse on the CPU only from this many elements: below it a chain's numpy statements cost a
+# few microseconds, about what calling a compiled kernel does. (Kernels below
+# CpuKernel.small_elements compile only once they have run long enough to repay it.)
+CPU_MIN_ELEMENTS = 1 << 13
 
 
 class Specialization:
@@ -58,6 +61,14 @@ class Specialization:
         # the jit API's check of a call's arguments against this code's kind (abstract.
         # argument_guard; None where it cannot make one): made on first use
         self.guard = False
+
+    global_arrays = ()    # (array, shape, dtype) of the global arrays the code relies on
+
+    def globals_fit(self):
+        """Whether every global array whose shape the code was made for still has that
+        shape and dtype (an array can be reshaped in place: `A.shape = (n * n,)`)."""
+        return all(a.shape == shape and a.dtype == dtype
+                   for a, shape, dtype in self.global_arrays)
 
     @property
     def source(self):
@@ -96,11 +107,15 @@ def specialize(gen, args, static, backend, label, min_elements=None, donated=())
     if min_elements is None:
         min_elements = CPU_MIN_ELEMENTS if backend == "numpy" else 1
     ctx = _Context(functions, namer, memo, min_elements)
+    ctx.namespace, ctx.backend = namespace, backend
     # loops on numbers compile whole where numba can compile them (scalar_loops.py)
     ctx.compile_numbers = backend == "numpy" and numba_module() is not None
     abstract = {p: abstract_of(args[i]) for i, p in enumerate(params) if i not in static}
     _specialize_function(entry, abstract, ctx)
     functions = _reachable(entry, functions + ctx.new)
+    for f, kinds in ctx.finish:
+        if f in functions:
+            _finish(f, kinds, ctx)
     kernels = [k for k in ctx.kernels if k.owner in functions]
     scalar_loops = [r for r in ctx.scalar_loops if r.owner in functions]
     entry_kernels = [k for k in kernels if k.owner is entry]
@@ -122,7 +137,9 @@ def specialize(gen, args, static, backend, label, min_elements=None, donated=())
         namespace["np"] = cupy
     env, _ = emit.compile_module(text, namespace, f"jit_{gen.entry_name}")
     namespace.pop("np", None)
-    return Specialization(text, env, env[entry.name], kernels, backend, namespace)
+    spec = Specialization(text, env, env[entry.name], kernels, backend, namespace)
+    spec.global_arrays = tuple(ctx.global_arrays.values())
+    return spec
 
 
 def _reachable(entry, functions):
@@ -152,6 +169,9 @@ class _Context:
         self.scalar_loops = []    # [scalar_loops.ScalarRegion]
         self.compile_numbers = False
         self.depth = 0
+        self.finish = []      # (function, parameter kinds) that _finish has yet to see
+        self.namespace, self.backend = {}, "numpy"
+        self.global_arrays = {}   # name -> (array, shape, dtype) the code relies on
 
 
 # how deep calls of helpers are specialized (the entry is depth 0)
@@ -160,31 +180,66 @@ CALL_DEPTH = 4
 
 def _specialize_function(fdef, abstract, ctx):
     """Specialize `fdef` (a copy, rewritten in place) for parameter abstract values
-    `abstract`; its kernels join ctx.kernels; returns the abstract value of its result."""
+    `abstract`: what known kinds decide, and calls of helpers specialized (and written out
+    here where they are straight-line code). Returns the abstract value of its result.
+    What comes after (names, fusion, compiled loops) waits for `_finish`, which specialize
+    runs on the functions still called once every call is decided."""
     call_kind = _call_kind(ctx)
 
     def inferred():
-        return infer(fdef, abstract, ctx.returns, call_kind)
+        return infer(fdef, _with_globals(fdef, abstract, ctx), ctx.returns, call_kind)
     fold_constants(fdef)
     if known_lengths(fdef, inferred()):
         fold_constants(fdef)
     if unroll(fdef.body):
         fold_literals(fdef)
-    for _ in range(4):       # a helper decided lets inference see further: again
+    _decide(fdef, inferred, ctx)
+    if inline_helpers(fdef, {f.name: f for f in ctx.new}, ctx.namer):
+        for _ in range(8):
+            # the tuples the helpers returned taken apart, and what that lets decide
+            while unpack_tuples(fdef) | propagate_copies(fdef):
+                pass
+            fdef.body = optimize.dce(fdef.body, set())
+            if not _decide(fdef, inferred, ctx):
+                break
+    ctx.finish.append((fdef, abstract))
+    last = fdef.body[-1] if fdef.body else None
+    return inferred().of(last.value) if isinstance(last, gast.Return) and \
+        last.value is not None else None
+
+
+def _decide(fdef, inferred, ctx):
+    """Helpers decided by known kinds, filled arrays folded, calls specialized, until
+    nothing changes (a decided helper lets inference see further); True if anything did."""
+    any_change = False
+    for _ in range(4):
         inference = inferred()
         changed = decide_helpers(fdef, inference)
         changed = fold_filled(fdef, inference) or changed
         changed = _specialize_calls(fdef, inference, ctx) or changed
         if not changed:
             break
+        any_change = True
+        fold_constants(fdef)      # (a shape or rank decided: `if np.ndim(out) == 0`)
+    return any_change
+
+
+def _finish(fdef, abstract, ctx):
+    """The rest of specializing `fdef`: saved values and adjoints named, dead code gone,
+    elementwise chains fused (ctx.kernels), loops on numbers compiled (ctx.scalar_loops)."""
+    call_kind = _call_kind(ctx)
+
+    def inferred():
+        return infer(fdef, _with_globals(fdef, abstract, ctx), ctx.returns, call_kind)
     fold_stacks(fdef, stack_names(fdef), ctx.namer)
     renamed = rename_values(fdef, ctx.namer)
     propagate_copies(fdef)
     fold_trees(fdef, inferred(), ctx.namer)
     fdef.body = optimize.dce(fdef.body, set())
+    if elide_copies(fdef, inferred()):
+        propagate_copies(fdef)
     forward_copies(fdef.body, name_counts(fdef))
-    inference = inferred()
-    kernels = fuse(fdef, inference, ctx.min_elements, ctx.namer)
+    kernels = fuse(fdef, inferred(), ctx.min_elements, ctx.namer)
     # after fusion, which inlines only values assigned once
     restore_names(fdef, renamed, kernels)
     for k in kernels:
@@ -197,14 +252,31 @@ def _specialize_function(fdef, abstract, ctx):
             fdef.body = optimize.dce(fdef.body, set())
         regions = compile_scalar_loops(
             fdef, inferred(),
-            lambda k: environment_before(fdef, abstract, k, ctx.returns, call_kind),
+            lambda k: environment_before(fdef, _with_globals(fdef, abstract, ctx), k,
+                                         ctx.returns, call_kind),
             ctx.namer)
         for r in regions:
             r.owner = fdef
         ctx.scalar_loops.extend(regions)
-    last = fdef.body[-1] if fdef.body else None
-    return inference.of(last.value) if isinstance(last, gast.Return) and \
-        last.value is not None else None
+
+
+def _with_globals(fdef, abstract, ctx):
+    """Parameter kinds `abstract`, and the kinds of the numpy arrays that `fdef` reads
+    from the module's namespace (a global array `A` of the user's function, held by the
+    generated code since it was transformed): shapes the specialization then relies on,
+    so it records them (ctx.global_arrays) and is used only while they hold."""
+    if ctx.backend != "numpy":
+        return abstract
+    kinds = dict(abstract)
+    stored = stored_names(fdef)
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and \
+                n.id not in kinds and n.id not in stored and \
+                type(ctx.namespace.get(n.id)) is np.ndarray:
+            value = ctx.namespace[n.id]
+            kinds[n.id] = abstract_of(value)
+            ctx.global_arrays[n.id] = (value, value.shape, value.dtype)
+    return kinds
 
 
 def _specialize_calls(fdef, inference, ctx):
@@ -221,7 +293,8 @@ def _specialize_calls(fdef, inference, ctx):
         # a call specialized in an earlier round is looked at again: inference may know
         # more of its arguments now (the result of another specialized call)
         helper = ctx.by_name[ctx.origin.get(n.func.id, n.func.id)]
-        name = _specialized_name(helper, tuple(inference.of(a) for a in n.args), ctx)
+        name = _specialized_name(helper, tuple(inference.of(a) for a in n.args), ctx,
+                                 literal_arguments(n.args))
         if name is None or name == n.func.id:
             continue
         n.func = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
@@ -229,21 +302,25 @@ def _specialize_calls(fdef, inference, ctx):
     return changed
 
 
-def _specialized_name(helper, kinds, ctx):
+def _specialized_name(helper, kinds, ctx, literals=()):
     """The name of the copy of generated function `helper` specialized to argument kinds
-    `kinds` (made now if new: once per kind, recursion included), or None where it is not
-    specialized (no kind known, *args or **kwargs, calls too deep)."""
+    `kinds` and literal arguments `literals` (made now if new: once per kind, recursion
+    included), or None where it is not specialized (no kind known, *args or **kwargs,
+    calls too deep)."""
     params = [a.id for a in helper.args.args]
     if len(params) != len(kinds) or all(k is None for k in kinds) or \
             helper.args.vararg or helper.args.kwarg or ctx.depth >= CALL_DEPTH:
         return None
-    key = (helper.name, kinds)
+    key = (helper.name, kinds, literals)
     if key not in ctx.made:
         name = ctx.made[key] = ctx.namer.fresh(helper.name)
         ctx.origin[name] = helper.name
         ctx.returns[name] = None          # unknown while it is being made (recursion)
         copy_ = copy.deepcopy(helper, dict(ctx.memo))
         copy_.name = name
+        if literals:
+            bind_statics(copy_, {params[i]: v for i, _, v in literals}, ctx.namespace,
+                         ctx.namer)
         ctx.depth += 1
         try:
             ctx.returns[name] = _specialize_function(copy_, dict(zip(params, kinds)), ctx)
@@ -258,11 +335,11 @@ def _call_kind(ctx):
     kinds, specializing the helper to them when it runs into the call (a loop whose value
     goes through a helper, `x = step(x)`, settles only if each trip asks anew); NOT_HELPER
     for other calls."""
-    def kind(spelling, kinds):
+    def kind(spelling, kinds, literals):
         origin = ctx.origin.get(spelling, spelling)
         if origin not in ctx.by_name:
             return NOT_HELPER
-        name = _specialized_name(ctx.by_name[origin], kinds, ctx)
+        name = _specialized_name(ctx.by_name[origin], kinds, ctx, literals)
         return ctx.returns.get(name) if name is not None else None
     return kind
 

@@ -17,6 +17,8 @@ import numpy as np
 import gast
 
 from ..ir.templates import dotted
+from . import lanes
+from .constants import literal_arguments
 from .abstract import PY_DTYPES, Array, Number, Sequence, join_values
 
 # Python's operators, not numpy's ufuncs: on two Python numbers `+` gives a Python number
@@ -225,6 +227,10 @@ class Inference:
             return _join(self.block(s.body, env), self.block(s.orelse, env))
         if isinstance(s, (gast.For, gast.While)):
             return self._loop(s, env)
+        if isinstance(s, gast.With) and all(i.optional_vars is None for i in s.items):
+            for item in s.items:           # (`with rt.errstate(...)` around vmapped code)
+                self.expr(item.context_expr, env)
+            return self.block(s.body, env)
         # anything else (augmented assignment, try, with, nested def): what it assigns is
         # unknown from here on
         env = dict(env)
@@ -348,11 +354,17 @@ class Inference:
             return _Range()
         if self.call_kind is not None and isinstance(node.func, gast.Name) and \
                 not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args):
-            found = self.call_kind(spelling, tuple(args))
+            found = self.call_kind(spelling, tuple(args), literal_arguments(node.args))
             if found is not NOT_HELPER:
                 return found
         if spelling in self.returns and not node.keywords:
             return self.returns[spelling]
+        rule = lanes.rule_for(node)
+        if rule is not None:
+            return rule.kind(args, [lanes.literal(a) for a in node.args]) \
+                if rule.kind is not None else None
+        if not node.keywords and spelling in _SHAPE_FUNCTIONS:
+            return _SHAPE_FUNCTIONS[spelling](args, [lanes.literal(a) for a in node.args])
         if node.keywords and spelling not in _REDUCTIONS:
             return None
         ufunc = ufunc_of(spelling)
@@ -407,10 +419,23 @@ class Inference:
             return None
         if spelling in ("rt.matmul_adj_x1", "rt.matmul_adj_x2") and len(args) == 3:
             shapes = [a for a in args if isinstance(a, Array) and not a.weak]
-            if len(shapes) == 3 and all(len(a.shape) == 2 for a in shapes):
+            if len(shapes) == 3:
                 g, other, x = args if spelling == "rt.matmul_adj_x1" else \
                     (args[1], args[0], args[2])
-                return Array(x.shape, np.result_type(g.dtype, other.dtype))
+                if all(len(a.shape) == 2 for a in shapes) or \
+                        len(other.shape) == 2 and len(g.shape) == len(x.shape) == 1:
+                    # a matrix's product with a vector included: the vector's adjoint
+                    return Array(x.shape, np.result_type(g.dtype, other.dtype))
+            return None
+        if spelling == "rt.as_grad" and len(args) == 2:
+            g, x = args
+            if isinstance(g, Array) and isinstance(x, Array) and not g.weak and \
+                    not x.weak and x.dtype.kind in "fc":
+                try:
+                    np.broadcast_shapes(g.shape, x.shape)
+                except ValueError:
+                    return None
+                return Array(x.shape, x.dtype)     # broadcast and cast to x's kind
             return None
         if spelling == "np.full" and len(args) == 2:
             shape = _literal(node.args[0])
@@ -419,6 +444,69 @@ class Inference:
                 return Array(shape, np.full(1, args[1].dummy()).dtype)
             return None
         return None
+
+
+def _shape_of(args, lits):
+    a = args[0] if len(args) == 1 else None
+    return Sequence([Array((), np.int64, weak=True)] * len(a.shape), tuple) \
+        if isinstance(a, Array) else None
+
+
+def _ndim_of(args, lits):
+    return Array((), np.int64, weak=True) if len(args) == 1 and \
+        isinstance(args[0], Array) else None
+
+
+def _like(args, lits):
+    """np.asarray(x), np.ones_like(x), np.zeros_like(x): an array of x's shape and dtype."""
+    a = args[0] if len(args) == 1 else None
+    return Array(a.shape, a.dtype) if isinstance(a, Array) else None
+
+
+def _reshaped(args, lits):
+    a = args[0] if len(args) == 2 else None
+    shape = lits[1] if a is not None else None
+    if type(shape) is int:
+        shape = (shape,)
+    if not isinstance(a, Array) or a.weak or not isinstance(shape, tuple) or \
+            not all(type(d) is int for d in shape):
+        return None
+    try:
+        return Array(np.empty(a.shape, np.bool_).reshape(shape).shape, a.dtype)
+    except ValueError:
+        return None
+
+
+def _moved(args, lits):
+    a = args[0] if len(args) == 3 else None
+    if not isinstance(a, Array) or a.weak or not all(type(v) is int for v in lits[1:]):
+        return None
+    try:
+        return Array(np.moveaxis(np.empty(a.shape, np.bool_), lits[1], lits[2]).shape,
+                     a.dtype)
+    except (ValueError, np.exceptions.AxisError):
+        return None
+
+
+def _broadcast_to(args, lits):
+    a, shape = (args[0], lits[1]) if len(args) == 2 else (None, None)
+    if type(shape) is int:
+        shape = (shape,)
+    if not isinstance(a, Array) or not isinstance(shape, tuple) or \
+            not all(type(d) is int and d >= 0 for d in shape):
+        return None
+    try:
+        np.broadcast_to(np.empty(a.shape, np.bool_), shape)
+    except ValueError:
+        return None
+    return Array(shape, a.dtype)
+
+
+# numpy functions whose result's kind follows from their argument's shape
+_SHAPE_FUNCTIONS = {"np.shape": _shape_of, "np.ndim": _ndim_of, "np.asarray": _like,
+                    "np.array": _like, "np.broadcast_to": _broadcast_to,
+                    "np.ones_like": _like, "np.zeros_like": _like, "np.reshape": _reshaped,
+                    "np.moveaxis": _moved}
 
 
 _SCALAR_TYPES = {f"np.{t.__name__}": t for t in (np.float16, np.float32, np.float64,
@@ -570,7 +658,7 @@ NOT_HELPER = object()      # what Inference.call_kind says of a call of anything
 def infer(fdef, params, returns=None, call_kind=None):
     """An Inference of `fdef` (gast FunctionDef) for parameter abstract values `params`
     (name -> abstract value or None); `returns`: what calls of specialized helpers give;
-    `call_kind(name, kinds)`: what a call of a generated helper gives (specializing it)."""
+    `call_kind(name, kinds, literals)`: what a call of a generated helper gives (specializing it)."""
     inference = Inference(stack_names(fdef), unsafe_lists(fdef), returns, call_kind)
     inference.block(fdef.body, dict(params))
     return inference
