@@ -698,9 +698,19 @@ class Jitted:
                 key.append(jit_pass.argument_key(v))
         return tuple(key)
 
+    def _cached(self, key):
+        """The specialization made for `key`, unless a global array it was made for has
+        changed shape or dtype in place since (then it is dropped)."""
+        spec = self._cache.get(key)
+        if spec is not None and spec.global_arrays and not spec.globals_fit():
+            self._cache.pop(key, None)
+            self._last = self._fast = None
+            return None
+        return spec
+
     def _specialization(self, full):
         key = self._key(full)
-        spec = self._cache.get(key)
+        spec = self._cached(key)
         if spec is None:
             with _GENERATING:     # once, when pmap's device threads ask together
                 spec = self._cache.get(key)
@@ -781,7 +791,7 @@ class Jitted:
         if self.backend == "cupy":
             full = tuple(rt_device_put(v) for v in full)
         key = self._key(full)
-        spec = self._cache.get(key)
+        spec = self._cached(key)
         if spec is None:
             calls = self._calls.get(key, 0)
             backend = self.backend or jit_pass.array_module_name(full)
@@ -811,6 +821,9 @@ class Jitted:
             return None
         if spec.guard is False:
             spec.guard = jit_pass.argument_guard(key)
+            if spec.guard is not None and spec.global_arrays:
+                arguments_fit = spec.guard
+                spec.guard = lambda *a: arguments_fit(*a) and spec.globals_fit()
         made_from = self.inner._generated
         if spec.guard is None or made_from is None:
             return None

@@ -258,7 +258,34 @@ def _shared_left(args, lits):
     return x1.shape[0], x1.shape[1], x2.shape[0]
 
 
+def _plain(args, lits):
+    """runtime.lanes_linalg._plain_matmul: whether the batched operands' own product is
+    every example's (the batch is one more stack axis or more rows): (x1, x2) or None."""
+    x1, x2 = _array(args[0]), _array(args[1])
+    if x1 is None or x2 is None or not all(f is True or f is False for f in lits[2:4]):
+        return None
+    n1, n2 = len(x1.shape), len(x2.shape)
+    if lits[2] and not lits[3]:
+        plain = n1 >= 2 and n2 in (1, 2)
+    elif lits[3] and not lits[2]:
+        plain = n2 >= 3 and n1 in (1, 2)
+    else:
+        plain = n1 == n2 and n1 >= 3
+    return (x1, x2) if plain else None
+
+
+def _product(x1, x2):
+    try:
+        shape = np.matmul(np.empty(x1.shape, np.bool_), np.empty(x2.shape, np.bool_)).shape
+    except ValueError:
+        return None
+    return Array(shape, np.result_type(x1.dtype, x2.dtype))
+
+
 def lanes_matmul_kind(args, lits):
+    plain = _plain(args, lits)
+    if plain is not None:
+        return _product(*plain)
     parts = _shared_left(args, lits)
     if parts is None:
         return None
@@ -272,6 +299,8 @@ def lanes_matmul_decide(nodes, args, lits):
     """rt.lanes_matmul(A, X, False, True): A @ X[i] for every example, `np.dot(X, A.T)`;
     with X the identity basis, A's columns: a copy of A.T, as the helper makes it (the
     caller may write into its result)."""
+    if _plain(args, lits) is not None and lanes_matmul_kind(args, lits) is not None:
+        return gast.BinOp(left=nodes[0], op=gast.MatMult(), right=nodes[1])
     if _shared_left(args, lits) is None:
         return None
     if isinstance(args[1], Identity):
@@ -279,7 +308,42 @@ def lanes_matmul_decide(nodes, args, lits):
     return _np("dot", nodes[1], _transposed(nodes[0]))
 
 
+def _plain_adjoint(args, lits, which):
+    """rt.lanes_matmul_adj_x1 / _x2 (g, x1, x2, flags) of a plain product: the plain
+    adjoint helper's call and its kind (x's shape), or None."""
+    plain = _plain(args[1:], lits[1:])
+    g = _array(args[0])
+    if plain is None or g is None or _product(*plain) is None or \
+            _product(*plain).shape != g.shape:
+        return None
+    x1, x2 = plain
+    x, other = (x1, x2) if which == 1 else (x2, x1)
+    return Array(x.shape, np.result_type(g.dtype, other.dtype))
+
+
+def lanes_matmul_adj_x1_kind(args, lits):
+    return _plain_adjoint(args, lits, 1)
+
+
+def lanes_matmul_adj_x1_decide(nodes, args, lits):
+    """rt.lanes_matmul_adj_x1(g, x1, x2, ...) of a plain product: rt.matmul_adj_x1(g, x2,
+    x1), as the helper calls it."""
+    if _plain_adjoint(args, lits, 1) is None:
+        return None
+    return _rt("matmul_adj_x1", nodes[0], nodes[2], nodes[1])
+
+
+def _rt(name, *args):
+    return gast.Call(func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(),
+                                                         annotation=None, type_comment=None),
+                                         attr=name, ctx=gast.Load()),
+                     args=list(args), keywords=[])
+
+
 def lanes_matmul_adj_x2_kind(args, lits):
+    plain = _plain_adjoint(args, lits, 2)
+    if plain is not None:
+        return plain
     parts = _shared_left(args[1:], lits[1:])
     g = _array(args[0])
     if parts is None or g is None or g.shape != (parts[2], parts[0]):
@@ -290,6 +354,8 @@ def lanes_matmul_adj_x2_kind(args, lits):
 def lanes_matmul_adj_x2_decide(nodes, args, lits):
     """rt.lanes_matmul_adj_x2(G, A, X, False, True): A^T G[i] for every example, one
     GEMM `np.dot(G, A)` (the helper's)."""
+    if _plain_adjoint(args, lits, 2) is not None:
+        return _rt("matmul_adj_x2", nodes[1], nodes[0], nodes[2])
     if lanes_matmul_adj_x2_kind(args, lits) is None:
         return None
     return _np("dot", nodes[0], nodes[1])
@@ -384,6 +450,8 @@ RULES = {
     "rt.batch_view": Rule((2,), lanes_view_kind, lanes_view_decide),
     "rt.lanes_array": Rule((3,), lanes_array_kind, lanes_array_decide),
     "rt.lanes_matmul": Rule((4,), lanes_matmul_kind, lanes_matmul_decide),
+    "rt.lanes_matmul_adj_x1": Rule((5,), lanes_matmul_adj_x1_kind,
+                                   lanes_matmul_adj_x1_decide),
     "rt.lanes_matmul_adj_x2": Rule((5,), lanes_matmul_adj_x2_kind,
                                    lanes_matmul_adj_x2_decide),
     "rt.getitem": Rule((2,), getitem_kind, getitem_decide),

@@ -363,6 +363,15 @@ class Inference:
         if rule is not None:
             return rule.kind(args, [lanes.literal(a) for a in node.args]) \
                 if rule.kind is not None else None
+        if spelling in ("np.ones", "np.zeros") and len(node.args) == 2 and \
+                not node.keywords and dotted(node.args[1]) and \
+                dotted(node.args[1]).startswith("np."):
+            shape = lanes.literal(node.args[0])       # (what np.ones_like became)
+            dtype = getattr(np, dotted(node.args[1])[3:], None)
+            if isinstance(shape, tuple) and all(type(d) is int for d in shape) and \
+                    isinstance(dtype, type) and issubclass(dtype, np.generic):
+                return Array(shape, dtype)
+            return None
         if not node.keywords and spelling in _SHAPE_FUNCTIONS:
             return _SHAPE_FUNCTIONS[spelling](args, [lanes.literal(a) for a in node.args])
         if node.keywords and spelling not in _REDUCTIONS:
