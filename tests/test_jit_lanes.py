@@ -211,3 +211,28 @@ def test_jit_of_vmap_with_a_data_dependent_loop():
         np.testing.assert_allclose(tp.jit(mapped)(xb, yb), want, rtol=1e-14)
         np.testing.assert_allclose(tp.jit(tp.vmap(tp.grad(data_dependent_loop)))(xb, yb),
                                    tp.vmap(tp.grad(data_dependent_loop))(xb, yb), rtol=1e-14)
+
+
+def layer_twice(x, W, b):
+    return np.tanh(x @ W + b) * 0.5 + x @ W * 0.1
+
+
+def written_between(x):
+    y = np.exp(x)
+    y[0] = 0.0                         # y changes in place: a later np.exp(x) is not y
+    z = np.exp(x)
+    return y + z * 2.0
+
+
+def test_common_subexpressions_are_computed_once():
+    r = rng(10)
+    x, W, b = r.standard_normal((6, 4)), r.standard_normal((4, 3)), r.standard_normal(3)
+    j = tp.jit(layer_twice)
+    for _ in range(2):
+        np.testing.assert_allclose(j(x, W, b), layer_twice(x, W, b), rtol=1e-15)
+    assert j.lower(x, W, b).source.count("x @ W") == 1, j.lower(x, W, b).source
+    w = tp.jit(written_between)
+    for _ in range(2):
+        np.testing.assert_allclose(w(x[0]), written_between(x[0].copy()), rtol=1e-15)
+    source = w.lower(x[0]).source
+    assert "z = np.exp(x)" in source and "z = y" not in source, source

@@ -206,7 +206,7 @@ class Fusion:
         if self.reads.get(name) != 1 or self.stores.get(name) != 1 or name in self.params:
             return False
         between = stmts[i + 1:j]
-        if not all(_harmless(s) for s in between):
+        if not all(harmless(s) for s in between):
             return False
         return not any(_tree_names(tree) & stored_names(s) for s in between)
 
@@ -234,7 +234,7 @@ _WRITES_INTO = {"np.copyto", "np.put", "np.place", "np.putmask", "np.fill_diagon
                 "np.put_along_axis", "np.random.shuffle"}
 
 
-def _harmless(s):
+def harmless(s):
     if isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant):
         return True                               # a comment marker
     if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \

@@ -267,7 +267,7 @@ def elide_copies(fdef, inference):
                 fresh.add(y)
         source = _copied(v, kind, inference)
         if source is not None and stores.get(y) == 1 and y not in params and \
-                all(_makes_new_array(t, y) for t in body[k + 1:]):
+                all(makes_new_array(t, y) for t in body[k + 1:]):
             s.value = source
             changed = True
             continue
@@ -357,7 +357,7 @@ def donate(fdef, kernels, donated):
                     any(p in stored_names(t) for t in body[:j]) or \
                     any(isinstance(n, gast.Name) and n.id == p
                         for t in body[j + 1:] for n in gast.walk(t)) or \
-                    not all(_makes_new_array(t, p) for t in body[:j]):
+                    not all(makes_new_array(t, p) for t in body[:j]):
                 continue
             s.value.keywords = [gast.keyword(arg="out", value=gast.Name(
                 id=p, ctx=gast.Load(), annotation=None, type_comment=None))]
@@ -365,7 +365,7 @@ def donate(fdef, kernels, donated):
             break
 
 
-def _makes_new_array(stmt, p):
+def makes_new_array(stmt, p):
     """Every read of `p` in `stmt` is an operand of an operator, or an argument of a numpy
     function that returns a new array, whose result is not `p` itself."""
     reads = [n for n in gast.walk(stmt) if isinstance(n, gast.Name) and n.id == p]

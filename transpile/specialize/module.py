@@ -34,6 +34,7 @@ from . import kernels as kernel_text
 from .abstract import abstract_of
 from .constants import (bind_statics, fold_constants, fold_literals, known_lengths,
                         literal_arguments, name_counts, stored_names, unroll)
+from .common import merge_common_subexpressions
 from .fusion import fuse
 from .inline import inline_helpers, unpack_tuples
 from .scalar_loops import compile_scalar_loops, inline_number_helpers
@@ -238,6 +239,9 @@ def _finish(fdef, abstract, ctx):
     fdef.body = optimize.dce(fdef.body, set())
     if elide_copies(fdef, inferred()):
         propagate_copies(fdef)
+    while merge_common_subexpressions(fdef) and propagate_copies(fdef):
+        pass
+    fdef.body = optimize.dce(fdef.body, set())
     forward_copies(fdef.body, name_counts(fdef))
     kernels = fuse(fdef, inferred(), ctx.min_elements, ctx.namer)
     # after fusion, which inlines only values assigned once
