@@ -236,3 +236,33 @@ def test_common_subexpressions_are_computed_once():
         np.testing.assert_allclose(w(x[0]), written_between(x[0].copy()), rtol=1e-15)
     source = w.lower(x[0]).source
     assert "z = np.exp(x)" in source and "z = y" not in source, source
+
+
+def product_rule(a, b):
+    return (a * b + b * a) * 0.75 + (a - b) * (b + a)
+
+
+def test_a_sum_of_twins_is_one_doubled_and_exact():
+    """`a * b + b * a` (what the product rule gives a square) is `m * 2.0`: exactly `m + m`
+    in floating point, for every dtype and value, so jit's numbers are numpy's bit for
+    bit; integers keep their sum."""
+    r = rng(11)
+    for dtype in (np.float32, np.float64):
+        a = r.standard_normal((40, 30)).astype(dtype)
+        b = r.standard_normal((40, 30)).astype(dtype)
+        b[0, :3] = [np.inf, np.nan, -0.0]
+        j = tp.jit(product_rule)
+        with np.errstate(invalid="ignore"):
+            want = product_rule(a, b)
+            for _ in range(2):
+                got = j(a, b)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+        assert "* 2.0" in j.lower(a, b).source
+    ints = r.integers(-5, 5, (4, 3))
+    np.testing.assert_array_equal(tp.jit(_int_twins)(ints, ints.T.copy().T),
+                                  _int_twins(ints, ints))
+
+
+def _int_twins(a, b):
+    return a * b + b * a

@@ -239,7 +239,8 @@ def _finish(fdef, abstract, ctx):
     fdef.body = optimize.dce(fdef.body, set())
     if elide_copies(fdef, inferred()):
         propagate_copies(fdef)
-    while merge_common_subexpressions(fdef) and propagate_copies(fdef):
+    while merge_common_subexpressions(fdef, inferred(), ctx.min_elements) and \
+            propagate_copies(fdef):
         pass
     fdef.body = optimize.dce(fdef.body, set())
     forward_copies(fdef.body, name_counts(fdef))
