@@ -74,8 +74,25 @@ def ppermute(x, axis_name, perm):
     """Example d gets the x of the example s for each (s, d) in `perm`; an example no pair
     sends to gets zeros."""
     comm, rank = _bound("ppermute", axis_name)
-    perm = [tuple(p) for p in perm]
+    perm = _permutation_pairs(perm, comm.size, _what("ppermute", axis_name))
     return tree_map(lambda v: comm.permute(rank, v, perm, _what("ppermute", axis_name)), x)
+
+
+def _permutation_pairs(perm, size, what):
+    """ppermute's `perm` as (source, destination) pairs of ints, checked as JAX does: every
+    index an example's (0 to size - 1), no source and no destination twice (a destination
+    twice would have two values, and between processes a message nobody receives)."""
+    pairs = [(int(s), int(d)) for s, d in perm]
+    for role, column in (("source", 0), ("destination", 1)):
+        seen = [pair[column] for pair in pairs]
+        for k in seen:
+            if not 0 <= k < size:
+                raise ValueError(f"{what}: perm names {role} {k}, but the axis has {size} "
+                                 f"examples (0 to {size - 1})")
+            if seen.count(k) > 1:
+                raise ValueError(f"{what}: perm has {role} {k} in more than one pair; each "
+                                 "example sends at most once and receives at most once")
+    return pairs
 
 
 def all_to_all(x, axis_name, split_axis, concat_axis, tiled=False):
@@ -135,6 +152,7 @@ def psum_scatter_lanes(x, scatter_dimension=0, tiled=False):
 def ppermute_lanes(x, perm):
     """ppermute over the batch axis: out[d] = x[s] for (s, d) in perm, zeros elsewhere."""
     xp = array_module(x)
+    perm = _permutation_pairs(perm, x.shape[0], "ppermute")
     out = xp.zeros_like(x)
     if perm:
         sources, destinations = zip(*perm)

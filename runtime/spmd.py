@@ -155,16 +155,21 @@ class SharedMemoryCommunicator:
         for child in children:
             child.abort(reason)
 
-    def split(self, key):
-        """The communicator shared by every rank that asks with this key (same size)."""
+    def split(self, launch, position):
+        """The communicator of this axis for the threads at `position` of nested pmap
+        number `launch` (counted in each rank's thread): made by the first rank that asks,
+        shared by every rank (the same size as this one)."""
         with self._lock:
-            child = self._children.get(key)
+            child = self._children.get((launch, position))
             if child is None:
-                child = self._children[key] = SharedMemoryCommunicator(self.size)
+                child = self._children[(launch, position)] = self._new_child(position)
                 if self._failure is not None:
                     child._failure = self._failure
                     child._barrier.abort()
         return child
+
+    def _new_child(self, position):
+        return SharedMemoryCommunicator(self.size)
 
     def exchange(self, rank, value, what):
         """Every rank's value (a list indexed by rank), read-only."""
@@ -254,27 +259,44 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
     process (its thread 0), which waits at most TRANSPILE_COLLECTIVE_TIMEOUT seconds.
 
     Rank = process index * threads per process + thread. Every process must run the same
-    number of threads (devices)."""
+    number of threads (devices). What crosses between processes is what the collective
+    needs there: psum adds each process's sum (Iallreduce), all_gather sends everything
+    to everyone (Iallgather), psum_scatter adds each process's sum of the blocks another
+    process keeps (Ireduce_scatter_block), all_to_all sends each process the blocks of its
+    ranks (Ialltoallv), and ppermute sends one rank's array to the one rank that receives
+    it (Isend and Irecv). A pair of ranks in one process meets through shared memory.
 
-    def __init__(self, threads, mpi_comm):
+    A nested pmap's threads (split) see this axis through a communicator of the same kind
+    whose MPI part is a duplicate of this one's, one per inner position, so that the inner
+    positions' collectives run at once without mixing (MPI_THREAD_MULTIPLE).
+    """
+
+    def __init__(self, threads, mpi_comm, check_device_counts=True):
         super().__init__(threads)
         self.mpi = mpi_comm
         self.threads = threads
-        self.offset = mpi_comm.Get_rank() * threads
+        self.process = mpi_comm.Get_rank()
+        self.offset = self.process * threads
         self.size = threads * mpi_comm.Get_size()
-        counts = np.empty(mpi_comm.Get_size(), dtype=np.int64)
-        self._mpi_wait(mpi_comm.Iallgather(np.array([threads], dtype=np.int64), counts),
-                       self.offset, "pmap's start (the processes' device counts)")
-        counts = counts.tolist()
-        if len(set(counts)) > 1:
-            raise CollectiveError(f"pmap across processes: the processes map axes of "
-                                  f"different sizes ({counts}); each must use as many "
-                                  "devices as the others")
+        if check_device_counts:
+            counts = np.empty(mpi_comm.Get_size(), dtype=np.int64)
+            self._mpi_wait(mpi_comm.Iallgather(np.array([threads], dtype=np.int64), counts),
+                           self.offset, "pmap's start (the processes' device counts)")
+            counts = counts.tolist()
+            if len(set(counts)) > 1:
+                raise CollectiveError(f"pmap across processes: the processes map axes of "
+                                      f"different sizes ({counts}); each must use as many "
+                                      "devices as the others")
 
     def rank_of(self, thread):
         return self.offset + thread
 
+    def _process_of(self, rank):
+        return rank // self.threads
+
     def exchange(self, rank, value, what):
+        """Every rank's value, in every process (all_gather: each process's stack of its
+        threads' values goes to every other, Iallgather)."""
         thread = rank - self.offset
         here = SharedMemoryCommunicator.exchange(self, thread, np.asarray(value), what)
         if thread == 0:
@@ -295,19 +317,144 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         self._wait(rank, what)
         return out.copy()
 
+    def reduce_scatter(self, rank, x, axis, tiled, what):
+        """This process's threads add their x (each a stretch); MPI adds the processes'
+        sums of the blocks each process keeps, so a process receives its ranks' blocks."""
+        from mpi4py import MPI
+        thread = rank - self.offset
+        x = np.asarray(x)
+        axis = axis % max(x.ndim, 1)
+        pieces = _pieces(x, self.size, axis, tiled, what)       # piece r: rank r's block
+        here = self._reduce_here(thread, pieces, "sum", what)
+        if thread == 0:
+            kept = np.empty((self.threads,) + here.shape[1:], here.dtype)
+            self._mpi_wait(self.mpi.Ireduce_scatter_block(here, kept, op=MPI.SUM), rank,
+                           what)
+            self._received = kept
+        self._wait(rank, what)
+        own = self._received[thread]
+        return own[0].copy() if not tiled else np.moveaxis(own, 0, axis).copy()
+
+    def alltoall(self, rank, x, split_axis, concat_axis, tiled, what):
+        """Each rank's pieces (piece r for rank r) meet in shared memory; thread 0 sends
+        every other process the pieces for its ranks, all in one Ialltoallv."""
+        thread = rank - self.offset
+        x = np.asarray(x)
+        axis = split_axis % max(x.ndim, 1)
+        values = SharedMemoryCommunicator.exchange(
+            self, thread, _pieces(x, self.size, axis, tiled, what), what)
+        _check_same(values, rank, what)
+        if thread == 0:
+            self._received = self._alltoall_between_processes(values, rank, what)
+        self._wait(rank, what)
+        blocks = []                        # what rank `source` sends this rank, by source
+        for source in range(self.size):
+            process, sender = divmod(source, self.threads)
+            piece = values[sender][rank] if process == self.process else \
+                self._received[process, thread, sender]
+            blocks.append(piece[0] if not tiled else np.moveaxis(piece, 0, axis))
+        out = np.concatenate(blocks, axis=concat_axis) if tiled else \
+            np.stack(blocks, axis=concat_axis)
+        self.done(rank, what)
+        return out
+
+    def _alltoall_between_processes(self, values, rank, what):
+        """Thread 0: send each other process q, as one message, the pieces of this
+        process's ranks for q's ranks, [receiving thread, sending thread, ...]; the same
+        layout comes back from each, indexed [process, receiving thread, sending thread]."""
+        from mpi4py import MPI
+        processes, threads = self.mpi.Get_size(), self.threads
+        piece = values[0][0]
+        send = np.empty((processes, threads, threads) + piece.shape, piece.dtype)
+        for q in range(processes):
+            if q != self.process:
+                for sender, pieces in enumerate(values):
+                    send[q, :, sender] = pieces[q * threads:(q + 1) * threads]
+        received = np.empty_like(send)
+        each = send[0].nbytes
+        counts = [0 if q == self.process else each for q in range(processes)]
+        displacements = [q * each for q in range(processes)]
+        self._mpi_wait(self.mpi.Ialltoallv([send, (counts, displacements), MPI.BYTE],
+                                           [received, (counts, displacements), MPI.BYTE]),
+                       rank, what)
+        return received
+
+    def permute(self, rank, x, perm, what):
+        """ppermute: a pair within this process reads the source's array from shared
+        memory; a pair across processes is one message (thread 0 sends and receives them
+        all, tagged with the receiving rank)."""
+        thread = rank - self.offset
+        values = SharedMemoryCommunicator.exchange(self, thread, np.asarray(x, order="C"),
+                                                   what)
+        _check_same(values, rank, what)
+        if thread == 0:
+            self._received = self._permute_between_processes(values, perm, rank, what)
+        self._wait(rank, what)
+        sources = [s for s, d in perm if d == rank]
+        if not sources:
+            out = np.zeros_like(values[thread])
+        elif self._process_of(sources[0]) == self.process:
+            out = np.array(values[sources[0] - self.offset])
+        else:
+            out = self._received[rank]
+        self.done(rank, what)
+        return out
+
+    def _permute_between_processes(self, values, perm, rank, what):
+        """Thread 0: send each pair's array whose source is here and destination elsewhere;
+        receive those whose destination is here and source elsewhere ({rank: array})."""
+        from mpi4py import MPI
+        requests, received = [], {}
+        for source, destination in perm:
+            sends = self._process_of(source) == self.process
+            receives = self._process_of(destination) == self.process
+            if sends and not receives:
+                requests.append(self.mpi.Isend([values[source - self.offset], MPI.BYTE],
+                                               self._process_of(destination), destination))
+            elif receives and not sends:
+                buffer = received[destination] = np.empty_like(values[0])
+                requests.append(self.mpi.Irecv([buffer, MPI.BYTE], self._process_of(source),
+                                               destination))
+        self._mpi_wait(lambda: MPI.Request.Testall(requests), rank, what)
+        return received
+
     def _mpi_wait(self, request, rank, what):
-        wait_or_abort(request.Test, self, rank, what, "processes")
+        """Wait for an MPI request (or, given a function, until it says done)."""
+        is_done = request if callable(request) else request.Test
+        wait_or_abort(is_done, self, rank, what, "processes")
 
-    def split(self, key):
-        return _NoNestedSpan()
+    def split(self, launch, position):
+        # the duplicate communicator exists before the child is made (outside self._lock:
+        # making it waits for the other processes, and a timeout aborts this communicator)
+        self._nested_mpi(position)
+        return super().split(launch, position)
+
+    def _new_child(self, position):
+        return ProcessSpanningCommunicator(self.threads, self._nested_mpi(position),
+                                           check_device_counts=False)
+
+    def _nested_mpi(self, position):
+        """The MPI communicator of inner position `position` under this one: a duplicate,
+        made once. Duplicating is collective, so every process makes them in the same
+        order (0, 1, ... whichever thread asks first) under one lock."""
+        from mpi4py import MPI
+        if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+            raise CollectiveError("a collective over an axis that spans processes, inside "
+                                  "a nested pmap, needs MPI_THREAD_MULTIPLE (the inner "
+                                  "devices call MPI at once); mpi4py asks for it unless "
+                                  "mpi4py.rc.thread_level says otherwise")
+        with _NESTED_LOCK:
+            made = _NESTED_MPI.setdefault(self.mpi.py2f(), [])
+            while len(made) <= position:
+                duplicate, request = self.mpi.Idup()
+                self._mpi_wait(request, self.offset, "a nested pmap's start (a communicator "
+                               "for an axis that spans processes)")
+                made.append(duplicate)
+            return made[position]
 
 
-class _NoNestedSpan:
-    """What a nested pmap's threads see for an axis that spans processes."""
-
-    def __getattr__(self, name):
-        raise CollectiveError("a collective over an axis that spans processes, called "
-                              "inside a nested pmap, is not supported")
+_NESTED_MPI = {}       # MPI communicator handle -> its duplicates, by nested position
+_NESTED_LOCK = threading.Lock()
 
 
 def _stretch(n, parts, k):
@@ -316,19 +463,36 @@ def _stretch(n, parts, k):
     return lo, lo + base + (1 if k < extra else 0)
 
 
-def _block(v, k, parts, axis, tiled, what):
-    axis = axis % max(v.ndim, 1)
+def _block_length(v, parts, axis, tiled, what):
+    """How many entries of v along `axis` each of `parts` ranks gets (1 and the axis
+    dropped when not tiled): the axis must have one entry a rank, or (tiled) a multiple."""
     if not tiled:
         if v.shape[axis] != parts:
             raise CollectiveError(f"{what}: axis {axis} has {v.shape[axis]} entries, but "
                                   f"the mapped axis has {parts} (pass tiled=True to split "
                                   "it into blocks)")
-        return v.take(k, axis=axis)
+        return 1
     if v.shape[axis] % parts:
         raise CollectiveError(f"{what}: axis {axis} has {v.shape[axis]} entries, not a "
                               f"multiple of the {parts} ranks")
-    size = v.shape[axis] // parts
+    return v.shape[axis] // parts
+
+
+def _block(v, k, parts, axis, tiled, what):
+    """Rank k's block of v along `axis` (not tiled: entry k, the axis dropped)."""
+    axis = axis % max(v.ndim, 1)
+    size = _block_length(v, parts, axis, tiled, what)
+    if not tiled:
+        return v.take(k, axis=axis)
     return v.take(range(k * size, (k + 1) * size), axis=axis)
+
+
+def _pieces(v, parts, axis, tiled, what):
+    """Every rank's block of v at once, contiguous: piece k (shape (length,) + the other
+    axes) is rank k's block with `axis` moved to the front."""
+    size = _block_length(v, parts, axis, tiled, what)
+    moved = np.moveaxis(v, axis, 0)
+    return np.ascontiguousarray(moved).reshape((parts, size) + moved.shape[1:])
 
 
 def _check_same(values, rank, what):
@@ -400,11 +564,11 @@ def run(fn, per_rank_args, axis_name, devices, comm=None):
 
     def task_for(rank):
         def task():
-            axes = {name: (c.split(("nested", launch, rank)), k)
-                    for name, (c, k) in parent.items()}
-            axes[axis_name] = (comm, comm.rank_of(rank))
-            _local.axes, _local.launches, _local.device = axes, 0, devices[rank]
-            try:
+            try:        # split too: across processes it can raise (a timeout, say)
+                axes = {name: (c.split(launch, rank), k)
+                        for name, (c, k) in parent.items()}
+                axes[axis_name] = (comm, comm.rank_of(rank))
+                _local.axes, _local.launches, _local.device = axes, 0, devices[rank]
                 results[rank] = fn(*per_rank_args[rank])
             except BaseException as e:      # noqa: B902 - passed to the caller's thread
                 errors[rank] = e

@@ -1,6 +1,8 @@
-"""pmap across processes: tests/mpi_check.py under `mpiexec -n 2`, 2 virtual devices each,
-against the single-process result (every collective, grad through pmap, a data-parallel
-training step, and a collective one process skips timing out instead of hanging)."""
+"""pmap across processes: tests/mpi_check.py under `mpiexec`, 2 processes of 2 virtual
+devices (as CI runs) and 3 of 2, against the single-process result (every collective, the
+point-to-point and block collectives bit for bit with the MPI calls they make, grad through
+pmap, a data-parallel training step, collectives over the outer axis of a nested pmap, and
+a collective one process skips timing out instead of hanging)."""
 import os
 import pathlib
 import shutil
@@ -12,6 +14,9 @@ import pytest
 import transpile as tp
 
 HERE = pathlib.Path(__file__).parent
+CHECKS = ("collectives", "grad through pmap", "data-parallel step", "ppermute", "all_to_all",
+          "psum_scatter", "MPI calls of each collective",
+          "nested pmap over an axis that spans processes")
 
 
 def _mpiexec():
@@ -19,14 +24,15 @@ def _mpiexec():
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
-def test_two_processes_of_two_devices_agree_with_one_process():
+@pytest.mark.parametrize("processes", [2, 3])
+def test_processes_of_two_devices_agree_with_one_process(processes):
     pytest.importorskip("mpi4py")
     mpiexec = _mpiexec()
     if mpiexec is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    out = _run(mpiexec)
-    for rank in (0, 1):
-        for what in ("collectives", "grad through pmap", "data-parallel step"):
+    out = _run(mpiexec, processes)
+    for rank in range(processes):
+        for what in CHECKS:
             assert f"rank {rank}: {what} ok" in out, out
 
 
@@ -35,14 +41,27 @@ def test_a_process_that_skips_a_collective_makes_the_other_raise_not_hang():
     mpiexec = _mpiexec()
     if mpiexec is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    out = _run(mpiexec, "--timeout", check=False)
+    out = _run(mpiexec, 2, "--timeout", check=False)
     assert "rank 0: psum a process skips times out ok" in out, out
 
 
-def _run(mpiexec, *flags, check=True):
-    env = dict(os.environ, TRANSPILE_CPU_DEVICES="2")
-    done = subprocess.run([mpiexec, "-n", "2", sys.executable, str(HERE / "mpi_check.py"),
-                           *flags], capture_output=True, text=True, timeout=300, env=env)
+def test_nested_pmap_over_processes_without_thread_multiple_is_a_clear_error():
+    pytest.importorskip("mpi4py")
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    out = _run(mpiexec, 2, "--serialized")
+    for rank in (0, 1):
+        assert f"rank {rank}: nested pmap without MPI_THREAD_MULTIPLE raises ok" in out, out
+
+
+def _run(mpiexec, processes, *flags, check=True):
+    # PYTHONPATH: the transpile beside these tests, also where another checkout is installed
+    env = dict(os.environ, TRANSPILE_CPU_DEVICES="2", PYTHONPATH=os.pathsep.join(
+        [str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([mpiexec, "-n", str(processes), sys.executable,
+                           str(HERE / "mpi_check.py"), *flags], capture_output=True,
+                          text=True, timeout=300, env=env)
     out = done.stdout + done.stderr
     if check:
         assert done.returncode == 0, out

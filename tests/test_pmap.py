@@ -286,6 +286,19 @@ def test_a_collective_one_device_skips_times_out_naming_it(monkeypatch):
         tp.pmap(f, "i")(np.ones(3))
 
 
+@pytest.mark.parametrize("mapped", [lambda f: tp.pmap(f, "i"),
+                                    lambda f: tp.vmap(f, axis_name="i")], ids=["pmap", "vmap"])
+def test_ppermute_takes_each_source_and_destination_once_and_in_range(mapped):
+    x = RNG.normal(size=(3, 2))
+    with pytest.raises(ValueError, match="perm has destination 1 in more than one pair"):
+        mapped(lambda v: tp.ppermute(v, "i", [(0, 1), (2, 1)]))(x)
+    with pytest.raises(ValueError, match="perm has source 0 in more than one pair"):
+        mapped(lambda v: tp.ppermute(v, "i", [(0, 1), (0, 2)]))(x)
+    with pytest.raises(ValueError, match=r"perm names destination 3, but the axis has 3 "
+                                         r"examples \(0 to 2\)"):
+        mapped(lambda v: tp.ppermute(v, "i", [(0, 3)]))(x)
+
+
 def test_gpu_backend_is_a_clear_error_and_devices_are_virtual():
     if not tp.devices("gpu"):
         with pytest.raises(tp.TransformError, match="no CUDA GPU is visible"):
