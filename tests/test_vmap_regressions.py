@@ -673,3 +673,27 @@ def test_hessian_through_an_element_of_a_partly_batched_tuple():
     g = tp.grad(write_into_empty_slice)
     close(tp.hessian(write_into_empty_slice)(x, y),
           _fd_jacobian(lambda v: g(v, y), x), 1e-6)
+
+
+def _gather_outer(x):
+    return tp.all_gather(x, "i")
+
+
+def _scatter_outer(x):
+    return tp.psum_scatter(x, "i")
+
+
+def test_a_collective_over_an_outer_axis_with_its_default_axis():
+    """Inside vmap over "j", all_gather/psum_scatter over the enclosing vmap's "i" with
+    axis (scatter_dimension) left at its default 0: the axis must move past the inner
+    batch axis as a given one does. It stayed, and the result came out transposed, of
+    shape (2, 2, 3, 4) for (2, 3, 2, 4) (found by the pmap work between processes)."""
+    x = np.random.default_rng().standard_normal((2, 3, 4))
+    gathered = tp.vmap(lambda v: tp.vmap(_gather_outer, axis_name="j")(v), axis_name="i")(x)
+    want = np.stack([np.stack([x[:, j] for j in range(3)]) for i in range(2)])
+    np.testing.assert_array_equal(gathered, want)
+    y = np.random.default_rng().standard_normal((2, 3, 2, 5))
+    scattered = tp.vmap(lambda v: tp.vmap(_scatter_outer, axis_name="j")(v), axis_name="i")(y)
+    total = np.sum(y, axis=0)                                  # (3, 2, 5): per j, per block
+    want = np.stack([np.stack([total[j, i] for j in range(3)]) for i in range(2)])
+    np.testing.assert_allclose(scattered, want, rtol=1e-14)

@@ -295,10 +295,12 @@ class CallRules:
         new.args = [bound.arguments["x"], bound.arguments["axis_name"]]
         new.keywords = []
         for p in COLLECTIVES[spelling]:
-            if p not in bound.arguments:
+            axis_option = p in ("axis", "scatter_dimension", "split_axis", "concat_axis")
+            if p not in bound.arguments and not axis_option:
                 continue
-            value = bound.arguments[p]
-            if p in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
+            # (an axis left at its default, 0, moves too)
+            value = bound.arguments.get(p, const(0))
+            if axis_option:
                 if not isinstance(value, gast.Constant) or type(value.value) is not int:
                     raise TransformError(f"{spelling[3:]}: {p} must be an integer literal "
                                          "under vmap")
