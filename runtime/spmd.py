@@ -301,6 +301,7 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         here = SharedMemoryCommunicator.exchange(self, thread, np.asarray(value), what)
         if thread == 0:
             stacked = np.stack(here)
+            self._agree(stacked, rank, what)
             everyone = np.empty((self.mpi.Get_size(),) + stacked.shape, stacked.dtype)
             self._mpi_wait(self.mpi.Iallgather(stacked, everyone), rank, what)
             self._shared = list(everyone.reshape((self.size,) + stacked.shape[1:]))
@@ -312,6 +313,7 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         out = self._reduce_here(thread, x, op, what)
         if thread == 0:
             from mpi4py import MPI
+            self._agree(out, rank, what)
             mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
             self._mpi_wait(self.mpi.Iallreduce(MPI.IN_PLACE, out, op=mpi_op), rank, what)
         self._wait(rank, what)
@@ -327,6 +329,7 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         pieces = _pieces(x, self.size, axis, tiled, what)       # piece r: rank r's block
         here = self._reduce_here(thread, pieces, "sum", what)
         if thread == 0:
+            self._agree(here, rank, what)
             kept = np.empty((self.threads,) + here.shape[1:], here.dtype)
             self._mpi_wait(self.mpi.Ireduce_scatter_block(here, kept, op=MPI.SUM), rank,
                            what)
@@ -345,6 +348,7 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
             self, thread, _pieces(x, self.size, axis, tiled, what), what)
         _check_same(values, rank, what)
         if thread == 0:
+            self._agree(values[0], rank, what)
             self._received = self._alltoall_between_processes(values, rank, what)
         self._wait(rank, what)
         blocks = []                        # what rank `source` sends this rank, by source
@@ -388,6 +392,7 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
                                                    what)
         _check_same(values, rank, what)
         if thread == 0:
+            self._agree(values[0], rank, what)
             self._received = self._permute_between_processes(values, perm, rank, what)
         self._wait(rank, what)
         sources = [s for s, d in perm if d == rank]
@@ -417,6 +422,28 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
                                                destination))
         self._mpi_wait(lambda: MPI.Request.Testall(requests), rank, what)
         return received
+
+    def _agree(self, x, rank, what):
+        """Thread 0, before a collective's data crosses: every process's value has this
+        process's shape and dtype (one small Iallgather). MPI moves bytes and would take
+        a mismatch for data (uninitialized values, a truncated message); a mismatch
+        aborts the collective in every process instead, naming both kinds."""
+        kind = np.zeros(2 + _MAX_RANK, np.int64)
+        kind[0], kind[1] = x.ndim, x.dtype.num
+        kind[2:2 + x.ndim] = x.shape
+        everyone = np.empty((self.mpi.Get_size(), kind.size), np.int64)
+        self._mpi_wait(self.mpi.Iallgather(kind, everyone), rank, what)
+        for q, other in enumerate(everyone):
+            if not np.array_equal(other, kind):
+                shape = tuple(int(d) for d in other[2:2 + other[0]])
+                dtype = next((t for t in np.sctypeDict.values()
+                              if np.dtype(t).num == other[1]), other[1])
+                reason = (f"process {q} passed an array of shape {shape} and dtype "
+                          f"{np.dtype(dtype).name}, process {self.process} one of shape "
+                          f"{x.shape} and dtype {x.dtype.name}; every process must pass "
+                          "the same")
+                self.abort(reason)
+                raise CollectiveError(f"{what} on rank {rank}: {reason}")
 
     def _mpi_wait(self, request, rank, what):
         """Wait for an MPI request (or, given a function, until it says done)."""
@@ -493,6 +520,9 @@ def _pieces(v, parts, axis, tiled, what):
     size = _block_length(v, parts, axis, tiled, what)
     moved = np.moveaxis(v, axis, 0)
     return np.ascontiguousarray(moved).reshape((parts, size) + moved.shape[1:])
+
+
+_MAX_RANK = 64          # numpy's most dimensions (NPY_MAXDIMS)
 
 
 def _check_same(values, rank, what):

@@ -6,7 +6,8 @@ the single-process result bit for bit, and the MPI calls each makes (only what a
 needs crosses); collectives over an outer axis that spans processes inside a nested pmap.
 Prints one line per check; exits non-zero on the first mismatch. With --timeout, only a
 psum that process 1 skips; with --serialized, only a nested pmap under
-MPI_THREAD_SERIALIZED."""
+MPI_THREAD_SERIALIZED; with --mismatch, only collectives of arrays whose shapes or
+dtypes differ between processes."""
 import os
 import sys
 import time
@@ -62,6 +63,28 @@ if "--serialized" in sys.argv:
     except spmd.CollectiveError as e:
         assert "needs MPI_THREAD_MULTIPLE" in str(e), e
         print(f"rank {me}: nested pmap without MPI_THREAD_MULTIPLE raises ok", flush=True)
+    sys.exit(0)
+
+
+if "--mismatch" in sys.argv:
+    # Processes passing arrays of different shapes (or dtypes) to one collective: MPI
+    # would take the bytes for data (uninitialized values, a truncated message); every
+    # process raises instead, naming both kinds. One pmap call per process and
+    # collective, each with its own shapes.
+    for name, collective in (("psum", lambda v: tp.psum(v, "i")),
+                             ("all_gather", lambda v: tp.all_gather(v, "i")),
+                             ("ppermute", lambda v: tp.ppermute(v, "i", [(0, n - 1)])),
+                             ("psum_scatter", lambda v: tp.psum_scatter(v, "i", tiled=True)),
+                             ("all_to_all", lambda v: tp.all_to_all(v, "i", 0, 0, tiled=True))):
+        for extra, dtype in ((me, np.float64), (0, np.float64 if me == 0 else np.float32)):
+            x = np.ones((local, n * (2 + extra), 3), dtype)     # a shape, then a dtype
+            try:
+                tp.pmap(collective, "i")(x)
+            except spmd.CollectiveError as e:
+                assert "every process must pass the same" in str(e), e
+            else:
+                raise AssertionError(f"{name}: arrays of different kinds went through")
+        print(f"rank {me}: {name} of mismatched arrays raises ok", flush=True)
     sys.exit(0)
 
 
@@ -204,15 +227,16 @@ class CountingMPI:
 
 
 def mpi_calls(f, *args):
-    """The MPI calls this process makes in a pmap of f (its first, Iallgather, checks that
-    the processes map as many devices)."""
+    """The MPI calls this process makes in a pmap of f with one collective, after the two
+    Iallgathers every such pmap makes first (the processes map as many devices; their
+    arrays are of one shape and dtype)."""
     counting = spmd._PROCESSES["mpi"] = CountingMPI(spmd._PROCESSES["mpi"])
     try:
         tp.pmap(f, "i")(*args)
     finally:
         spmd._PROCESSES["mpi"] = counting.comm
-    assert counting.calls[0] == "Iallgather", counting.calls
-    return counting.calls[1:]
+    assert counting.calls[:2] == ["Iallgather", "Iallgather"], counting.calls
+    return counting.calls[2:]
 
 
 def crossing(perm, role):

@@ -55,6 +55,17 @@ def test_nested_pmap_over_processes_without_thread_multiple_is_a_clear_error():
         assert f"rank {rank}: nested pmap without MPI_THREAD_MULTIPLE raises ok" in out, out
 
 
+def test_processes_passing_arrays_of_different_kinds_raise():
+    pytest.importorskip("mpi4py")
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    out = _run(mpiexec, 2, "--mismatch")
+    for rank in (0, 1):
+        for name in ("psum", "all_gather", "ppermute", "psum_scatter", "all_to_all"):
+            assert f"rank {rank}: {name} of mismatched arrays raises ok" in out, out
+
+
 def _run(mpiexec, processes, *flags, check=True):
     # PYTHONPATH: the transpile beside these tests, also where another checkout is installed
     env = dict(os.environ, TRANSPILE_CPU_DEVICES="2", PYTHONPATH=os.pathsep.join(
