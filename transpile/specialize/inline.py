@@ -69,19 +69,25 @@ def _inlined(s, helpers, namer, caller_locals):
     free = {n.id for n in gast.walk(helper) if isinstance(n, gast.Name)} - local
     if free & caller_locals:
         return None            # a global the caller shadows with a local of that name
-    renames = {v: namer.fresh(v) for v in sorted(local)}
+    return written_out(s, helper, {v: namer.fresh(v) for v in sorted(local)})
 
+
+def written_out(s, helper, renames):
+    """The statements replacing `t = helper(args)` (statement `s`): each parameter assigned
+    its argument, the helper's body, `t` assigned what it returns; the helper's names
+    renamed by `renames` (its parameters and every name it assigns)."""
     def renamed(node):
         node = copy.deepcopy(node)
         for n in gast.walk(node):
             if isinstance(n, gast.Name) and n.id in renames:
                 n.id = renames[n.id]
         return node
+    params = [a.id for a in helper.args.args]
     made = [_assign(gast.Name(id=renames[p], ctx=gast.Store(), annotation=None,
                               type_comment=None), copy.deepcopy(a))
-            for p, a in zip(params, args)]
-    made += [renamed(t) for t in body[:-1]]
-    made.append(_assign(s.targets[0], renamed(body[-1].value)))
+            for p, a in zip(params, s.value.args)]
+    made += [renamed(t) for t in helper.body[:-1]]
+    made.append(_assign(copy.deepcopy(s.targets[0]), renamed(helper.body[-1].value)))
     for m in made:
         gast.copy_location(m, s)
     return made
@@ -95,7 +101,7 @@ def unpack_tuples(fdef):
     """`t = a, b` (a tuple of names and literals, `t` assigned once, at the top level)
     then `x, y = t` -> `x = a; y = b`, and `t[i]` -> the i-th item, where no item's name
     is assigned again in between. True if anything changed."""
-    reads, stores = name_counts(fdef)
+    _, stores = name_counts(fdef)
     body = fdef.body
     displays = {}          # name -> (position, items)
     changed = False
@@ -139,7 +145,8 @@ def _names(items):
 
 
 def _unchanged_since(items, body, start, end):
-    """No name in `items` is assigned by body[start + 1:end] or by body[end] itself."""
+    """No name in `items` is assigned by the statements between body[start] and
+    body[end]."""
     names = _names(items)
     return not any(names & stored_names(t) for t in body[start + 1:end])
 

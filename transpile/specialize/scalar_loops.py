@@ -43,6 +43,7 @@ from ..ir.analysis import assigned_in, definitely_assigned
 from ..ir.nodes import assign, const, funcdef, name
 from ..ir.templates import dotted
 from .abstract import NUMBER_DTYPES, Array, Number
+from .inline import written_out
 from .shapes import infer
 
 # numpy functions of one number that numba computes as numpy does (checked on edge values
@@ -155,20 +156,8 @@ def _inlined(s, inference, functions, namer):
     check = _Check(helper_inference)
     if not all(check.statement(t) for t in body[:-1]) or not check.expr(body[-1].value):
         return None
-    renames = {v: namer.fresh(f"{v}_{helper.name}") for v in sorted(stored | set(params))}
-
-    def renamed(node):
-        node = copy.deepcopy(node)
-        for n in gast.walk(node):
-            if isinstance(n, gast.Name) and n.id in renames:
-                n.id = renames[n.id]
-        return node
-    made = [assign(renames[p], copy.deepcopy(a)) for p, a in zip(params, args)]
-    made += [renamed(t) for t in body[:-1]]
-    made.append(assign(s.targets[0].id, renamed(body[-1].value)))
-    for m in made:
-        gast.copy_location(m, s)
-    return made
+    return written_out(s, helper, {v: namer.fresh(f"{v}_{helper.name}")
+                                   for v in sorted(stored | set(params))})
 
 
 class _Check:
