@@ -29,17 +29,39 @@ def _what(fn, axis_name):
     return f"{fn} over axis {axis_name!r}"
 
 
+def summed_dtype(dtype):
+    """The dtype np.sum gives an array of `dtype`: booleans and integers narrower than the
+    platform's count in int64 (uint64), others keep theirs. psum and psum_scatter give it
+    under vmap (where they are np.sum over the batch axis) and under pmap alike, so that
+    psum(x > 0) counts and psum of int8 does not wrap."""
+    return np.add.reduce(np.zeros(1, dtype)).dtype
+
+
+def mean_dtype(dtype):
+    """The dtype np.mean gives: float64 for booleans and integers, others keep theirs."""
+    return np.mean(np.zeros(1, dtype)).dtype
+
+
+def _as(v, dtype_of):
+    v = array_module(v).asarray(v)
+    wanted = dtype_of(v.dtype)
+    return v if v.dtype == wanted else v.astype(wanted)
+
+
 def psum(x, axis_name):
-    """The sum of x over the examples of the mapped axis `axis_name` (the same in all)."""
+    """The sum of x over the examples of the mapped axis `axis_name` (the same in all), in
+    np.sum's dtype (summed_dtype)."""
     comm, rank = _bound("psum", axis_name)
-    return tree_map(lambda v: comm.allreduce(rank, v, "sum", _what("psum", axis_name)), x)
+    return tree_map(lambda v: comm.allreduce(rank, _as(v, summed_dtype), "sum",
+                                             _what("psum", axis_name)), x)
 
 
 def pmean(x, axis_name):
-    """The mean of x over the mapped axis."""
+    """The mean of x over the mapped axis, in np.mean's dtype (booleans and integers are
+    summed as float64: the fraction of True, no wrapping)."""
     comm, rank = _bound("pmean", axis_name)
-    return tree_map(lambda v: comm.allreduce(rank, v, "sum", _what("pmean", axis_name)) /
-                    comm.size, x)
+    return tree_map(lambda v: comm.allreduce(rank, _as(v, mean_dtype), "sum",
+                                             _what("pmean", axis_name)) / comm.size, x)
 
 
 def pmax(x, axis_name):
@@ -66,7 +88,8 @@ def psum_scatter(x, axis_name, scatter_dimension=0, tiled=False):
     """psum, of which example i keeps only block i along `scatter_dimension` (that axis
     has one entry per example; tiled=True: a multiple, kept as a block)."""
     comm, rank = _bound("psum_scatter", axis_name)
-    return tree_map(lambda v: comm.reduce_scatter(rank, v, scatter_dimension, tiled,
+    return tree_map(lambda v: comm.reduce_scatter(rank, _as(v, summed_dtype),
+                                                  scatter_dimension, tiled,
                                                   _what("psum_scatter", axis_name)), x)
 
 
@@ -119,6 +142,12 @@ def axis_index(axis_name):
 # What the vmap pass writes for a collective over its own axis: x carries the examples
 # along axis 0 (the batch axis); the value every example would get, batched likewise, or
 # (all_gather) the one value all examples share.
+
+def psum_copies(x, n):
+    """psum over the batch axis of a value every example shares: n times it, in np.sum's
+    dtype (what the sum of n copies gives)."""
+    return _as(x, summed_dtype) * n
+
 
 def all_gather_lanes(x, axis=0, tiled=False):
     """all_gather over the batch axis: the stack (or concatenation) of the examples."""

@@ -314,8 +314,18 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         if thread == 0:
             from mpi4py import MPI
             self._agree(out, rank, what)
-            mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
-            self._mpi_wait(self.mpi.Iallreduce(MPI.IN_PLACE, out, op=mpi_op), rank, what)
+            if op != "sum" and out.dtype.kind == "c":
+                # MPI has no order of complex numbers: every process's reduction comes
+                # here, and numpy orders them as it does in one process
+                everyone = np.empty((self.mpi.Get_size(),) + out.shape, out.dtype)
+                self._mpi_wait(self.mpi.Iallgather(out, everyone), rank, what)
+                REDUCERS[op].reduce(everyone, axis=0, out=out)
+            else:
+                # MPI's max and min take no booleans: their bytes (0 or 1) reduce alike
+                data = out.view(np.uint8) if out.dtype == np.bool_ else out
+                mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
+                self._mpi_wait(self.mpi.Iallreduce(MPI.IN_PLACE, data, op=mpi_op), rank,
+                               what)
         self._wait(rank, what)
         return out.copy()
 

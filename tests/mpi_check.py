@@ -208,6 +208,22 @@ for dimension, tiled, shape in PSUM_SCATTER:
                                atol=1e-12, err_msg=what + " float64, to rounding")
 print(f"rank {me}: psum_scatter ok", flush=True)
 
+# psum, pmean, pmax, pmin and psum_scatter of booleans, narrow integers and complex numbers:
+# np.sum's and np.mean's dtypes (a count, no wrapping), MPI's max and min of booleans and
+# of complex numbers (which MPI cannot order), against vmap in one process.
+for dtype in (np.bool_, np.int8, np.uint8, np.int32, np.float32, np.complex128):
+    def reduced(v):
+        return [tp.psum(v, "i"), tp.pmax(v, "i"), tp.pmin(v, "i"),
+                tp.psum_scatter(v, "i", tiled=True)]
+    values = per_device((n, 3), dtype)
+    if values.dtype.kind in "fc":
+        values = (np.round(values * 8) / 8).astype(dtype)        # sums exact in any order
+    pmap_equals_vmap(reduced, [values], f"reductions of {np.dtype(dtype)}")
+    if np.dtype(dtype).kind in "biu":
+        pmap_equals_vmap(lambda v: tp.pmean(v, "i"), [per_device((4,), dtype)],
+                         f"pmean of {np.dtype(dtype)}")
+print(f"rank {me}: reductions of every dtype ok", flush=True)
+
 
 class CountingMPI:
     """The processes' MPI communicator, recording the name of each nonblocking call."""

@@ -15,7 +15,7 @@ import transpile as tp
 
 HERE = pathlib.Path(__file__).parent
 CHECKS = ("collectives", "grad through pmap", "data-parallel step", "ppermute", "all_to_all",
-          "psum_scatter", "MPI calls of each collective",
+          "psum_scatter", "reductions of every dtype", "MPI calls of each collective",
           "nested pmap over an axis that spans processes")
 
 

@@ -119,6 +119,51 @@ def test_scatter_and_all_to_all_equal_vmap():
     close(got, tp.vmap(scatter_program, axis_name="i")(m))
 
 
+def reductions_program(x, shared):
+    return [tp.psum(x, "i"), tp.pmean(x, "i"), tp.pmax(x, "i"), tp.pmin(x, "i"),
+            tp.psum_scatter(x, "i", tiled=True), tp.psum(shared, "i"), tp.pmean(shared, "i")]
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.float32,
+                                   np.complex128])
+def test_reductions_have_numpys_dtypes_and_equal_vmap(dtype):
+    """psum counts booleans and does not wrap narrow integers (np.sum's dtype), pmean of
+    booleans is the fraction of True (np.mean's), under pmap and vmap alike, for a value
+    that differs between examples and one they share."""
+    if np.dtype(dtype).kind == "b":
+        x, shared = RNG.normal(size=(4, 4, 3)) > 0, RNG.normal(size=3) > 0
+    elif np.dtype(dtype).kind in "iu":
+        x = RNG.integers(60, 127, size=(4, 4, 3)).astype(dtype)    # sums above int8's range
+        shared = RNG.integers(60, 127, size=3).astype(dtype)
+    else:
+        x = (np.round(RNG.normal(size=(4, 4, 3)) * 8) / 8).astype(dtype)   # exact sums
+        shared = (np.round(RNG.normal(size=3) * 8) / 8).astype(dtype)
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * np.round(RNG.normal(size=x.shape) * 8) / 8
+    stacked = np.broadcast_to(shared, (4, 3))
+    expected = [np.sum(x, axis=0), np.mean(x, axis=0), np.max(x, axis=0), np.min(x, axis=0),
+                np.sum(x, axis=0).reshape(4, 1, 3), np.sum(stacked, axis=0),
+                np.mean(stacked, axis=0)]
+    mapped = {"pmap": tp.pmap(reductions_program, "i", in_axes=(0, None)),
+              "vmap": tp.vmap(reductions_program, axis_name="i", in_axes=(0, None))}
+    for how, f in mapped.items():
+        got = [np.asarray(v) for v in f(x, shared)]
+        for k, (g, e) in enumerate(zip(got, expected)):
+            e = np.broadcast_to(e, (4,) + e.shape[1:] if k == 4 else (4,) + e.shape)
+            assert g.dtype == e.dtype and np.array_equal(g, e), (how, k, g, e)
+
+
+def test_grad_through_psum_of_a_shared_value_under_vmap():
+    def f(x, w):
+        return np.sin(tp.psum(w * w, "i")) * x
+    x, w = RNG.normal(size=(4, 3)), RNG.normal(size=3)
+    loss = lambda w: np.sum(tp.vmap(f, in_axes=(0, None), axis_name="i")(x, w))
+    expected = np.sum(x, axis=0) * np.cos(4 * w * w) * 8 * w
+    close(tp.grad(loss)(w), expected, 1e-10)
+    close(tp.grad(lambda w: np.sum(tp.pmap(f, "i", in_axes=(0, None))(x, w)))(w), expected,
+          1e-10)
+
+
 def test_in_axes_out_axes_and_pytrees():
     params = {"w": RNG.normal(size=(3, 2)), "b": RNG.normal(size=2)}
     xs = RNG.normal(size=(3, 5))

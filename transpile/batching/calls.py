@@ -266,10 +266,12 @@ class CallRules:
         _, bound = self._bound(v, spelling)
         x = bound.arguments["x"]
         if not batched(self.expr_spec(x)):
-            # the same value in every example
+            # the same value in every example (in the dtype np.sum / np.mean give)
             if spelling == "rt.psum":
-                return gast.BinOp(left=x, op=gast.Mult(), right=name(self.size))
-            if spelling in ("rt.pmean", "rt.pmax", "rt.pmin"):
+                return call("rt.psum_copies", [x, name(self.size)])
+            if spelling == "rt.pmean":
+                return gast.BinOp(left=x, op=gast.Mult(), right=const(1.0))
+            if spelling in ("rt.pmax", "rt.pmin"):
                 return x
             x = call("rt.broadcast_batch", [x, name(self.size)])
         if spelling in LANE_HELPERS:

@@ -6,7 +6,7 @@ for the enclosing vmap (or pmap) of that name. The reverse rule of a sum over ex
 sends every example the sum of all examples' adjoints (the transpose of "sum, then give
 the total to every example").
 """
-from .core import BatchRule, fwd, nondiff, rev, set_batch_rule
+from .core import BatchRule, batch_elementwise, fwd, nondiff, rev, set_batch_rule
 import runtime as rt  # noqa: F401
 
 
@@ -149,6 +149,19 @@ def all_to_all_lanes(dout, out, x, split_axis, concat_axis, tiled=False):
 @fwd("rt.all_to_all_lanes")
 def all_to_all_lanes_fwd(out, x, split_axis, concat_axis, tiled=False):
     dout = rt.all_to_all_lanes(dx, split_axis, concat_axis, tiled)
+
+
+@rev("rt.psum_copies")
+def psum_copies(dout, out, x, n):
+    dx = rt.psum_copies(dout, n)
+
+
+@fwd("rt.psum_copies")
+def psum_copies_fwd(out, x, n):
+    dout = rt.psum_copies(dx, n)
+
+
+batch_elementwise("rt.psum_copies")
 
 
 # vmap of vmap over a collective of the inner axis: not built (a clear error)
