@@ -266,3 +266,26 @@ def test_a_sum_of_twins_is_one_doubled_and_exact():
 
 def _int_twins(a, b):
     return a * b + b * a
+
+
+def shared_reductions(x, w):
+    return np.sin(tp.psum(w * w, "i")) * x + tp.psum(w > 0, "i") + tp.pmean(x, "i")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8])
+def test_psum_of_a_shared_value_under_jit_of_vmap(dtype):
+    """psum of a value every example shares is `w * n` once its dtype is np.sum's; a
+    narrower one (int8, booleans) keeps rt.psum_copies, which sums in int64."""
+    r = rng(20)
+    x = r.standard_normal((5, 3)).astype(np.float64)
+    w = (r.standard_normal(3) * 40).astype(dtype)
+    mapped = tp.vmap(shared_reductions, in_axes=(0, None), axis_name="i")
+    jitted = tp.jit(mapped)
+    expected = mapped(x, w)
+    got = jitted(x, w)
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    source = jitted.lower(x, w).source
+    assert ("rt.psum_copies(multiply, 5)" in source) == (dtype == np.int8), source
+    assert ("multiply * 5" in source) == (dtype != np.int8), source
+    assert "rt.psum_copies(greater, 5)" in source, source

@@ -18,6 +18,7 @@ keywords are decided: `outer=` (a vmap inside a vmap) keeps the runtime helper.
 import gast
 import numpy as np
 
+from runtime.collectives import summed_dtype
 from ..ir.nodes import const
 from .abstract import Array, Identity, Sequence
 
@@ -417,6 +418,22 @@ def batch_out_decide(nodes, args, lits):
     return nodes[0] if _stays(args[0], lits[1]) else None
 
 
+# ---------------------------------------------------------------- collectives
+
+def psum_copies_kind(args, lits):
+    """rt.psum_copies(x, n): x's shape, np.sum's dtype."""
+    x = _array(args[0])
+    return Array(x.shape, summed_dtype(x.dtype)) if x is not None else None
+
+
+def psum_copies_decide(nodes, args, lits):
+    """`x * n` where x already has np.sum's dtype (floats, complex numbers, int64)."""
+    x = _array(args[0])
+    if x is None or summed_dtype(x.dtype) != x.dtype:
+        return None
+    return gast.BinOp(left=nodes[0], op=gast.Mult(), right=nodes[1])
+
+
 class Rule:
     def __init__(self, nargs, kind=None, decide=None):
         self.nargs, self.kind, self.decide = nargs, kind, decide
@@ -457,6 +474,7 @@ RULES = {
     "rt.getitem": Rule((2,), getitem_kind, getitem_decide),
     "rt.batch_out": Rule((2,), batch_out_kind, batch_out_decide),
     "rt.lane_as_grad": Rule((5,), lane_as_grad_kind),
+    "rt.psum_copies": Rule((2,), psum_copies_kind, psum_copies_decide),
 }
 
 
