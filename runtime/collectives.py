@@ -48,9 +48,19 @@ def _as(v, dtype_of):
     return v if v.dtype == wanted else v.astype(wanted)
 
 
+def _over_each(reduction, x, axis_name):
+    """A reduction over a tuple of axis names: over each in turn (innermost first; sums,
+    means of equal-sized groups, maxima and minima do not depend on the order)."""
+    for one in reversed(axis_name):
+        x = reduction(x, one)
+    return x
+
+
 def psum(x, axis_name):
     """The sum of x over the examples of the mapped axis `axis_name` (the same in all), in
-    np.sum's dtype (summed_dtype)."""
+    np.sum's dtype (summed_dtype); over every axis of a tuple of names."""
+    if isinstance(axis_name, tuple):
+        return _over_each(psum, x, axis_name)
     comm, rank = _bound("psum", axis_name)
     return tree_map(lambda v: comm.allreduce(rank, _as(v, summed_dtype), "sum",
                                              _what("psum", axis_name)), x)
@@ -59,6 +69,8 @@ def psum(x, axis_name):
 def pmean(x, axis_name):
     """The mean of x over the mapped axis, in np.mean's dtype (booleans and integers are
     summed as float64: the fraction of True, no wrapping)."""
+    if isinstance(axis_name, tuple):
+        return _over_each(pmean, x, axis_name)
     comm, rank = _bound("pmean", axis_name)
     return tree_map(lambda v: comm.allreduce(rank, _as(v, mean_dtype), "sum",
                                              _what("pmean", axis_name)) / comm.size, x)
@@ -66,12 +78,16 @@ def pmean(x, axis_name):
 
 def pmax(x, axis_name):
     """The maximum of x over the mapped axis."""
+    if isinstance(axis_name, tuple):
+        return _over_each(pmax, x, axis_name)
     comm, rank = _bound("pmax", axis_name)
     return tree_map(lambda v: comm.allreduce(rank, v, "max", _what("pmax", axis_name)), x)
 
 
 def pmin(x, axis_name):
     """The minimum of x over the mapped axis."""
+    if isinstance(axis_name, tuple):
+        return _over_each(pmin, x, axis_name)
     comm, rank = _bound("pmin", axis_name)
     return tree_map(lambda v: comm.allreduce(rank, v, "min", _what("pmin", axis_name)), x)
 

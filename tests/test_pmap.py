@@ -164,6 +164,47 @@ def test_grad_through_psum_of_a_shared_value_under_vmap():
           1e-10)
 
 
+def over_both_axes(x):
+    return [tp.psum(x, ("i", "j")), tp.pmean(np.sin(x), ("j", "i")), tp.pmax(x, ("i", "j")),
+            tp.pmin(x, ("i", "j")), tp.psum(x > 0, ("i", "j")), tp.psum(x, ("j",))]
+
+
+@pytest.mark.parametrize("outer, inner", [("vmap", "vmap"), ("pmap", "vmap"),
+                                          ("vmap", "pmap"), ("pmap", "pmap")])
+def test_reductions_over_a_tuple_of_axis_names(outer, inner):
+    """psum(x, ("i", "j")) reduces over both mapped axes, in either order, whichever
+    mappings bind them (JAX's tuple axis names)."""
+    mappers = {"vmap": lambda f, n: tp.vmap(f, axis_name=n),
+               "pmap": lambda f, n: tp.pmap(f, n)}
+    x = RNG.normal(size=(2, 3))
+    got = mappers[outer](mappers[inner](over_both_axes, "j"), "i")(x)
+    every = np.ones_like(x)
+    expected = [x.sum() * every, np.sin(x).mean() * every, x.max() * every, x.min() * every,
+                np.sum(x > 0) * every.astype(np.int64),
+                np.broadcast_to(x.sum(1, keepdims=True), x.shape)]
+    for g, e in zip(got, expected):
+        g = np.asarray(g)
+        assert g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+
+
+def test_grad_through_a_reduction_over_two_axes():
+    def f(x):
+        return np.sin(x) * tp.psum(x * x, ("i", "j"))
+    x = RNG.normal(size=(2, 3))
+    expected = np.cos(x) * np.sum(x * x) + 2 * x * np.sum(np.sin(x))
+    for outer in (tp.vmap, lambda f, axis_name: tp.pmap(f, axis_name)):
+        mapped = outer(tp.vmap(f, axis_name="j"), axis_name="i")
+        close(tp.grad(lambda x: np.sum(mapped(x)))(x), expected, 1e-10)
+
+
+def test_a_tuple_of_axis_names_elsewhere_is_a_clear_error():
+    def gathered(x):
+        return tp.all_gather(x, ("i", "j"))
+    with pytest.raises(tp.TransformError, match="all_gather: the axis name must be a string"):
+        tp.vmap(tp.vmap(gathered, axis_name="j"), axis_name="i")(RNG.normal(size=(2, 3)))
+
+
 def test_in_axes_out_axes_and_pytrees():
     params = {"w": RNG.normal(size=(3, 2)), "b": RNG.normal(size=2)}
     xs = RNG.normal(size=(3, 5))

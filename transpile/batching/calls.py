@@ -258,7 +258,9 @@ class CallRules:
         return new
 
     def collective(self, s, v, spelling):
-        axis = axis_name_of(v, spelling)
+        axis = axis_name_of(v, spelling, self.literal)
+        if isinstance(axis, tuple):
+            return self.collective_over_names(s, v, spelling, axis)
         if axis != self.axis_name:
             return self.foreign_collective(v, spelling)
         if spelling == "rt.axis_index":
@@ -284,6 +286,22 @@ class CallRules:
         new = call(reducer, [x])
         new.keywords = [gast.keyword(arg="axis", value=const(0))]
         return new
+
+    def collective_over_names(self, s, v, spelling, names):
+        """psum(x, ("i", "j")) and the like: the reduction over this vmap's axis, if named,
+        then over the other names (left for the mappings that bind them)."""
+        if self.axis_name not in names:
+            return v
+        own = _copy.copy(v)
+        own.args = [v.args[0], const(self.axis_name)]
+        reduced = self.collective(s, own, spelling)
+        rest = tuple(n for n in names if n != self.axis_name)
+        if not rest:
+            return reduced
+        outer = _copy.copy(v)
+        outer.args = [reduced, const(rest[0]) if len(rest) == 1 else
+                      gast.Tuple(elts=[const(n) for n in rest], ctx=gast.Load())]
+        return outer
 
     def foreign_collective(self, v, spelling):
         """A collective over an axis an enclosing mapping binds: left for it, with the axes
@@ -351,13 +369,24 @@ def _same_name(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
 
 
-def axis_name_of(v, spelling):
+def axis_name_of(v, spelling, literal=lambda node: node):
+    """The axis name a collective names: a string, or for psum, pmean, pmax and pmin a
+    tuple of strings (the reduction over all of those axes). `literal` resolves a name
+    bound to a literal (normalization binds a tuple to one)."""
     args = list(v.args) + [k.value for k in v.keywords if k.arg == "axis_name"]
     pos = 0 if spelling == "rt.axis_index" else 1
-    node = args[pos] if len(args) > pos else None
-    if not isinstance(node, gast.Constant):
-        raise TransformError(f"{spelling}: the axis name must be a string literal")
+    node = literal(args[pos]) if len(args) > pos else None
+    if spelling in REDUCTIONS and isinstance(node, gast.Tuple) and node.elts and all(
+            isinstance(e, gast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return tuple(e.value for e in node.elts)
+    if not isinstance(node, gast.Constant) or not isinstance(node.value, str):
+        many = " (a tuple of them for psum, pmean, pmax and pmin)" \
+            if spelling in REDUCTIONS else ""
+        raise TransformError(f"{spelling[3:]}: the axis name must be a string literal{many}")
     return node.value
+
+
+REDUCTIONS = ("rt.psum", "rt.pmean", "rt.pmax", "rt.pmin")
 
 
 def _is_literal(node):

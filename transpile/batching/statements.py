@@ -325,11 +325,11 @@ class Batching(CallRules, ControlFlowRules):
         return call("rt.part", [g, k, like])
 
     def _collective_spec(self, v, spelling):
-        axis = axis_name_of(v, spelling)
+        axis = axis_name_of(v, spelling, self.literal)
         if spelling == "rt.axis_index":
             return axis == self.axis_name
         x = self.expr_spec(v.args[0]) if v.args else False
-        if axis == self.axis_name:
+        if axis == self.axis_name or isinstance(axis, tuple) and self.axis_name in axis:
             # psum, all_gather, ...: the same for every example; the others keep a block
             # per example
             return spelling in ("rt.psum_scatter", "rt.ppermute", "rt.all_to_all")
@@ -360,15 +360,16 @@ class Batching(CallRules, ControlFlowRules):
         body = self.fir.node.body
         ret = body[-1]
         stmts = body[:-1]
-        self.analyse(stmts)
         bound = {}
         for st in walk_simple(stmts):
             for t in (targets(st) if not isinstance(st, (gast.If, gast.While)) else ()):
                 bound[t] = bound.get(t, 0) + 1
+        # (before the analysis: a collective's tuple of axis names is bound to a name)
         self.literals = {st.targets[0].id: st.value for st in walk_simple(stmts)
                          if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name)
                          and bound.get(st.targets[0].id) == 1 and
                          isinstance(st.value, (gast.Constant, gast.Tuple))}
+        self.analyse(stmts)
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
         self.need_init = set()
