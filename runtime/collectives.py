@@ -43,7 +43,11 @@ def mean_dtype(dtype):
 
 
 def _as(v, dtype_of):
+    """v in dtype_of(its dtype); arrays of strings or objects as they are (for the
+    communicator to refuse)."""
     v = array_module(v).asarray(v)
+    if v.dtype.kind not in "biufc":
+        return v
     wanted = dtype_of(v.dtype)
     return v if v.dtype == wanted else v.astype(wanted)
 

@@ -55,6 +55,10 @@ class NcclCommunicator:
     def split(self, launch, position):
         return _NotOnGpus()
 
+    def finished(self, rank, device):
+        """(A device that returns while others wait in a collective: NCCL cannot tell;
+        their wait times out.)"""
+
     def abort(self, reason):
         for comm in self.comms:
             comm.abort()

@@ -129,14 +129,25 @@ class SharedMemoryCommunicator:
     def __init__(self, size):
         self.size = size
         self._slots = [None] * size
+        self._whats = [None] * size     # the collective each rank is in
         self._shared = None
         self._barrier = threading.Barrier(size)
         self._lock = threading.Lock()
         self._children = {}
         self._failure = None
+        self._passes = {}       # barriers each rank's thread has entered
+        self._ended = None      # (barriers passed, reason) of the first rank that returned
 
     # -- synchronization
     def _wait(self, rank, what):
+        with self._lock:
+            me = threading.get_ident()
+            passes = self._passes[me] = self._passes.get(me, 0) + 1
+            ended = self._ended if self._ended is not None and passes > self._ended[0] \
+                else None
+        if ended is not None:
+            self.abort(ended[1])
+            raise CollectiveError(f"{what} on rank {rank}: {ended[1]}")
         try:
             self._barrier.wait(collective_timeout())
         except threading.BrokenBarrierError:
@@ -144,6 +155,23 @@ class SharedMemoryCommunicator:
                 self._failure = (f"timed out after {collective_timeout():g} s waiting for "
                                  "the other ranks (TRANSPILE_COLLECTIVE_TIMEOUT sets it)")
             raise CollectiveError(f"{what} on rank {rank}: {self._failure}") from None
+
+    def finished(self, rank, device):
+        """Rank `rank` returned. A collective it did not call can never complete: the
+        ranks waiting in one raise now, and so does any rank that calls one later,
+        instead of waiting out the timeout."""
+        with self._lock:
+            me = threading.get_ident()
+            passes = self._passes.get(me, 0)
+            if self._ended is None or passes < self._ended[0]:
+                self._ended = (passes, (
+                    f"rank {rank} ({device}) returned without calling it; under pmap every "
+                    "device calls the same collectives in the same order (one under a "
+                    "branch or in a loop that the devices take differently cannot "
+                    "complete)"))
+            stuck = any(p > passes for t, p in self._passes.items() if t != me)
+        if stuck:
+            self.abort(self._ended[1])
 
     def abort(self, reason):
         """Make every rank waiting in (or later entering) a collective raise."""
@@ -172,10 +200,18 @@ class SharedMemoryCommunicator:
         return SharedMemoryCommunicator(self.size)
 
     def exchange(self, rank, value, what):
-        """Every rank's value (a list indexed by rank), read-only."""
+        """Every rank's value (a list indexed by rank), read-only. Every rank must be in
+        the same collective (a device that took another branch may be in another one: its
+        data would be taken for this one's)."""
         self._slots[rank] = value
+        self._whats[rank] = what
         self._wait(rank, what)
-        values = list(self._slots)
+        values, whats = list(self._slots), list(self._whats)
+        for r, other in enumerate(whats):
+            if other != what:
+                raise CollectiveError(
+                    f"{what} on rank {rank}: rank {r} called {other} at the same time; "
+                    "under pmap every device calls the same collectives in the same order")
         return values
 
     def done(self, rank, what):
@@ -610,6 +646,8 @@ def run(fn, per_rank_args, axis_name, devices, comm=None):
                 axes[axis_name] = (comm, comm.rank_of(rank))
                 _local.axes, _local.launches, _local.device = axes, 0, devices[rank]
                 results[rank] = fn(*per_rank_args[rank])
+                for c, _ in axes.values():
+                    c.finished(rank, devices[rank])
             except BaseException as e:      # noqa: B902 - passed to the caller's thread
                 errors[rank] = e
                 comm.abort(f"rank {rank} ({devices[rank]}) raised "

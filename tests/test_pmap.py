@@ -6,6 +6,7 @@ communicator, so these tests exercise real concurrency: a collective that one ra
 must raise on the others, not hang.
 """
 import threading
+import time
 from functools import partial
 
 import numpy as np
@@ -361,13 +362,50 @@ def test_a_failing_device_stops_the_others_with_its_own_error():
         tp.pmap(f, "i")(np.ones(3))
 
 
-def test_a_collective_one_device_skips_times_out_naming_it(monkeypatch):
-    monkeypatch.setenv("TRANSPILE_COLLECTIVE_TIMEOUT", "0.5")
+def test_a_collective_one_device_skips_is_an_error_at_once_naming_it(monkeypatch):
+    """A device that returns without a collective the others wait in: an error as soon as
+    it returns, naming it (not the timeout); and whether it returns first or last."""
+    monkeypatch.setenv("TRANSPILE_COLLECTIVE_TIMEOUT", "60")
 
-    def f(x):
+    def skips(x):
         if tp.axis_index("i") == 0:
             return x
         return tp.psum(x, "i")
+
+    def skips_late(x):
+        k = 0
+        if tp.axis_index("i") == 0:
+            while k < 20000:         # the others wait in psum before it returns
+                k = k + 1
+            return x
+        return tp.psum(x, "i")
+    for f in (skips, skips_late):
+        start = time.monotonic()
+        with pytest.raises(spmd.CollectiveError, match=r"psum over axis 'i' on rank \d: rank 0 "
+                           r"\(CpuDevice\(id=0\)\) returned without calling it"):
+            tp.pmap(f, "i")(np.ones(3))
+        assert time.monotonic() - start < 30
+
+
+def test_devices_in_different_collectives_is_an_error_not_mixed_data():
+    def f(x):
+        if tp.axis_index("i") == 1:
+            return tp.pmax(x, "i")
+        return tp.psum(x, "i")
+    with pytest.raises(spmd.CollectiveError, match=r"rank \d called (pmax|psum) over axis 'i' "
+                       "at the same time"):
+        tp.pmap(f, "i")(RNG.normal(size=(4, 3)))
+
+
+def test_a_collective_one_device_is_late_for_times_out_naming_it(monkeypatch):
+    monkeypatch.setenv("TRANSPILE_COLLECTIVE_TIMEOUT", "0.002")
+
+    def f(x):
+        a = np.eye(400)
+        if tp.axis_index("i") == 0:
+            for _ in range(40):              # some 0.1 s
+                a = np.sin(a @ a)
+        return tp.psum(x + a[0, 0], "i")
     with pytest.raises(spmd.CollectiveError, match=r"psum over axis 'i' on rank \d: timed out"):
         tp.pmap(f, "i")(np.ones(3))
 
