@@ -15,6 +15,7 @@ import os
 import queue
 import threading
 import time
+import zlib
 
 import numpy as np
 
@@ -473,13 +474,20 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         """Thread 0, before a collective's data crosses: every process's value has this
         process's shape and dtype (one small Iallgather). MPI moves bytes and would take
         a mismatch for data (uninitialized values, a truncated message); a mismatch
-        aborts the collective in every process instead, naming both kinds."""
-        kind = np.zeros(2 + _MAX_RANK, np.int64)
+        aborts the collective in every process instead, naming both kinds. So does a
+        process in another collective (a branch the processes take differently)."""
+        kind = np.zeros(2 + _MAX_RANK + 1, np.int64)
         kind[0], kind[1] = x.ndim, x.dtype.num
         kind[2:2 + x.ndim] = x.shape
+        kind[-1] = zlib.crc32(what.encode())
         everyone = np.empty((self.mpi.Get_size(), kind.size), np.int64)
         self._mpi_wait(self.mpi.Iallgather(kind, everyone), rank, what)
         for q, other in enumerate(everyone):
+            if other[-1] != kind[-1]:
+                reason = (f"process {q} is in another collective at the same time; every "
+                          "process calls the same collectives in the same order")
+                self.abort(reason)
+                raise CollectiveError(f"{what} on rank {rank}: {reason}")
             if not np.array_equal(other, kind):
                 shape = tuple(int(d) for d in other[2:2 + other[0]])
                 dtype = next((t for t in np.sctypeDict.values()

@@ -85,6 +85,15 @@ if "--mismatch" in sys.argv:
             else:
                 raise AssertionError(f"{name}: arrays of different kinds went through")
         print(f"rank {me}: {name} of mismatched arrays raises ok", flush=True)
+    # processes in different collectives (psum in one, pmax in the other) at once
+    try:
+        tp.pmap(lambda v: tp.psum(v, "i") if me == 0 else tp.pmax(v, "i"), "i")(
+            np.ones((local, 3)))
+    except spmd.CollectiveError as e:
+        assert "is in another collective at the same time" in str(e), e
+    else:
+        raise AssertionError("processes in different collectives combined their data")
+    print(f"rank {me}: different collectives raise ok", flush=True)
     sys.exit(0)
 
 

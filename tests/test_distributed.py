@@ -64,6 +64,7 @@ def test_processes_passing_arrays_of_different_kinds_raise():
     for rank in (0, 1):
         for name in ("psum", "all_gather", "ppermute", "psum_scatter", "all_to_all"):
             assert f"rank {rank}: {name} of mismatched arrays raises ok" in out, out
+        assert f"rank {rank}: different collectives raise ok" in out, out
 
 
 def _run(mpiexec, processes, *flags, check=True):
