@@ -206,6 +206,28 @@ def test_a_tuple_of_axis_names_elsewhere_is_a_clear_error():
         tp.vmap(tp.vmap(gathered, axis_name="j"), axis_name="i")(RNG.normal(size=(2, 3)))
 
 
+def extremum_of_ties(x, w):
+    return np.sum(tp.pmax(w * w, "i") * x) + np.sum(tp.pmin(np.sin(w) + x * 0.0, "i"))
+
+
+def test_pmax_and_pmin_split_their_derivative_between_ties():
+    """pmax of a value every example shares (ties in every element): its derivative is 1,
+    not the number of examples, in every composition (found by the random-program
+    generator's collective programs: the adjoint went whole to every tied example)."""
+    x, w = RNG.normal(size=(4, 2)), RNG.normal(size=2)
+
+    def total(x, w):
+        return np.sum(tp.vmap(extremum_of_ties, in_axes=(0, None), axis_name="i")(x, w))
+    expected = np.sum(x, axis=0) * 2 * w + 4 * np.cos(w)
+    grad_w = tp.grad(extremum_of_ties, argnums=1)
+    close(tp.vmap(grad_w, in_axes=(0, None), axis_name="i")(x, w).sum(0), expected, 1e-10)
+    close(np.asarray(tp.pmap(grad_w, "i", in_axes=(0, None))(x, w)).sum(0), expected, 1e-10)
+    close(tp.grad(total, argnums=1)(x, w), expected, 1e-10)
+    direction = RNG.normal(size=2)
+    _, tangent = tp.jvp(lambda w: total(x, w), (w,), (direction,))
+    close(tangent, expected @ direction, 1e-10)
+
+
 def test_in_axes_out_axes_and_pytrees():
     params = {"w": RNG.normal(size=(3, 2)), "b": RNG.normal(size=2)}
     xs = RNG.normal(size=(3, 5))

@@ -30,24 +30,28 @@ def pmean_fwd(out, x, axis_name):
     dout = rt.pmean(dx, axis_name)
 
 
+# pmax and pmin: the adjoint goes to the examples that hold the extremum, split evenly
+# between ties (as np.max's), so that pmax of a value every example shares has
+# derivative 1, not the number of examples.
+
 @rev("rt.pmax")
 def pmax(dout, out, x, axis_name):
-    dx = rt.psum(dout, axis_name) * (x == out)
+    dx = rt.psum(dout, axis_name) * (x == out) / rt.psum(x == out, axis_name)
 
 
 @fwd("rt.pmax")
 def pmax_fwd(out, x, axis_name):
-    dout = rt.psum(dx * (x == out), axis_name)
+    dout = rt.psum(dx * (x == out), axis_name) / rt.psum(x == out, axis_name)
 
 
 @rev("rt.pmin")
 def pmin(dout, out, x, axis_name):
-    dx = rt.psum(dout, axis_name) * (x == out)
+    dx = rt.psum(dout, axis_name) * (x == out) / rt.psum(x == out, axis_name)
 
 
 @fwd("rt.pmin")
 def pmin_fwd(out, x, axis_name):
-    dout = rt.psum(dx * (x == out), axis_name)
+    dout = rt.psum(dx * (x == out), axis_name) / rt.psum(x == out, axis_name)
 
 
 @rev("rt.all_gather")
