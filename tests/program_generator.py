@@ -9,7 +9,12 @@ reductions, `@`, reshape/transpose/concatenate, indexing and slicing; `if`/`elif
 on data; `for` and `while` loops whose carried values may change shape between trips
 (`for W in ws: h = np.tanh(h @ W)`); `break`, `continue`, early `return`; helper calls,
 recursion with a depth counter, closures and lambdas; in-place writes into local arrays;
-list building; tuple unpacking. Every program is a function `f` (plus helpers) in a real
+list building; tuple unpacking. One seed in five writes a *collective program*: `f` also
+calls tp.psum, pmean, pmax, pmin, ppermute, all_gather, psum_scatter, all_to_all and
+axis_index over the mapped axis "i" (in statements every example runs), so it has values
+only under vmap or pmap; its reference runs the untransformed source of every example at
+once, each in a thread bound to its rank (CollectiveReference), and its derivatives are
+finite differences of the examples' values summed. Every program is a function `f` (plus helpers) in a real
 `.py` file, with its inputs drawn from `np.random.default_rng`; everything follows from one
 integer seed. A program is kept only if plain Python runs it to a finite, moderate value
 with every branch condition and every `np.max` well away from its kink at the inputs, so
@@ -59,6 +64,7 @@ import numpy as np
 import transpile as tp
 import transpile.specialize.module as specialize_module
 from transpile.custom import file_backed
+from runtime import spmd
 from runtime.kernels import CpuKernel, ScalarLoop
 
 # =====================================================================================
@@ -118,11 +124,15 @@ class Scope:
     # vmap refuses a list append there (a documented limit), so none is written there.
     conditional: bool = False
     returned: bool = False     # an early return was written in this block
+    # A collective program's entry function: statements every example runs (not under a
+    # branch or a loop on data) may call collectives over the mapped axis "i".
+    collectives: bool = False
 
     def copy(self):
         return Scope({name: dataclasses.replace(var) for name, var in self.vars.items()},
                      dict(self.ints), dict(self.lists), dict(self.closures),
-                     self.return_shape, self.in_loop, self.nesting, False, self.conditional)
+                     self.return_shape, self.in_loop, self.nesting, False, self.conditional,
+                     collectives=self.collectives)
 
     def nested(self, loop=False, conditional=False):
         inner = self.copy()
@@ -143,6 +153,9 @@ class Program:
     in_axes: tuple             # 0 for the mapped arguments, None for the others
     features: frozenset        # construct tags, for the coverage table
     attempt: int = 0           # how many drawn programs were rejected before this one
+    # f calls collectives over the mapped axis "i": it has values only under vmap or
+    # pmap, and `args` is the batch's first example (see CollectiveReference)
+    collective: bool = False
 
 
 def indent(lines):
@@ -156,10 +169,11 @@ def shape_text(shape):
 class ProgramWriter:
     """Writes one random program: the entry function `f` and the helpers it calls."""
 
-    def __init__(self, rng, scalars=False):
+    def __init__(self, rng, scalars=False, collectives=False):
         self.rng = rng
         # every value a number (jit compiles such loops whole: specialize/scalar_loops.py)
         self.scalars = scalars
+        self.collectives = collectives
         self.helpers = []            # source blocks of module-level helper functions
         self.module_constants = []   # `K1 = 0.7` lines: globals the functions read
         self.helper_signatures = []  # (name, parameter shapes, return shape, has default)
@@ -574,11 +588,16 @@ class ProgramWriter:
             arg_specs.append(("y", self.choice([(self.dim(),), (self.dim(), self.dim())])
                               if not self.scalars else ()))
         scope = Scope({name: Var(name, spec) for name, spec in arg_specs if name != "ws"},
-                      {}, lists, {}, (), top_level_of_entry=True)
+                      {}, lists, {}, (), top_level_of_entry=True, collectives=self.collectives)
         body = FunctionBody(self, scope).block(int(self.rng.integers(2, 7)))
+        if self.collectives and "collective" not in self.features:
+            if scope.conditional:      # only some examples reach the end: try another
+                return None, arg_specs
+            body += FunctionBody(self, scope).stmt_collective(scope)
         body.append(f"return {FunctionBody(self, scope).final_value()}")
         names = [name for name, _ in arg_specs]
-        lines = ["import numpy as np", ""] + self.module_constants
+        lines = ["import numpy as np"] + (["import transpile as tp"] if self.collectives else [])
+        lines += [""] + self.module_constants
         for helper in self.helpers:
             lines += ["", *helper, ""]
         lines += ["", f"def f({', '.join(names)}):"] + indent(body)
@@ -632,6 +651,8 @@ class FunctionBody:
             kinds += [(0.5, "closure"), (0.3, "grow_loop")]
             if not scope.conditional:
                 kinds.append((0.3, "comprehension"))
+        if scope.collectives and not scope.conditional:
+            kinds.append((2.0, "collective"))
         if self.w.scalars:        # loops on numbers: what jit compiles whole
             kinds = [(w, k) for w, k in kinds if k not in (
                 "buffer", "list_build", "grow_loop", "comprehension", "helper_call",
@@ -1071,6 +1092,41 @@ class FunctionBody:
         scope.vars[name] = Var(name, shape, writable=False)
         return [f"{name} = {rec}({arg.text}, {depth})"]
 
+    def stmt_collective(self, scope):
+        """`v = tp.psum(e, "i")` or another collective over the mapped axis "i", where every
+        example of the batch runs it: pmap needs every device in every collective, in
+        the same order (vmap runs one under a branch on data for all examples, masked)."""
+        shape = self.w.pick_shape(scope)
+        inner = self.w.data_expr(scope, shape, int(self.w.rng.integers(1, 3)))
+        t = inner.text
+        perm = self.w.choice(("[(0, 1), (1, 2), (2, 0)]", "[(0, 2), (2, 0)]", "[(1, 0)]",
+                              "[(0, 1), (1, 0), (2, 2)]"))
+        new_axis = len(shape)
+        options = [
+            (3.0, ("psum", f'tp.psum({t}, "i")', shape)),
+            (2.0, ("pmean", f'tp.pmean({t}, "i")', shape)),
+            (0.6, ("pmax", f'tp.pmax({t}, "i")', shape)),
+            (0.4, ("pmin", f'tp.pmin({t}, "i")', shape)),
+            (1.2, ("ppermute", f'tp.ppermute({t}, "i", {perm})', shape)),
+            (0.8, ("all_gather", f'np.sum(tp.all_gather({t}, "i"), axis=0)', shape)),
+            (0.6, ("all_gather", f'tp.all_gather({t}, "i")[{int(self.w.rng.integers(BATCH))}]',
+                   shape)),
+            (0.6, ("all_gather", f'np.mean(tp.all_gather({t}, "i", axis={new_axis}), '
+                                 f'axis=-1)', shape)),
+            (0.8, ("axis_index", f'(1.0 + 0.3 * tp.axis_index("i")) * {inner.operand()}',
+                   shape)),
+        ]
+        if shape and shape[0] == BATCH:
+            options += [(0.8, ("psum_scatter", f'tp.psum_scatter({t}, "i")', shape[1:])),
+                        (0.8, ("all_to_all", f'tp.all_to_all({t}, "i", 0, 0)', shape))]
+        kind, text, result_shape = self.w.weighted(options)
+        self.w.features.update(("collective", kind))
+        name = self.w.var_name(result_shape)
+        # a new array in every example (under vmap too, where pmax of a value every
+        # example shares may be that value: a write into it must not reach the value)
+        scope.vars[name] = Var(name, result_shape, writable=bool(result_shape))
+        return [f"{name} = {text}"]
+
     def stmt_closure(self, scope):
         """An inner def (or lambda) reading variables of f, called later."""
         self.w.features.add("closure")
@@ -1226,6 +1282,11 @@ class Reference:
     different path from the centre, where the difference quotient would be meaningless."""
 
     def __init__(self, source, args):
+        self.load(source)
+        self.value, self.path = self.run(args)
+        self.margin = self.recorder.margin
+
+    def load(self, source):
         tree = ast.fix_missing_locations(Instrument().visit(ast.parse(source)))
         self.recorder = PathRecorder()
         namespace = {"__probe__": self.recorder, "__name__": "probed_program"}
@@ -1233,8 +1294,6 @@ class Reference:
             warnings.simplefilter("ignore", SyntaxWarning)
             exec(compile(tree, "<probed program>", "exec"), namespace)
         self.f = namespace["f"]
-        self.value, self.path = self.run(args)
-        self.margin = self.recorder.margin
 
     def run(self, args):
         """f at a read-only copy of `args`: a valid program never writes into memory its
@@ -1253,6 +1312,40 @@ class Reference:
         if path != self.path:
             raise KinkCrossed("a finite-difference step changed the branch path")
         return float(value)
+
+
+class CollectiveReference:
+    """Plain Python evaluation of a program with collectives, at a batch: each example's
+    own instrumented copy of f runs in a thread bound to rank b of the mapped axis "i"
+    (runtime/spmd.py, as pmap runs device code, but on the untransformed source), so
+    tp.psum & co. meet the other examples'.
+
+    `values` are the examples' values; `value_at(batch)` (for finite differences) is
+    their sum, T, and raises KinkCrossed when any example takes another path."""
+
+    def __init__(self, source, batch, in_axes):
+        self.in_axes = in_axes
+        self.copies = [Reference.__new__(Reference) for _ in range(BATCH)]
+        for copy_ in self.copies:
+            copy_.load(source)
+        self.values, self.path = self.run(batch)
+        self.margin = min(c.recorder.margin for c in self.copies)
+
+    def run(self, batch):
+        mapped = [axis == 0 for axis in self.in_axes]
+        examples = [example_args(batch, mapped, batch, b) for b in range(BATCH)]
+
+        def example(b, *args):
+            return self.copies[b].run(args)
+        devices = tp.devices()[:BATCH]
+        results = spmd.run(example, [(b,) + e for b, e in enumerate(examples)], "i", devices)
+        return [v for v, _ in results], [p for _, p in results]
+
+    def value_at(self, batch):
+        values, path = self.run(batch)
+        if path != self.path:
+            raise KinkCrossed("a finite-difference step changed the branch path")
+        return float(sum(values))
 
 
 # =====================================================================================
@@ -1382,6 +1475,30 @@ def draw_inputs(source, arg_specs, rng):
     return args, batch, in_axes
 
 
+def draw_collective_inputs(source, arg_specs, rng):
+    """For a program with collectives: a batch at which every example's value is moderate
+    and every branch condition well away from its kink, run as pmap runs it (each example
+    in a thread, the collectives between them); the first example as `args`."""
+    for _ in range(INPUT_DRAWS):
+        shared = tuple(draw_argument(spec, rng) for _, spec in arg_specs)
+        mapped = [name == "x" or (name == "y" and rng.random() < 0.5) for name, _ in arg_specs]
+        examples = [tuple(draw_argument(spec, rng) if m else arg
+                          for (_, spec), arg, m in zip(arg_specs, shared, mapped))
+                    for _ in range(BATCH)]
+        batch = tuple(np.array([e[i] for e in examples]) if m else arg
+                      for i, (arg, m) in enumerate(zip(shared, mapped)))
+        in_axes = tuple(0 if m else None for m in mapped)
+        try:
+            with time_limit(5):
+                reference = CollectiveReference(source, batch, in_axes)
+        except Exception:
+            return None               # the program itself is broken
+        if all(plain_value_ok(v) for v in reference.values) and \
+                reference.margin >= MIN_MARGIN:
+            return examples[0], batch, in_axes
+    return None
+
+
 def example_args(batch, mapped, args, b):
     """The arguments of example `b` of a vmap batch (a float stays a float)."""
     out = []
@@ -1399,15 +1516,19 @@ def generate_program(seed):
     """The program of `seed`: drawn programs are rejected until one is valid at its inputs."""
     for attempt in range(200):
         rng = np.random.default_rng([seed, attempt])
-        # one seed in seven writes a program on numbers only
-        writer = ProgramWriter(rng, scalars=seed % 7 == 3)
+        # one seed in seven writes a program on numbers only, one in five a program with
+        # collectives over the mapped axis "i"
+        collective = seed % 5 == 2
+        writer = ProgramWriter(rng, scalars=seed % 7 == 3, collectives=collective)
         source, arg_specs = writer.write()
-        drawn = draw_inputs(source, arg_specs, rng)
+        if source is None:
+            continue
+        drawn = (draw_collective_inputs if collective else draw_inputs)(source, arg_specs, rng)
         if drawn is None:
             continue
         args, batch, in_axes = drawn
         return Program(seed, source, tuple(n for n, _ in arg_specs), args, batch, in_axes,
-                       frozenset(writer.features), attempt)
+                       frozenset(writer.features), attempt, collective)
     raise RuntimeError(f"seed {seed}: no valid program in 200 attempts")
 
 
@@ -1497,7 +1618,8 @@ class Case:
         self.program = program
         self.module = load_module(program.source, tag if tag is not None else program.seed)
         self.f = self.module.f
-        self.reference = Reference(program.source, program.args)
+        self.reference = CollectiveReference(program.source, program.batch, program.in_axes) \
+            if program.collective else Reference(program.source, program.args)
         self.argnums = tuple(range(len(program.args)))
         rng = np.random.default_rng([program.seed, 99])
         self.tangents = tree_from_vector(program.args,
@@ -1546,6 +1668,23 @@ class Case:
                 minus = self.reference.value_at(tree_from_vector(args, center - step))
                 gradient[k] = (plus - minus) / (2 * eps)
             self._cache[key] = tree_from_vector(tuple(args), gradient)
+        return self._cache[key]
+
+    def fd_total_gradient(self, eps=FD_EPS):
+        """Central differences of T, the sum of the examples' values (the program run on
+        its batch by CollectiveReference), in every element of the batch's arguments."""
+        key = ("total gradient", eps)
+        if key not in self._cache:
+            batch = self.program.batch
+            center = tree_vector(batch)
+            gradient = np.empty_like(center)
+            for k in range(center.size):
+                step = np.zeros_like(center)
+                step[k] = eps
+                plus = self.reference.value_at(tree_from_vector(batch, center + step))
+                minus = self.reference.value_at(tree_from_vector(batch, center - step))
+                gradient[k] = (plus - minus) / (2 * eps)
+            self._cache[key] = tree_from_vector(tuple(batch), gradient)
         return self._cache[key]
 
     def fd_directional(self, eps=FD_EPS):
@@ -1716,11 +1855,25 @@ def batch_examples(case):
     return [example_args(p.batch, mapped, p.args, b) for b in range(BATCH)]
 
 
+def example_values(case):
+    """Each example's value: plain Python example by example, or for a program with
+    collectives, the examples run together (CollectiveReference)."""
+    if case.program.collective:
+        return np.array([float(v) for v in case.reference.values])
+    return np.array([float(case.f(*copy.deepcopy(e))) for e in batch_examples(case)])
+
+
+def mapped(transformation, f, in_axes):
+    """vmap or pmap of f over the axis "i" that a program's collectives name."""
+    if transformation is tp.vmap:
+        return tp.vmap(f, in_axes=in_axes, axis_name="i")
+    return tp.pmap(f, "i", in_axes=in_axes)
+
+
 def check_vmap(case):
     batch = copy.deepcopy(case.program.batch)
-    got = case.call(tp.vmap(case.f, in_axes=case.program.in_axes), *batch)
-    expected = np.array([float(case.f(*copy.deepcopy(e))) for e in batch_examples(case)])
-    case.expect(got, expected, EXACT_RTOL, "batched value")
+    got = case.call(mapped(tp.vmap, case.f, case.program.in_axes), *batch)
+    case.expect(got, example_values(case), EXACT_RTOL, "batched value")
 
 
 def per_example_gradients(case):
@@ -1733,43 +1886,75 @@ def per_example_gradients(case):
         raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
 
 
-def check_vmap_of_grad(case):
-    grad_f, per_example = per_example_gradients(case)
+def check_mapped_grad(case, transformation):
+    """vmap or pmap of grad(f). With collectives, example b's gradient in a mapped
+    argument is the derivative of T (the examples' values summed) in example b's
+    argument, and the examples' gradients in a shared argument add up to T's (JAX's
+    meaning: a collective's transpose moves cotangents between examples): against
+    finite differences of T. Otherwise against tp.grad example by example."""
+    in_axes = case.program.in_axes
+    grad_f = tp.grad(case.f, argnums=case.argnums)
     batch = copy.deepcopy(case.program.batch)
-    got = case.call(tp.vmap(grad_f, in_axes=case.program.in_axes), *batch)
+    if case.program.collective:
+        got = gathered(case.call(mapped(transformation, grad_f, in_axes), *batch))
+        got = tuple(g if in_axes[k] is not None else tree_sum_examples(g)
+                    for k, g in zip(case.argnums, got))
+        case.expect(got, case.fd_total_gradient(), FD_RTOL,
+                    "per-example gradients (shared arguments' summed)",
+                    remeasure=lambda: case.fd_total_gradient(10 * FD_EPS))
+        return
+    _, per_example = per_example_gradients(case)
+    got = gathered(case.call(mapped(transformation, grad_f, in_axes), *batch))
     case.expect(got, tree_stack(per_example), EXACT_RTOL, "per-example gradient")
+
+
+def check_vmap_of_grad(case):
+    check_mapped_grad(case, tp.vmap)
 
 
 def check_pmap(case):
     batch = copy.deepcopy(case.program.batch)
-    got = case.call(tp.pmap(case.f, in_axes=case.program.in_axes), *batch)
-    expected = np.array([float(case.f(*copy.deepcopy(e))) for e in batch_examples(case)])
-    case.expect(gathered(got), expected, EXACT_RTOL, "value on each device")
+    got = case.call(mapped(tp.pmap, case.f, case.program.in_axes), *batch)
+    case.expect(gathered(got), example_values(case), EXACT_RTOL, "value on each device")
 
 
 def check_pmap_of_grad(case):
-    grad_f, per_example = per_example_gradients(case)
+    check_mapped_grad(case, tp.pmap)
+
+
+def check_grad_of_mapped(case, transformation):
+    """grad of T, the sum over examples of vmap(f) or pmap(f) (for pmap the backward pass
+    runs on the devices too). Expected: each example's gradient for a mapped argument,
+    their sum for the others (tp.grad example by example); with collectives, finite
+    differences of T."""
+    in_axes = case.program.in_axes
+    names = ", ".join(case.program.arg_names)
+    total = file_backed(f"def total_over_examples({names}):\n"
+                        f"    return np.sum(mapped({names}))\n",
+                        {"np": np, "mapped": mapped(transformation, case.f, in_axes)},
+                        "total_over_examples")
+    if case.program.collective:
+        expected, rtol = case.fd_total_gradient(), FD_RTOL
+        remeasure = lambda: case.fd_total_gradient(10 * FD_EPS)   # noqa: E731
+    else:
+        _, per_example = per_example_gradients(case)
+        stacked = tree_stack(per_example)
+        expected = tuple(g if in_axes[k] is not None else tree_sum_examples(g)
+                         for k, g in zip(case.argnums, stacked))
+        rtol, remeasure = EXACT_RTOL, None
     batch = copy.deepcopy(case.program.batch)
-    got = case.call(tp.pmap(grad_f, in_axes=case.program.in_axes), *batch)
-    case.expect(gathered(got), tree_stack(per_example), EXACT_RTOL, "gradient on each device")
+    got = case.call(tp.grad(total, argnums=case.argnums), *batch)
+    name = "pmap" if transformation is tp.pmap else "vmap"
+    case.expect(got, expected, rtol, f"gradient through {name}", remeasure=remeasure,
+                source=None if case.program.collective else "tp.grad per example")
 
 
 def check_grad_of_pmap(case):
-    """grad of the sum over devices of pmap(f): the backward pass runs on the devices too.
-    Expected: each example's gradient for a mapped argument, their sum for the others."""
-    _, per_example = per_example_gradients(case)
-    stacked = tree_stack(per_example)
-    in_axes = case.program.in_axes
-    expected = tuple(g if in_axes[k] is not None else tree_sum_examples(g)
-                     for k, g in zip(case.argnums, stacked))
-    names = ", ".join(case.program.arg_names)
-    total = file_backed(f"def total_over_devices({names}):\n"
-                        f"    return np.sum(mapped({names}))\n",
-                        {"np": np, "mapped": tp.pmap(case.f, in_axes=in_axes)},
-                        "total_over_devices")
-    batch = copy.deepcopy(case.program.batch)
-    got = case.call(tp.grad(total, argnums=case.argnums), *batch)
-    case.expect(got, expected, EXACT_RTOL, "gradient through pmap")
+    check_grad_of_mapped(case, tp.pmap)
+
+
+def check_grad_of_vmap(case):
+    check_grad_of_mapped(case, tp.vmap)
 
 
 def tree_sum_examples(tree):
@@ -1837,7 +2022,7 @@ def check_jit_of_grad(case):
 
 def check_jit_of_vmap(case):
     """jit of vmapped code (the lanes helpers known shapes decide) against vmap itself."""
-    batched = tp.vmap(case.f, in_axes=case.program.in_axes)
+    batched = mapped(tp.vmap, case.f, case.program.in_axes)
     expected = batched(*copy.deepcopy(case.program.batch))
     with fusing_small_arrays():
         got = case.call(tp.jit(batched), *copy.deepcopy(case.program.batch))
@@ -1846,8 +2031,8 @@ def check_jit_of_vmap(case):
 
 
 def check_jit_of_vmap_of_grad(case):
-    case.requires("grad")
-    batched = tp.vmap(tp.grad(case.f, argnums=case.argnums), in_axes=case.program.in_axes)
+    case.requires("vmap(grad)" if case.program.collective else "grad")
+    batched = mapped(tp.vmap, tp.grad(case.f, argnums=case.argnums), case.program.in_axes)
     expected = batched(*copy.deepcopy(case.program.batch))
     with fusing_small_arrays():
         got = case.call(tp.jit(batched), *copy.deepcopy(case.program.batch))
@@ -1888,13 +2073,19 @@ CHECKS = {
     "pmap": check_pmap,
     "pmap(grad)": check_pmap_of_grad,
     "grad(pmap)": check_grad_of_pmap,
+    "grad(vmap)": check_grad_of_vmap,
 }
+# the checks of a program with collectives (the others need f outside any mapping)
+COLLECTIVE_CHECKS = ("vmap", "vmap(grad)", "jit(vmap)", "jit(vmap(grad))", "pmap",
+                     "pmap(grad)", "grad(pmap)", "grad(vmap)")
 
 
 def run_check(case, name, seconds=CHECK_SECONDS):
     """Run one check and classify what happened."""
     start = time.perf_counter()
     try:
+        if case.program.collective and name not in COLLECTIVE_CHECKS:
+            raise Skip("f calls collectives: it has values only under vmap or pmap")
         with time_limit(seconds), np.errstate(all="ignore"):
             CHECKS[name](case)
         outcome = Outcome(name, OK)
@@ -1961,9 +2152,14 @@ def fails_the_same_way(variant, outcome, tag):
     try:
         # plain Python takes milliseconds: a variant that takes seconds loops forever
         with time_limit(2):
-            if not plain_value_ok(Reference(variant.source, variant.args).value):
+            if variant.collective:
+                values = CollectiveReference(variant.source, variant.batch,
+                                             variant.in_axes).values
+                if not all(plain_value_ok(v) for v in values):
+                    return False
+            elif not plain_value_ok(Reference(variant.source, variant.args).value):
                 return False
-            if outcome.check.startswith("vmap"):   # every example must stay valid too
+            elif outcome.check.startswith("vmap"):   # every example must stay valid too
                 mapped = [axis == 0 for axis in variant.in_axes]
                 if not any(mapped):
                     return False
@@ -2190,13 +2386,15 @@ def literal(value):
 def repro_text(program, outcome):
     """A standalone program: imports, the functions, the inputs and the failing call, with
     what it should print (for WRONG) or what it raises (CRASH, REFUSED) in comments."""
-    body = [line for line in program.source.splitlines() if line.strip() != "import numpy as np"]
+    body = [line for line in program.source.splitlines()
+            if line.strip() not in ("import numpy as np", "import transpile as tp")]
     while body and not body[0].strip():
         body.pop(0)
     lines = ["import numpy as np", "import transpile as tp", "", ""] + body + [""]
     names = list(program.arg_names)
+    on_batch = "vmap" in outcome.check or "pmap" in outcome.check
     for name, value, axis in zip(names, program.args, program.in_axes):
-        if not (outcome.check.startswith("vmap") and axis == 0):   # vmap reads the batch
+        if not (on_batch and axis == 0):   # vmap and pmap read the batch
             lines.append(f"{name} = {literal(value)}")
     args = ", ".join(names)
     argnums = literal(tuple(range(len(names))))
@@ -2210,7 +2408,7 @@ def repro_text(program, outcome):
             tangents = (direction,) + tuple(tree_zeros_like(a) for a in program.args[1:])
         lines.append(f"tangents = {literal(tuple(tangents))}")
     batch_args = per_example = ""
-    if "vmap" in check:
+    if on_batch:
         batch_names = []
         for name, value, axis in zip(names, program.batch, program.in_axes):
             if axis == 0:
@@ -2224,8 +2422,24 @@ def repro_text(program, outcome):
                  "transpile.specialize.module.CPU_MIN_ELEMENTS = 1",
                  "runtime.CpuKernel.calls_before_compile = tp.Jitted.calls_before_specializing = 0",
                  "runtime.ScalarLoop.calls_before_compile = 0", "runtime.CpuKernel.compile_after_s = 0.0"]
-    vmapped = f"tp.vmap(f, in_axes={program.in_axes!r})"
-    vmapped_grad = f"tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r})"
+    vmapped = f"tp.vmap(f, in_axes={program.in_axes!r}, axis_name='i')"
+    vmapped_grad = f"tp.vmap(tp.grad(f, argnums={argnums}), in_axes={program.in_axes!r}, " \
+        "axis_name='i')"
+    pmapped = f"tp.pmap(f, 'i', in_axes={program.in_axes!r})"
+    pmapped_grad = f"tp.pmap(tp.grad(f, argnums={argnums}), 'i', in_axes={program.in_axes!r})"
+    summed = {"vmap": f"lambda {args}: np.sum({vmapped}({args}))",
+              "pmap": f"lambda {args}: np.sum({pmapped}({args}))"}
+    # what the examples give run together, as pmap runs them (the reference of a program
+    # with collectives), and the gradients of their sum
+    together = (f"runtime.spmd.run(f, [({per_example},) for b in range({BATCH})], 'i', "
+                f"tp.devices()[:{BATCH}])")
+    expected_values = f"print({together})  # expected (import runtime.spmd)" \
+        if program.collective else \
+        f"print(np.array([f({per_example}) for b in range({BATCH})]))  # expected"
+    expected_grads = "# expected: finite differences of the sum of the examples' values" \
+        if program.collective else \
+        f"print([tp.grad(f, argnums={argnums})({per_example}) for b in range({BATCH})])" \
+        "  # expected, stacked"
     calls = {
         "transform": [f"print(tp.transform(f)({args}))", f"print(f({args}))  # expected"],
         "grad": [f"print(tp.grad(f, argnums={argnums})({args}))"],
@@ -2235,10 +2449,14 @@ def repro_text(program, outcome):
         "grad(grad)": [f"print(tp.grad(tp.grad(f))({args}))"],
         "hessian": [f"print(tp.hessian(f)({args}))"],
         "jvp(grad)": [f"print(tp.jvp(tp.grad(f), ({args},), tangents))"],
-        "vmap": [f"print({vmapped}({batch_args}))",
-                 f"print(np.array([f({per_example}) for b in range({BATCH})]))  # expected"],
-        "vmap(grad)": [f"print({vmapped_grad}({batch_args}))",
-                       f"print([tp.grad(f, argnums={argnums})({per_example}) for b in range({BATCH})])  # expected, stacked"],
+        "vmap": [f"print({vmapped}({batch_args}))", expected_values],
+        "vmap(grad)": [f"print({vmapped_grad}({batch_args}))", expected_grads],
+        "pmap": [f"print(np.asarray({pmapped}({batch_args})))", expected_values],
+        "pmap(grad)": [f"print({pmapped_grad}({batch_args}))", expected_grads],
+        "grad(pmap)": [f"print(tp.grad({summed['pmap']}, argnums={argnums})({batch_args}))",
+                       expected_grads],
+        "grad(vmap)": [f"print(tp.grad({summed['vmap']}, argnums={argnums})({batch_args}))",
+                       expected_grads],
         "jit": jit_setup + [f"print(tp.jit(f)({args}))", f"print(f({args}))  # expected"],
         "jit(grad)": jit_setup + [f"print(tp.jit(tp.grad(f, argnums={argnums}))({args}))",
                                   f"print(tp.grad(f, argnums={argnums})({args}))  # expected"],
@@ -2253,7 +2471,7 @@ def repro_text(program, outcome):
     if outcome.status == WRONG:
         lines.append(f"# {check}: WRONG: {outcome.detail}")
         if outcome.expected is not None and check not in ("transform", "vmap", "vmap(grad)") \
-                and not check.startswith("jit"):
+                and not check.startswith("jit") and not program.collective:
             expected, source = outcome.expected
             if isinstance(expected, np.floating):   # print 0.5, not np.float64(0.5)
                 expected = float(expected)
