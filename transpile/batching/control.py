@@ -99,10 +99,20 @@ class ControlFlowRules:
             return out
         if s.body:
             out.extend(self._path(body_mask, s.body))
+        # the `else` path writes into its own copy of a value it updates in place, where
+        # the value the `then` path left (or the old one) is still to be chosen from:
+        # masked, the write would leave the other examples' entries alone, but two names
+        # of one array that is written into and read afterwards are what a later
+        # transformation of this code (grad of vmap) must refuse
+        written_else = {st.targets[0].value.id for st in walk_simple(s.orelse)
+                        if is_update(st)}
         for v in merged:
             if v in in_body:
                 then[v] = self.namer.fresh(v + "_then")
                 out.append(assign(then[v], name(v)))
+            if v in written_else:
+                out.append(assign(v, call("rt.copy", [name(orig[v])])))
+            elif v in in_body:
                 out.append(assign(v, name(orig[v])))
         if s.orelse:
             else_path()
