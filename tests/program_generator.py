@@ -1656,35 +1656,26 @@ class Case:
 
     def fd_gradient(self, eps=FD_EPS):
         """Central differences of f in every argument element, shaped like the arguments."""
-        key = ("gradient", eps)
-        if key not in self._cache:
-            args = self.program.args
-            center = tree_vector(args)
-            gradient = np.empty_like(center)
-            for k in range(center.size):
-                step = np.zeros_like(center)
-                step[k] = eps
-                plus = self.reference.value_at(tree_from_vector(args, center + step))
-                minus = self.reference.value_at(tree_from_vector(args, center - step))
-                gradient[k] = (plus - minus) / (2 * eps)
-            self._cache[key] = tree_from_vector(tuple(args), gradient)
-        return self._cache[key]
+        return self._central_differences("gradient", self.program.args, eps)
 
     def fd_total_gradient(self, eps=FD_EPS):
         """Central differences of T, the sum of the examples' values (the program run on
         its batch by CollectiveReference), in every element of the batch's arguments."""
-        key = ("total gradient", eps)
+        return self._central_differences("total gradient", self.program.batch, eps)
+
+    def _central_differences(self, what, point, eps):
+        """The reference's value_at differentiated in every element of `point` (cached)."""
+        key = (what, eps)
         if key not in self._cache:
-            batch = self.program.batch
-            center = tree_vector(batch)
+            center = tree_vector(point)
             gradient = np.empty_like(center)
             for k in range(center.size):
                 step = np.zeros_like(center)
                 step[k] = eps
-                plus = self.reference.value_at(tree_from_vector(batch, center + step))
-                minus = self.reference.value_at(tree_from_vector(batch, center - step))
+                plus = self.reference.value_at(tree_from_vector(point, center + step))
+                minus = self.reference.value_at(tree_from_vector(point, center - step))
                 gradient[k] = (plus - minus) / (2 * eps)
-            self._cache[key] = tree_from_vector(tuple(batch), gradient)
+            self._cache[key] = tree_from_vector(tuple(point), gradient)
         return self._cache[key]
 
     def fd_directional(self, eps=FD_EPS):
