@@ -160,8 +160,19 @@ def axis_index(axis_name):
 
 # ---------------------------------------------------------------------------- under vmap
 # What the vmap pass writes for a collective over its own axis: x carries the examples
-# along axis 0 (the batch axis); the value every example would get, batched likewise, or
-# (all_gather) the one value all examples share.
+# along axis `outer` (the batch axis; 0 unless enclosing vmaps batch this code again, each
+# adding a leading axis), and the result is the value every example would get, batched
+# likewise, or (all_gather) the one value all examples share.
+
+def _lead(outer):
+    """An index that takes every entry of the first `outer` axes."""
+    return (slice(None),) * outer
+
+
+def _past(axis, outer):
+    """An example's axis `axis` in an array with `outer` axes before its own."""
+    return axis + outer if axis >= 0 else axis
+
 
 def psum_copies(x, n):
     """psum over the batch axis of a value every example shares: n times it, in np.sum's
@@ -169,49 +180,58 @@ def psum_copies(x, n):
     return _as(x, summed_dtype) * n
 
 
-def all_gather_lanes(x, axis=0, tiled=False):
+def all_gather_lanes(x, axis=0, tiled=False, outer=0):
     """all_gather over the batch axis: the stack (or concatenation) of the examples."""
     xp = array_module(x)
     if tiled:
-        return xp.concatenate([x[k] for k in range(x.shape[0])], axis=axis)
-    return xp.moveaxis(x, 0, axis)
+        return xp.concatenate([x[_lead(outer) + (k,)] for k in range(x.shape[outer])],
+                              axis=_past(axis, outer))
+    return xp.moveaxis(x, outer, _past(axis, outer))
 
 
-def all_gather_lanes_adjoint(g, x, axis=0, tiled=False):
+def all_gather_lanes_adjoint(g, x, axis=0, tiled=False, outer=0):
     """The transpose of all_gather_lanes: g (shaped like its result) back to x's shape."""
     xp = array_module(g)
     if tiled:
-        return xp.stack(xp.split(g, x.shape[0], axis=axis))
-    return xp.moveaxis(g, axis, 0)
+        return xp.stack(xp.split(g, x.shape[outer], axis=_past(axis, outer)), axis=outer)
+    return xp.moveaxis(g, _past(axis, outer), outer)
 
 
-def psum_scatter_lanes(x, scatter_dimension=0, tiled=False):
+def psum_scatter_lanes(x, scatter_dimension=0, tiled=False, outer=0):
     """psum_scatter over the batch axis: example k gets block k of the sum."""
     xp = array_module(x)
-    total = xp.sum(x, axis=0)
-    n = x.shape[0]
-    dim = scatter_dimension % max(total.ndim, 1)
+    total = xp.sum(x, axis=outer)
+    n = x.shape[outer]
+    dim = outer + scatter_dimension % max(total.ndim - outer, 1)
+    moved = xp.moveaxis(total, dim, outer)
     if not tiled:
-        return xp.moveaxis(total, dim, 0)
-    moved = xp.moveaxis(total, dim, 0)
-    blocks = moved.reshape((n, moved.shape[0] // n) + moved.shape[1:])
-    return xp.moveaxis(blocks, 1, dim + 1)
+        return moved
+    blocks = moved.reshape(moved.shape[:outer] + (n, moved.shape[outer] // n) +
+                           moved.shape[outer + 1:])
+    return xp.moveaxis(blocks, outer + 1, dim + 1)
 
 
-def ppermute_lanes(x, perm):
+def ppermute_lanes(x, perm, outer=0):
     """ppermute over the batch axis: out[d] = x[s] for (s, d) in perm, zeros elsewhere."""
     xp = array_module(x)
-    perm = _permutation_pairs(perm, x.shape[0], "ppermute")
+    perm = _permutation_pairs(perm, x.shape[outer], "ppermute")
     out = xp.zeros_like(x)
     if perm:
         sources, destinations = zip(*perm)
-        out[list(destinations)] = x[list(sources)]
+        out[_lead(outer) + (list(destinations),)] = x[_lead(outer) + (list(sources),)]
     return out
 
 
-def all_to_all_lanes(x, split_axis, concat_axis, tiled=False):
-    """all_to_all over the batch axis: out[d] gathers block d of every example's x."""
+def all_to_all_lanes(x, split_axis, concat_axis, tiled=False, outer=0):
+    """all_to_all over the batch axis: out[d] gathers block d of every example's x. (With
+    enclosing vmaps' axes in front, each of their examples in turn.)"""
     xp = array_module(x)
+    if outer:
+        lead = x.shape[:outer]
+        flat = x.reshape((-1,) + x.shape[outer:])
+        parts = [all_to_all_lanes(part, split_axis, concat_axis, tiled) for part in flat]
+        stacked = xp.stack(parts)
+        return stacked.reshape(lead + stacked.shape[1:])
     n = x.shape[0]
     split = split_axis % (x.ndim - 1) + 1
     if not tiled:
@@ -229,4 +249,3 @@ def all_to_all_lanes(x, split_axis, concat_axis, tiled=False):
     # tiled with different axes: the blocks from the examples join along concat_axis
     parts = xp.split(merged, n, axis=split)
     return xp.concatenate(parts, axis=concat)
-

@@ -725,3 +725,56 @@ def test_grad_of_vmap_with_in_place_writes_under_a_batched_if():
     per_example = [tp.grad(written_in_both_paths, argnums=(0, 1))(e, w) for e in x]
     np.testing.assert_allclose(gx, [g[0] for g in per_example], rtol=1e-10)
     np.testing.assert_allclose(gw, np.sum([g[1] for g in per_example], axis=0), rtol=1e-10)
+
+
+INNER_COLLECTIVES = {
+    "all_gather": lambda v: tp.all_gather(v, "i"),
+    "all_gather axis 1": lambda v: tp.all_gather(v, "i", axis=1),
+    "all_gather axis -1": lambda v: tp.all_gather(v, "i", axis=-1),
+    "all_gather tiled": lambda v: tp.all_gather(v, "i", tiled=True),
+    "all_gather tiled axis 1": lambda v: tp.all_gather(v, "i", axis=1, tiled=True),
+    "psum_scatter": lambda v: tp.psum_scatter(v, "i"),
+    "psum_scatter dimension 1": lambda v: tp.psum_scatter(v.T, "i", scatter_dimension=1),
+    "psum_scatter tiled": lambda v: tp.psum_scatter(v, "i", tiled=True),
+    "ppermute": lambda v: tp.ppermute(v, "i", [(0, 1), (1, 2), (2, 0)]),
+    "ppermute, some get zeros": lambda v: tp.ppermute(v, "i", [(2, 0)]),
+    "all_to_all": lambda v: tp.all_to_all(v, "i", 0, 1),
+    "all_to_all tiled": lambda v: tp.all_to_all(v, "i", 0, 0, tiled=True),
+}
+
+
+def _inner_collective(name):
+    collective = INNER_COLLECTIVES[name]
+
+    def f(x, w):
+        return np.sin(collective(x * w)) * 2.0
+    return f
+
+
+@pytest.mark.parametrize("name", sorted(INNER_COLLECTIVES))
+def test_vmap_of_vmap_over_a_collective_of_the_inner_axis(name):
+    """vmap of a vmapped function whose collective names the inner axis (the lane helpers
+    take the outer axes in front): against a loop over the outer examples, values and
+    gradients, and pmap of that vmap and vmap of that pmap alike."""
+    f = _inner_collective(name)
+    x, w = RNG.normal(size=(2, 3, 3, 2)), RNG.normal(size=2)
+    inner = tp.vmap(f, in_axes=(0, None), axis_name="i")
+    outer = tp.vmap(inner, in_axes=(0, None))
+    expected = np.stack([inner(e, w) for e in x])
+    np.testing.assert_allclose(outer(x, w), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(tp.pmap(inner, in_axes=(0, None))(x, w)), expected,
+                               rtol=1e-12, atol=1e-12)
+    by_devices = tp.vmap(tp.pmap(f, "i", in_axes=(0, None)), in_axes=(0, None))
+    np.testing.assert_allclose(np.asarray(by_devices(x, w)), expected, rtol=1e-12, atol=1e-12)
+    weights = RNG.normal(size=expected.shape)
+    gx, gw = tp.grad(lambda x, w: np.sum(outer(x, w) * weights), argnums=(0, 1))(x, w)
+    per_example = [tp.grad(lambda e, w, k=k: np.sum(inner(e, w) * weights[k]),
+                           argnums=(0, 1))(x[k], w) for k in range(2)]
+    np.testing.assert_allclose(gx, [g[0] for g in per_example], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw, np.sum([g[1] for g in per_example], axis=0), rtol=1e-10,
+                               atol=1e-12)
+    direction = RNG.normal(size=x.shape)
+    _, tangent = tp.jvp(lambda x: outer(x, w), (x,), (direction,))
+    np.testing.assert_allclose(
+        tangent, np.stack([tp.jvp(lambda e: inner(e, w), (x[k],), (direction[k],))[1]
+                           for k in range(2)]), rtol=1e-10, atol=1e-12)

@@ -167,9 +167,12 @@ class CallRules:
                if p not in rule.arrays and p not in ("outer", "outer_adj", rule.param)):
             return self.each_lane(v, spelling)     # a per-example index: example by example
         each = rule.each
-        args, flags = [], []
+        args, flags, keywords, skipped = [], [], [], False
         for p in sig.parameters:
-            if p in ("outer", "outer_adj", rule.param) or p not in bound.arguments:
+            if p in ("outer", "outer_adj", rule.param):
+                continue
+            if p not in bound.arguments:
+                skipped = True          # the ones after a default left out go by name
                 continue
             a = bound.arguments[p]
             if p in rule.arrays:
@@ -182,10 +185,16 @@ class CallRules:
                 elif not each and not carried and not isinstance(a, gast.Constant):
                     # helpers only read their arguments: a view, not a copy per example
                     a = call("rt.batch_view", [a, name(self.size)])
-            args.append(a)
+            if skipped:
+                keywords.append(gast.keyword(arg=p, value=a))
+            else:
+                args.append(a)
         param = rule.param
         if param == "outer_adj" and "outer" in bound.arguments:
-            args.append(bound.arguments["outer"])
+            if skipped:
+                keywords.append(gast.keyword(arg="outer", value=bound.arguments["outer"]))
+            else:
+                args.append(bound.arguments["outer"])
         outer = self.literal(bound.arguments.get(param, const(0)))
         if isinstance(outer, gast.Constant) and outer.value == ():
             outer = const(0)
@@ -202,7 +211,7 @@ class CallRules:
             value = literal_ast(tuple((1,) + tuple(f) for f in old))
         else:
             value = const(outer.value + 1)
-        new.keywords = [gast.keyword(arg=param, value=value)]
+        new.keywords = keywords + [gast.keyword(arg=param, value=value)]
         return new
 
     def literal(self, node, depth=0):

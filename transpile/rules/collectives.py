@@ -6,7 +6,7 @@ for the enclosing vmap (or pmap) of that name. The reverse rule of a sum over ex
 sends every example the sum of all examples' adjoints (the transpose of "sum, then give
 the total to every example").
 """
-from .core import BatchRule, batch_elementwise, fwd, nondiff, rev, set_batch_rule
+from .core import BatchRule, batch_elementwise, batch_lanes, fwd, nondiff, rev, set_batch_rule
 import runtime as rt  # noqa: F401
 
 
@@ -103,56 +103,64 @@ for _s in ("rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axi
 
 
 # The helpers the vmap pass writes for a collective over its own axis are linear maps of
-# the batched operand; each one's transpose is another of them.
+# the batched operand; each one's transpose is another of them. `outer`: the axes enclosing
+# vmaps put in front (batch_lanes: a vmap of this vmapped code adds one).
 
 @rev("rt.all_gather_lanes")
-def all_gather_lanes(dout, out, x, axis=0, tiled=False):
-    dx = rt.all_gather_lanes_adjoint(dout, x, axis, tiled)
+def all_gather_lanes(dout, out, x, axis=0, tiled=False, outer=0):
+    dx = rt.all_gather_lanes_adjoint(dout, x, axis, tiled, outer)
 
 
 @fwd("rt.all_gather_lanes")
-def all_gather_lanes_fwd(out, x, axis=0, tiled=False):
-    dout = rt.all_gather_lanes(dx, axis, tiled)
+def all_gather_lanes_fwd(out, x, axis=0, tiled=False, outer=0):
+    dout = rt.all_gather_lanes(dx, axis, tiled, outer)
 
 
 @rev("rt.all_gather_lanes_adjoint")
-def all_gather_lanes_adjoint(dout, out, g, x, axis=0, tiled=False):
-    dg = rt.all_gather_lanes(dout, axis, tiled)
+def all_gather_lanes_adjoint(dout, out, g, x, axis=0, tiled=False, outer=0):
+    dg = rt.all_gather_lanes(dout, axis, tiled, outer)
 
 
 @fwd("rt.all_gather_lanes_adjoint")
-def all_gather_lanes_adjoint_fwd(out, g, x, axis=0, tiled=False):
-    dout = rt.all_gather_lanes_adjoint(dg, x, axis, tiled)
+def all_gather_lanes_adjoint_fwd(out, g, x, axis=0, tiled=False, outer=0):
+    dout = rt.all_gather_lanes_adjoint(dg, x, axis, tiled, outer)
 
 
 @rev("rt.psum_scatter_lanes")
-def psum_scatter_lanes(dout, out, x, scatter_dimension=0, tiled=False):
-    dx = rt.broadcast_batch(rt.all_gather_lanes(dout, scatter_dimension, tiled), len(x))
+def psum_scatter_lanes(dout, out, x, scatter_dimension=0, tiled=False, outer=0):
+    dx = rt.broadcast_batch(rt.all_gather_lanes(dout, scatter_dimension, tiled, outer),
+                            rt.batch_size_of(x, outer), False, outer)
 
 
 @fwd("rt.psum_scatter_lanes")
-def psum_scatter_lanes_fwd(out, x, scatter_dimension=0, tiled=False):
-    dout = rt.psum_scatter_lanes(dx, scatter_dimension, tiled)
+def psum_scatter_lanes_fwd(out, x, scatter_dimension=0, tiled=False, outer=0):
+    dout = rt.psum_scatter_lanes(dx, scatter_dimension, tiled, outer)
 
 
 @rev("rt.ppermute_lanes")
-def ppermute_lanes(dout, out, x, perm):
-    dx = rt.ppermute_lanes(dout, rt.inverse_permutation(perm))
+def ppermute_lanes(dout, out, x, perm, outer=0):
+    dx = rt.ppermute_lanes(dout, rt.inverse_permutation(perm), outer)
 
 
 @fwd("rt.ppermute_lanes")
-def ppermute_lanes_fwd(out, x, perm):
-    dout = rt.ppermute_lanes(dx, perm)
+def ppermute_lanes_fwd(out, x, perm, outer=0):
+    dout = rt.ppermute_lanes(dx, perm, outer)
 
 
 @rev("rt.all_to_all_lanes")
-def all_to_all_lanes(dout, out, x, split_axis, concat_axis, tiled=False):
-    dx = rt.all_to_all_lanes(dout, concat_axis, split_axis, tiled)
+def all_to_all_lanes(dout, out, x, split_axis, concat_axis, tiled=False, outer=0):
+    dx = rt.all_to_all_lanes(dout, concat_axis, split_axis, tiled, outer)
 
 
 @fwd("rt.all_to_all_lanes")
-def all_to_all_lanes_fwd(out, x, split_axis, concat_axis, tiled=False):
-    dout = rt.all_to_all_lanes(dx, split_axis, concat_axis, tiled)
+def all_to_all_lanes_fwd(out, x, split_axis, concat_axis, tiled=False, outer=0):
+    dout = rt.all_to_all_lanes(dx, split_axis, concat_axis, tiled, outer)
+
+
+for _s, _arrays in (("rt.all_gather_lanes", ("x",)), ("rt.all_gather_lanes_adjoint", ("g", "x")),
+                    ("rt.psum_scatter_lanes", ("x",)), ("rt.ppermute_lanes", ("x",)),
+                    ("rt.all_to_all_lanes", ("x",))):
+    batch_lanes(_s, _arrays)
 
 
 @rev("rt.psum_copies")
@@ -168,8 +176,4 @@ def psum_copies_fwd(out, x, n):
 batch_elementwise("rt.psum_copies")
 
 
-# vmap of vmap over a collective of the inner axis: not built (a clear error)
-for _s in ("rt.all_gather_lanes", "rt.all_gather_lanes_adjoint", "rt.psum_scatter_lanes",
-           "rt.ppermute_lanes", "rt.all_to_all_lanes"):
-    set_batch_rule(_s, BatchRule("unsupported"))
 set_batch_rule("rt.inverse_permutation", BatchRule("same"))
