@@ -1877,6 +1877,30 @@ def per_example_gradients(case):
         raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
 
 
+def check_vmap_of_vmap(case):
+    """vmap of the vmapped program over two batches: the program's, and the same examples
+    in reverse order (for a program with collectives, another meeting of the examples:
+    all_gather, ppermute and axis_index see them permuted). Against each batch's own
+    values; skipped where the reversed batch puts a branch condition near its kink."""
+    p = case.program
+    is_mapped = [axis == 0 for axis in p.in_axes]
+    reversed_batch = tuple(np.ascontiguousarray(v[::-1]) if m else v
+                           for v, m in zip(p.batch, is_mapped))
+    if p.collective:
+        other = CollectiveReference(p.source, reversed_batch, p.in_axes)
+        if other.margin < MIN_MARGIN:
+            raise Skip("the reversed batch takes a branch near its kink")
+        expected = np.array([example_values(case), [float(v) for v in other.values]])
+    else:
+        expected = example_values(case)
+        expected = np.array([expected, expected[::-1]])
+    outer = tuple(np.stack([v, r]) if m else v
+                  for v, r, m in zip(p.batch, reversed_batch, is_mapped))
+    twice = tp.vmap(mapped(tp.vmap, case.f, p.in_axes), in_axes=p.in_axes)
+    got = case.call(twice, *copy.deepcopy(outer))
+    case.expect(got, expected, EXACT_RTOL, "value of each batch")
+
+
 def check_mapped_grad(case, transformation):
     """vmap or pmap of grad(f). With collectives, example b's gradient in a mapped
     argument is the derivative of T (the examples' values summed) in example b's
@@ -2056,6 +2080,7 @@ CHECKS = {
     "jvp(grad)": check_jvp_of_grad,
     "vmap": check_vmap,
     "vmap(grad)": check_vmap_of_grad,
+    "vmap(vmap)": check_vmap_of_vmap,
     "jit": check_jit,
     "jit(grad)": check_jit_of_grad,
     "jit(vmap)": check_jit_of_vmap,
@@ -2067,7 +2092,7 @@ CHECKS = {
     "grad(vmap)": check_grad_of_vmap,
 }
 # the checks of a program with collectives (the others need f outside any mapping)
-COLLECTIVE_CHECKS = ("vmap", "vmap(grad)", "jit(vmap)", "jit(vmap(grad))", "pmap",
+COLLECTIVE_CHECKS = ("vmap", "vmap(grad)", "vmap(vmap)", "jit(vmap)", "jit(vmap(grad))", "pmap",
                      "pmap(grad)", "grad(pmap)", "grad(vmap)")
 
 
@@ -2442,6 +2467,11 @@ def repro_text(program, outcome):
         "jvp(grad)": [f"print(tp.jvp(tp.grad(f), ({args},), tangents))"],
         "vmap": [f"print({vmapped}({batch_args}))", expected_values],
         "vmap(grad)": [f"print({vmapped_grad}({batch_args}))", expected_grads],
+        "vmap(vmap)": [f"print(tp.vmap({vmapped}, in_axes={program.in_axes!r})"
+                       f"(*[np.stack([a, a[::-1]]) if axis == 0 else a for a, axis in "
+                       f"zip(({batch_args},), {program.in_axes!r})]))",
+                       "# expected: each batch's values (the second batch: the examples "
+                       "in reverse order)"],
         "pmap": [f"print(np.asarray({pmapped}({batch_args})))", expected_values],
         "pmap(grad)": [f"print({pmapped_grad}({batch_args}))", expected_grads],
         "grad(pmap)": [f"print(tp.grad({summed['pmap']}, argnums={argnums})({batch_args}))",

@@ -778,3 +778,29 @@ def test_vmap_of_vmap_over_a_collective_of_the_inner_axis(name):
     np.testing.assert_allclose(
         tangent, np.stack([tp.jvp(lambda e: inner(e, w), (x[k],), (direction[k],))[1]
                            for k in range(2)]), rtol=1e-10, atol=1e-12)
+
+
+def written_in_a_masked_loop(x):
+    u = np.sin(x[:3] * 1.5)
+    if np.sum(x) > 0.1:
+        k = 0
+        while k < 2:
+            u[1:] = np.cos(u[1:] + x[0])
+            k += 1
+    return np.mean(u * u)
+
+
+def test_vmap_of_vmap_and_grad_of_vmap_with_writes_in_a_masked_path():
+    """Under a batched `if`, a loop writes in place into a value saved for the merge: vmap
+    kept two names of one array (right when masked, refused when vmap's code was itself
+    transformed again: vmap of vmap, grad of vmap; found by the generator's vmap(vmap)
+    check)."""
+    x = RNG.normal(size=(2, 5, 4))
+    x[:, 0] = np.abs(x[:, 0]) + 1.0       # both paths taken in each batch
+    x[:, 1] = -np.abs(x[:, 1]) - 1.0
+    inner = tp.vmap(written_in_a_masked_loop)
+    expected = np.array([[written_in_a_masked_loop(e) for e in batch] for batch in x])
+    np.testing.assert_allclose(tp.vmap(inner)(x), expected, rtol=1e-12)
+    got = tp.grad(lambda x: np.sum(inner(x)))(x[0])
+    np.testing.assert_allclose(got, [tp.grad(written_in_a_masked_loop)(e) for e in x[0]],
+                               rtol=1e-10)

@@ -58,12 +58,20 @@ class ControlFlowRules:
             frozen = self.namer.fresh("taken")
             out.append(assign(frozen, cond))
             cond = name(frozen)
+        # a value the `then` path writes into in place is saved as a copy, and the `else`
+        # path writes into its own copy (below): masked, a write leaves the other
+        # examples' entries alone, so one array would do, but two names of one array
+        # written into and read afterwards are what a later transformation of this code
+        # (grad or vmap of it) must refuse
+        written_body = {st.targets[0].value.id for st in walk_simple(s.body)
+                        if is_update(st)}
         for v in merged:
             orig[v] = self.namer.fresh(v + "_before")
             now = self.current(s, v)
             if isinstance(now, gast.Constant):   # not bound yet: None on a skipped path
                 out.append(assign(v, const(None)))
-            out.append(assign(orig[v], now))
+            out.append(assign(orig[v], call("rt.copy", [now]) if v in written_body and
+                              not isinstance(now, gast.Constant) else now))
         # each path runs with a mask of the examples that take it: updates in place write
         # only those, loops stop when those are done, a path no example takes is skipped
         # (which also ends recursion on a batched test)
@@ -99,11 +107,6 @@ class ControlFlowRules:
             return out
         if s.body:
             out.extend(self._path(body_mask, s.body))
-        # the `else` path writes into its own copy of a value it updates in place, where
-        # the value the `then` path left (or the old one) is still to be chosen from:
-        # masked, the write would leave the other examples' entries alone, but two names
-        # of one array that is written into and read afterwards are what a later
-        # transformation of this code (grad of vmap) must refuse
         written_else = {st.targets[0].value.id for st in walk_simple(s.orelse)
                         if is_update(st)}
         for v in merged:
@@ -161,9 +164,13 @@ class ControlFlowRules:
             active_expr = call("np.logical_and", [name(self.mask), active_expr])
         trip = [assign(active, active_expr)]
         orig = {}
+        # (a value the trip writes into in place: the old one saved as a copy, for the
+        # reason `branch` gives)
+        written = {st.targets[0].value.id for st in walk_simple(s.body) if is_update(st)}
         for v in merged:
             orig[v] = self.namer.fresh(v + "_before")
-            trip.append(assign(orig[v], name(v)))
+            trip.append(assign(orig[v], call("rt.copy", [name(v)]) if v in written
+                               else name(v)))
         saved, self.mask = self.mask, active
         try:
             trip += self.block(s.body)
