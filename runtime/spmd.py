@@ -654,8 +654,8 @@ def run(fn, per_rank_args, axis_name, devices, comm=None):
                 axes[axis_name] = (comm, comm.rank_of(rank))
                 _local.axes, _local.launches, _local.device = axes, 0, devices[rank]
                 results[rank] = fn(*per_rank_args[rank])
-                for c, _ in axes.values():
-                    c.finished(rank, devices[rank])
+                for c, own_rank in axes.values():
+                    c.finished(own_rank, devices[rank])
             except BaseException as e:      # noqa: B902 - passed to the caller's thread
                 errors[rank] = e
                 comm.abort(f"rank {rank} ({devices[rank]}) raised "
