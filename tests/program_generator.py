@@ -1512,13 +1512,18 @@ def example_args(batch, mapped, args, b):
     return tuple(out)
 
 
+def writes_collectives(seed):
+    """Does `seed` give a collective program (one that has values only under a mapping)?"""
+    return seed % 5 == 2
+
+
 def generate_program(seed):
     """The program of `seed`: drawn programs are rejected until one is valid at its inputs."""
     for attempt in range(200):
         rng = np.random.default_rng([seed, attempt])
         # one seed in seven writes a program on numbers only, one in five a program with
         # collectives over the mapped axis "i"
-        collective = seed % 5 == 2
+        collective = writes_collectives(seed)
         writer = ProgramWriter(rng, scalars=seed % 7 == 3, collectives=collective)
         source, arg_specs = writer.write()
         if source is None:
