@@ -19,47 +19,38 @@ CHECKS = ("collectives", "grad through pmap", "data-parallel step", "ppermute", 
           "nested pmap over an axis that spans processes")
 
 
-def _mpiexec():
-    beside = pathlib.Path(sys.executable).parent / "mpiexec"   # the mpich wheel's, in a venv
-    return str(beside) if beside.exists() else shutil.which("mpiexec")
+@pytest.fixture
+def mpiexec():
+    """The mpiexec to start processes with (the mpich wheel's, beside a venv's python, or
+    one on PATH); the test is skipped without it or mpi4py."""
+    pytest.importorskip("mpi4py")
+    beside = pathlib.Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if found is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    return found
 
 
 @pytest.mark.parametrize("processes", [2, 3])
-def test_processes_of_two_devices_agree_with_one_process(processes):
-    pytest.importorskip("mpi4py")
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("no mpiexec (pip install mpich)")
+def test_processes_of_two_devices_agree_with_one_process(processes, mpiexec):
     out = _run(mpiexec, processes)
     for rank in range(processes):
         for what in CHECKS:
             assert f"rank {rank}: {what} ok" in out, out
 
 
-def test_a_process_that_skips_a_collective_makes_the_other_raise_not_hang():
-    pytest.importorskip("mpi4py")
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("no mpiexec (pip install mpich)")
+def test_a_process_that_skips_a_collective_makes_the_other_raise_not_hang(mpiexec):
     out = _run(mpiexec, 2, "--timeout", check=False)
     assert "rank 0: psum a process skips times out ok" in out, out
 
 
-def test_nested_pmap_over_processes_without_thread_multiple_is_a_clear_error():
-    pytest.importorskip("mpi4py")
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("no mpiexec (pip install mpich)")
+def test_nested_pmap_over_processes_without_thread_multiple_is_a_clear_error(mpiexec):
     out = _run(mpiexec, 2, "--serialized")
     for rank in (0, 1):
         assert f"rank {rank}: nested pmap without MPI_THREAD_MULTIPLE raises ok" in out, out
 
 
-def test_processes_passing_arrays_of_different_kinds_raise():
-    pytest.importorskip("mpi4py")
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("no mpiexec (pip install mpich)")
+def test_processes_passing_arrays_of_different_kinds_raise(mpiexec):
     out = _run(mpiexec, 2, "--mismatch")
     for rank in (0, 1):
         for name in ("psum", "all_gather", "ppermute", "psum_scatter", "all_to_all"):
