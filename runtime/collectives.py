@@ -7,6 +7,8 @@ they meet the other devices through the communicator runtime/spmd.py binds to th
 the device's thread. Called where no mapping names the axis, they raise an error that says
 so. Arrays in tuples, lists and dicts are reduced leaf by leaf, as in JAX.
 """
+import functools
+
 import numpy as np
 
 from . import spmd
@@ -29,25 +31,29 @@ def _what(fn, axis_name):
     return f"{fn} over axis {axis_name!r}"
 
 
+@functools.lru_cache(maxsize=None)
 def summed_dtype(dtype):
     """The dtype np.sum gives an array of `dtype`: booleans and integers narrower than the
     platform's count in int64 (uint64), others keep theirs. psum and psum_scatter give it
     under vmap (where they are np.sum over the batch axis) and under pmap alike, so that
-    psum(x > 0) counts and psum of int8 does not wrap."""
+    psum(x > 0) counts and psum of int8 does not wrap. (Strings and objects keep theirs,
+    for the communicator to refuse.)"""
+    if np.dtype(dtype).kind not in "biufc":
+        return np.dtype(dtype)
     return np.add.reduce(np.zeros(1, dtype)).dtype
 
 
+@functools.lru_cache(maxsize=None)
 def mean_dtype(dtype):
     """The dtype np.mean gives: float64 for booleans and integers, others keep theirs."""
+    if np.dtype(dtype).kind not in "biufc":
+        return np.dtype(dtype)
     return np.mean(np.zeros(1, dtype)).dtype
 
 
 def _as(v, dtype_of):
-    """v in dtype_of(its dtype); arrays of strings or objects as they are (for the
-    communicator to refuse)."""
+    """v in dtype_of(its dtype)."""
     v = array_module(v).asarray(v)
-    if v.dtype.kind not in "biufc":
-        return v
     wanted = dtype_of(v.dtype)
     return v if v.dtype == wanted else v.astype(wanted)
 

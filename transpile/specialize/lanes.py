@@ -423,15 +423,13 @@ def batch_out_decide(nodes, args, lits):
 def psum_copies_kind(args, lits):
     """rt.psum_copies(x, n): x's shape, np.sum's dtype."""
     x = _array(args[0])
-    if x is None or x.dtype.kind not in "biufc":
-        return None
-    return Array(x.shape, summed_dtype(x.dtype))
+    return Array(x.shape, summed_dtype(x.dtype)) if x is not None else None
 
 
 def psum_copies_decide(nodes, args, lits):
     """`x * n` where x already has np.sum's dtype (floats, complex numbers, int64)."""
     x = _array(args[0])
-    if x is None or x.dtype.kind not in "biufc" or summed_dtype(x.dtype) != x.dtype:
+    if x is None or summed_dtype(x.dtype) != x.dtype:
         return None
     return gast.BinOp(left=nodes[0], op=gast.Mult(), right=nodes[1])
 
