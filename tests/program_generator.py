@@ -1859,7 +1859,7 @@ def example_values(case):
     return np.array([float(case.f(*copy.deepcopy(e))) for e in batch_examples(case)])
 
 
-def mapped(transformation, f, in_axes):
+def over_axis_i(transformation, f, in_axes):
     """vmap or pmap of f over the axis "i" that a program's collectives name."""
     if transformation is tp.vmap:
         return tp.vmap(f, in_axes=in_axes, axis_name="i")
@@ -1868,7 +1868,7 @@ def mapped(transformation, f, in_axes):
 
 def check_vmap(case):
     batch = copy.deepcopy(case.program.batch)
-    got = case.call(mapped(tp.vmap, case.f, case.program.in_axes), *batch)
+    got = case.call(over_axis_i(tp.vmap, case.f, case.program.in_axes), *batch)
     case.expect(got, example_values(case), EXACT_RTOL, "batched value")
 
 
@@ -1901,7 +1901,7 @@ def check_vmap_of_vmap(case):
         expected = np.array([expected, expected[::-1]])
     outer = tuple(np.stack([v, r]) if m else v
                   for v, r, m in zip(p.batch, reversed_batch, is_mapped))
-    twice = tp.vmap(mapped(tp.vmap, case.f, p.in_axes), in_axes=p.in_axes)
+    twice = tp.vmap(over_axis_i(tp.vmap, case.f, p.in_axes), in_axes=p.in_axes)
     got = case.call(twice, *copy.deepcopy(outer))
     case.expect(got, expected, EXACT_RTOL, "value of each batch")
 
@@ -1916,7 +1916,7 @@ def check_mapped_grad(case, transformation):
     grad_f = tp.grad(case.f, argnums=case.argnums)
     batch = copy.deepcopy(case.program.batch)
     if case.program.collective:
-        got = gathered(case.call(mapped(transformation, grad_f, in_axes), *batch))
+        got = gathered(case.call(over_axis_i(transformation, grad_f, in_axes), *batch))
         got = tuple(g if in_axes[k] is not None else tree_sum_examples(g)
                     for k, g in zip(case.argnums, got))
         case.expect(got, case.fd_total_gradient(), FD_RTOL,
@@ -1924,7 +1924,7 @@ def check_mapped_grad(case, transformation):
                     remeasure=lambda: case.fd_total_gradient(10 * FD_EPS))
         return
     _, per_example = per_example_gradients(case)
-    got = gathered(case.call(mapped(transformation, grad_f, in_axes), *batch))
+    got = gathered(case.call(over_axis_i(transformation, grad_f, in_axes), *batch))
     case.expect(got, tree_stack(per_example), EXACT_RTOL, "per-example gradient")
 
 
@@ -1934,7 +1934,7 @@ def check_vmap_of_grad(case):
 
 def check_pmap(case):
     batch = copy.deepcopy(case.program.batch)
-    got = case.call(mapped(tp.pmap, case.f, case.program.in_axes), *batch)
+    got = case.call(over_axis_i(tp.pmap, case.f, case.program.in_axes), *batch)
     case.expect(gathered(got), example_values(case), EXACT_RTOL, "value on each device")
 
 
@@ -1951,7 +1951,7 @@ def check_grad_of_mapped(case, transformation):
     names = ", ".join(case.program.arg_names)
     total = file_backed(f"def total_over_examples({names}):\n"
                         f"    return np.sum(mapped({names}))\n",
-                        {"np": np, "mapped": mapped(transformation, case.f, in_axes)},
+                        {"np": np, "mapped": over_axis_i(transformation, case.f, in_axes)},
                         "total_over_examples")
     if case.program.collective:
         expected, rtol = case.fd_total_gradient(), FD_RTOL
@@ -2042,7 +2042,7 @@ def check_jit_of_grad(case):
 
 def check_jit_of_vmap(case):
     """jit of vmapped code (the lanes helpers known shapes decide) against vmap itself."""
-    batched = mapped(tp.vmap, case.f, case.program.in_axes)
+    batched = over_axis_i(tp.vmap, case.f, case.program.in_axes)
     expected = batched(*copy.deepcopy(case.program.batch))
     with fusing_small_arrays():
         got = case.call(tp.jit(batched), *copy.deepcopy(case.program.batch))
@@ -2052,7 +2052,7 @@ def check_jit_of_vmap(case):
 
 def check_jit_of_vmap_of_grad(case):
     case.requires("vmap(grad)" if case.program.collective else "grad")
-    batched = mapped(tp.vmap, tp.grad(case.f, argnums=case.argnums), case.program.in_axes)
+    batched = over_axis_i(tp.vmap, tp.grad(case.f, argnums=case.argnums), case.program.in_axes)
     expected = batched(*copy.deepcopy(case.program.batch))
     with fusing_small_arrays():
         got = case.call(tp.jit(batched), *copy.deepcopy(case.program.batch))
