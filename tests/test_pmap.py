@@ -189,6 +189,17 @@ def test_reductions_over_a_tuple_of_axis_names(outer, inner):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
 
 
+def by_keyword(x):
+    return tp.psum(x, axis_name=("i", "j")) + tp.pmax(x, axis_name=("j", "i"))
+
+
+def test_a_tuple_of_axis_names_given_by_keyword():
+    x = RNG.normal(size=(2, 3))
+    expected = (x.sum() + x.max()) * np.ones_like(x)
+    close(tp.vmap(tp.vmap(by_keyword, axis_name="j"), axis_name="i")(x), expected)
+    close(tp.pmap(tp.vmap(by_keyword, axis_name="j"), "i")(x), expected)
+
+
 def test_grad_through_a_reduction_over_two_axes():
     def f(x):
         return np.sin(x) * tp.psum(x * x, ("i", "j"))

@@ -301,8 +301,9 @@ class CallRules:
         then over the other names (left for the mappings that bind them)."""
         if self.axis_name not in names:
             return v
+        x = self._bound(v, spelling)[1].arguments["x"]
         own = _copy.copy(v)
-        own.args = [v.args[0], const(self.axis_name)]
+        own.args, own.keywords = [x, const(self.axis_name)], []
         reduced = self.collective(s, own, spelling)
         rest = tuple(n for n in names if n != self.axis_name)
         if not rest:
@@ -310,6 +311,7 @@ class CallRules:
         outer = _copy.copy(v)
         outer.args = [reduced, const(rest[0]) if len(rest) == 1 else
                       gast.Tuple(elts=[const(n) for n in rest], ctx=gast.Load())]
+        outer.keywords = []
         return outer
 
     def foreign_collective(self, v, spelling):
