@@ -284,7 +284,11 @@ def test_psum_of_a_shared_value_under_jit_of_vmap(dtype):
     expected = mapped(x, w)
     got = jitted(x, w)
     assert got.dtype == expected.dtype
-    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    # (float32 rounding, measured against the largest value: a fused kernel may round an
+    # element that cancels to near zero differently)
+    scale = np.max(np.abs(expected))
+    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13,
+                               atol=1e-6 * scale if dtype == np.float32 else 0)
     source = jitted.lower(x, w).source
     assert ("rt.psum_copies(multiply, 5)" in source) == (dtype == np.int8), source
     assert ("multiply * 5" in source) == (dtype != np.int8), source
