@@ -299,18 +299,40 @@ def _structure(x):
     return "an array"
 
 
-def select_adj(cond, dout, taken, outer=0):
+def select_adj(cond, dout, taken, outer=0, like=None):
     """The part of an adjoint (or tangent) `dout` that flows to select's `then` (taken=True)
-    or `otherwise` branch: zeros in the other examples."""
-    def part(d):
+    or `otherwise` branch: zeros in the other examples.
+
+    `like` is that branch's value (or select's result, for a tangent), read only for its
+    shape: where the two branches' shapes differ, select took the other one in every example
+    (a loop whose carried value changes shape), and this branch gets zeros of its own shape."""
+    def part(d, lk=None):
         if d is None:
             return None
         xp = array_module(d)
         c = xp.asarray(cond)
+        if lk is not None and np.ndim(lk) >= c.ndim and np.ndim(d) >= c.ndim and \
+                np.shape(lk)[c.ndim:] != np.shape(d)[c.ndim:]:
+            return xp.zeros(np.shape(lk), dtype=xp.asarray(d).dtype)
         c = c.reshape(c.shape + (1,) * (np.ndim(d) - c.ndim))
         zero = xp.zeros((), dtype=xp.asarray(d).dtype)
         return xp.where(c, d, zero) if taken else xp.where(c, zero, d)
-    return tree_map(part, dout)
+    if like is None:
+        return tree_map(part, dout)
+    return _zip_leaves(part, dout, like)
+
+
+def _zip_leaves(fn, tree, like):
+    """fn(leaf, like's leaf at the same place), where like has the same structure there;
+    fn(leaf) elsewhere."""
+    if isinstance(tree, (tuple, list)) and isinstance(like, (tuple, list)) and \
+            len(tree) == len(like) and type(tree).__name__ != "ZeroList":
+        return _rebuild(tree, (_zip_leaves(fn, t, l) for t, l in zip(tree, like)))
+    if isinstance(tree, dict) and isinstance(like, dict) and set(tree) == set(like):
+        return {k: _zip_leaves(fn, tree[k], like[k]) for k in tree}
+    if isinstance(tree, (tuple, list, dict)):
+        return tree_map(fn, tree)
+    return fn(tree, None if isinstance(like, (tuple, list, dict)) else like)
 
 
 def any_lane(cond):

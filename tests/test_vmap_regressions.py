@@ -804,3 +804,44 @@ def test_vmap_of_vmap_and_grad_of_vmap_with_writes_in_a_masked_path():
     got = tp.grad(lambda x: np.sum(inner(x)))(x[0])
     np.testing.assert_allclose(got, [tp.grad(written_in_a_masked_loop)(e) for e in x[0]],
                                rtol=1e-10)
+
+
+def layers_until_large(x, ws):
+    h = np.exp(x * np.linspace(0.6, 0.8, 2))
+    for W in ws:
+        h = h @ W
+        x = np.mean(h)
+        if np.sum(h) > 0.3:
+            break
+    return x * np.sum(np.tanh(h))
+
+
+@pytest.mark.parametrize("leave_at", [0, 1, None])
+def test_loop_whose_carried_value_changes_shape_with_a_batched_break(leave_at):
+    """grad(vmap) and jvp(vmap) of a loop whose carried value changes shape (2 -> 4 -> 2
+    columns) and every example breaks at the same trip: the masking select took one whole
+    branch, and the adjoint of the other got zeros shaped like the value it was given, not
+    like its own branch (a broadcast error, seed 1692 of the generator). Against a loop."""
+    ws = [RNG.normal(size=(2, 4)), RNG.normal(size=(4, 2)), RNG.normal(size=(2, 3))]
+    if leave_at is not None:      # make sum(h) > 0.3 first hold at trip `leave_at`
+        scale = [-1.0, -1.0, -1.0]
+        scale[leave_at] = 1.0
+        ws = [np.abs(W) * s for W, s in zip(ws, scale)]
+    x = RNG.uniform(0.2, 1.0, size=4)
+    batched = tp.vmap(layers_until_large, in_axes=(0, None))
+    loop = [layers_until_large(e, ws) for e in x]
+    np.testing.assert_allclose(batched(x, ws), loop, rtol=1e-12)
+    gx, gws = tp.grad(lambda x, ws: np.sum(batched(x, ws)), argnums=(0, 1))(x, ws)
+    per_example = [tp.grad(layers_until_large, argnums=(0, 1))(e, ws) for e in x]
+    np.testing.assert_allclose(gx, [g[0] for g in per_example], rtol=1e-10)
+    for i, W in enumerate(ws):
+        np.testing.assert_allclose(gws[i], sum(g[1][i] for g in per_example), rtol=1e-10,
+                                   atol=1e-14)
+    eps = 1e-6
+    fd = (np.sum(batched(x + eps, ws)) - np.sum(batched(x - eps, ws))) / (2 * eps)
+    np.testing.assert_allclose(np.sum(gx), fd, rtol=1e-6)
+    dx = RNG.normal(size=4)
+    dws = [RNG.normal(size=W.shape) for W in ws]
+    _, tangent = tp.jvp(batched, (x, ws), (dx, dws))
+    per_example = [tp.jvp(layers_until_large, (e, ws), (d, dws))[1] for e, d in zip(x, dx)]
+    np.testing.assert_allclose(tangent, per_example, rtol=1e-10)

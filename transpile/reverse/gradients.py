@@ -29,6 +29,11 @@ from ..ir.templates import as_index_value, dotted
 from .adjoints import Reverse, RestoreMarker
 
 
+# helpers whose argument at this index (in a call of this many arguments) they read for its
+# shape only: unbroadcast's target, and the branch a select_adj gives zeros of its shape
+SHAPE_READS = {"rt.unbroadcast": (1, 2), "rt.select_adj": (4, 5)}
+
+
 def _all_reads(stmts):
     out = set()
     for s in walk_simple(stmts):
@@ -239,18 +244,18 @@ class Saves:
         return needs + [st]
 
     def _read_for_shape_only(self, bwd):
-        """Saved names the backward pass reads only as the second argument of
-        rt.unbroadcast (for their shape): they are saved as rt.shape_only(name), so a loop
-        over large arrays keeps no copy of its temporaries (a loop of `x = 0.5 * x + 0.1 *
-        np.sin(x)` kept three arrays per trip that it never reads)."""
+        """Saved names the backward pass reads only for their shape (SHAPE_READS): they
+        are saved as rt.shape_only(name), so a loop over large arrays keeps no copy of its
+        temporaries (a loop of `x = 0.5 * x + 0.1 * np.sin(x)` kept three arrays per trip
+        that it never reads)."""
         shape_reads, other_reads = set(), set()
         remat = [s for stmts in self.remat.values() for s in stmts]
         for node in bwd + remat:
             for n in gast.walk(node):
-                if isinstance(n, gast.Call) and dotted(n.func) == "rt.unbroadcast" \
-                        and len(n.args) == 2 and not n.keywords and \
-                        isinstance(n.args[1], gast.Name):
-                    shape_reads.add(id(n.args[1]))
+                if isinstance(n, gast.Call) and not n.keywords and \
+                        len(n.args) == SHAPE_READS.get(dotted(n.func), (0, -1))[1] and \
+                        isinstance(n.args[SHAPE_READS[dotted(n.func)][0]], gast.Name):
+                    shape_reads.add(id(n.args[SHAPE_READS[dotted(n.func)][0]]))
             for n in gast.walk(node):
                 if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Store) and \
                         id(n) not in shape_reads:

@@ -33,26 +33,28 @@ def align_lanes_fwd(out, x, y, outer=0):
     dout = rt.align_lanes(dx, y, outer)
 
 
+# the branch (or the result) passed last is read for its shape only: a loop whose carried
+# value changes shape selects one whole branch, and the other gets zeros of its own shape
 @rev("rt.select")
 def select(dout, out, cond, then, otherwise, outer=0):
-    dthen = rt.select_adj(cond, dout, True, outer)
-    dotherwise = rt.select_adj(cond, dout, False, outer)
+    dthen = rt.select_adj(cond, dout, True, outer, then)
+    dotherwise = rt.select_adj(cond, dout, False, outer, otherwise)
 
 
 @fwd("rt.select")
 def select_fwd(out, cond, then, otherwise, outer=0):
-    dout = rt.select_adj(cond, dthen, True, outer)
-    dout = rt.select_adj(cond, dotherwise, False, outer)
+    dout = rt.select_adj(cond, dthen, True, outer, out)
+    dout = rt.select_adj(cond, dotherwise, False, outer, out)
 
 
 @rev("rt.select_adj")
-def select_adj(dout, out, cond, d, taken, outer=0):
-    dd = rt.select_adj(cond, dout, taken, outer)
+def select_adj(dout, out, cond, d, taken, outer=0, like=None):
+    dd = rt.select_adj(cond, dout, taken, outer, d)
 
 
 @fwd("rt.select_adj")
-def select_adj_fwd(out, cond, d, taken, outer=0):
-    dout = rt.select_adj(cond, dd, taken, outer)
+def select_adj_fwd(out, cond, d, taken, outer=0, like=None):
+    dout = rt.select_adj(cond, dd, taken, outer, out)
 
 
 # ---------------------------------------------------------------- entering, leaving, broadcasting
@@ -294,7 +296,7 @@ nondiff("rt.each_lane")
 set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
                     "rt.select": ("cond", "then", "otherwise"),
-                    "rt.select_adj": ("cond", "d"),
+                    "rt.select_adj": ("cond", "d", "like"),
                     "rt.broadcast_batch": ("value",), "rt.sum_batch": ("value",),
                     "rt.batch_view": ("value",), "rt.lanes_array": ("x",),
                     "rt.lanes_unarray": ("d", "x"),
