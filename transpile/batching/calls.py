@@ -380,6 +380,19 @@ def _same_name(a, b):
     return isinstance(a, gast.Name) and isinstance(b, gast.Name) and a.id == b.id
 
 
+def operand_first(v):
+    """Give a collective's operand and axis name (`tp.psum(x=v, axis_name="i")`) by
+    position, in place: the rules read them there."""
+    given = {k.arg: k.value for k in v.keywords}
+    leading = ("axis_name",) if anno.get(v, Anno.PRIM)[1] == "rt.axis_index" else \
+        ("x", "axis_name")
+    for param in leading[len(v.args):]:
+        if param not in given:
+            return
+        v.args.append(given[param])
+        v.keywords = [k for k in v.keywords if k.arg != param]
+
+
 def axis_name_of(v, spelling, literal=lambda node: node):
     """The axis name a collective names: a string, or for psum, pmean, pmax and pmin a
     tuple of strings (the reduction over all of those axes). `literal` resolves a name

@@ -17,7 +17,7 @@ from ..ir.analysis import (assigned_in, definitely_defined, is_pop, is_push, is_
 from ..ir.anno import Anno
 from ..ir.nodes import assign, call, const, name
 from ..ir.templates import as_index_value, dotted
-from .calls import COLLECTIVES, CallRules, axis_name_of, is_random, operands
+from .calls import COLLECTIVES, CallRules, axis_name_of, is_random, operand_first, operands
 from .control import ControlFlowRules
 from .specs import batched, flat, join, keep, literal_ast, uniform
 
@@ -369,6 +369,11 @@ class Batching(CallRules, ControlFlowRules):
                          if isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name)
                          and bound.get(st.targets[0].id) == 1 and
                          isinstance(st.value, (gast.Constant, gast.Tuple))}
+        for st in walk_simple(stmts):
+            for v in gast.walk(st):
+                if isinstance(v, gast.Call) and anno.get(v, Anno.PRIM) and \
+                        anno.get(v, Anno.PRIM)[1] in COLLECTIVES:
+                    operand_first(v)
         self.analyse(stmts)
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
