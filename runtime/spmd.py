@@ -11,6 +11,8 @@ pmap) starts its own threads; in them the outer axis is bound to a sub-communica
 outer one, made once per (inner launch, inner rank), so a psum over the outer axis sums the
 devices that share the inner position, as JAX defines it.
 """
+import atexit
+import itertools
 import os
 import queue
 import threading
@@ -73,7 +75,9 @@ def wait_or_abort(is_done, comm, rank, what, waiting_for):
 
 
 _CPU_DEVICES = {}
-_PROCESSES = {"mpi": None}     # the MPI communicator once tp.distributed.initialize() ran
+# the MPI communicator once tp.distributed.initialize() ran; the one that carries the news
+# of each process's end of a pmap call; why the processes' collectives no longer match
+_PROCESSES = {"mpi": None, "endings": None, "broken": None}
 
 
 def join_processes():
@@ -81,6 +85,8 @@ def join_processes():
     if _PROCESSES["mpi"] is None:
         from mpi4py import MPI
         _PROCESSES["mpi"] = MPI.COMM_WORLD.Dup()
+        _PROCESSES["endings"] = MPI.COMM_WORLD.Dup()   # see ProcessSpanningCommunicator.end
+        atexit.register(_announce_exit)
     return _PROCESSES["mpi"]
 
 
@@ -315,15 +321,13 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         self.process = mpi_comm.Get_rank()
         self.offset = self.process * threads
         self.size = threads * mpi_comm.Get_size()
+        # a pmap call's own communicator (not a nested pmap's view of it) hears when
+        # another process ends the call: its number among this process's calls, and the
+        # collectives this process has started in it
+        self.call = next(_CALLS) if check_device_counts else None
+        self.started = 0
         if check_device_counts:
-            counts = np.empty(mpi_comm.Get_size(), dtype=np.int64)
-            self._mpi_wait(mpi_comm.Iallgather(np.array([threads], dtype=np.int64), counts),
-                           self.offset, "pmap's start (the processes' device counts)")
-            counts = counts.tolist()
-            if len(set(counts)) > 1:
-                raise CollectiveError(f"pmap across processes: the processes map axes of "
-                                      f"different sizes ({counts}); each must use as many "
-                                      "devices as the others")
+            self._agree(None, self.offset, "pmap across processes, at its start")
 
     def rank_of(self, thread):
         return self.offset + thread
@@ -471,24 +475,46 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
         return received
 
     def _agree(self, x, rank, what):
-        """Thread 0, before a collective's data crosses: every process's value has this
-        process's shape and dtype (one small Iallgather). MPI moves bytes and would take
-        a mismatch for data (uninitialized values, a truncated message); a mismatch
-        aborts the collective in every process instead, naming both kinds. So does a
-        process in another collective (a branch the processes take differently)."""
-        kind = np.zeros(2 + _MAX_RANK + 1, np.int64)
-        kind[0], kind[1] = x.ndim, x.dtype.num
-        kind[2:2 + x.ndim] = x.shape
-        kind[-1] = zlib.crc32(what.encode())
+        """Thread 0, before a collective's data crosses (and at a pmap call's start, x
+        None): every process is in the same pmap call, in the same collective, with a
+        value of this process's shape and dtype (one small Iallgather of a record of
+        the same size for all). MPI moves bytes and would take a mismatch for data
+        (uninitialized values, a truncated message); a mismatch aborts the collective in
+        every process instead, naming both kinds. So does a process in another
+        collective (a branch the processes take differently) or already in the next
+        pmap call (it returned from this one early)."""
+        kind = np.zeros(2 + _MAX_RANK + 3, np.int64)  # ndim, dtype, shape, what, call, devices
+        if x is not None:
+            kind[0], kind[1] = x.ndim, x.dtype.num
+            kind[2:2 + x.ndim] = x.shape
+            self.started += 1
+        kind[-3] = zlib.crc32(what.encode())
+        kind[-2] = -1 if self.call is None else self.call
+        kind[-1] = self.threads
         everyone = np.empty((self.mpi.Get_size(), kind.size), np.int64)
         self._mpi_wait(self.mpi.Iallgather(kind, everyone), rank, what)
         for q, other in enumerate(everyone):
-            if other[-1] != kind[-1]:
+            reason = None
+            if other[-2] != kind[-2]:
+                # the processes' pmap calls no longer pair up: no later one can either
+                reason = (f"process {q} left this pmap call without calling {what} (it "
+                          "returned, or raised; it is in a later one)"
+                          if other[-2] > kind[-2] else
+                          f"process {q} is still in an earlier pmap call (number "
+                          f"{other[-2]}; this process is in number {kind[-2]}): this "
+                          "process returned from that one without a collective it is in")
+                reason += ("; every process calls the same collectives in the same order "
+                           "(one under a branch or in a loop that the processes take "
+                           "differently cannot complete)")
+                _PROCESSES["broken"] = f"{what} on rank {rank}: {reason}"
+            elif other[-1] != kind[-1]:
+                reason = (f"the processes map axes of different sizes "
+                          f"({everyone[:, -1].tolist()} devices); each must use as many "
+                          "devices as the others")
+            elif other[-3] != kind[-3]:
                 reason = (f"process {q} is in another collective at the same time; every "
                           "process calls the same collectives in the same order")
-                self.abort(reason)
-                raise CollectiveError(f"{what} on rank {rank}: {reason}")
-            if not np.array_equal(other, kind):
+            elif not np.array_equal(other, kind):
                 shape = tuple(int(d) for d in other[2:2 + other[0]])
                 dtype = next((t for t in np.sctypeDict.values()
                               if np.dtype(t).num == other[1]), other[1])
@@ -496,13 +522,46 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
                           f"{np.dtype(dtype).name}, process {self.process} one of shape "
                           f"{x.shape} and dtype {x.dtype.name}; every process must pass "
                           "the same")
+            if reason is not None:
                 self.abort(reason)
                 raise CollectiveError(f"{what} on rank {rank}: {reason}")
 
     def _mpi_wait(self, request, rank, what):
-        """Wait for an MPI request (or, given a function, until it says done)."""
+        """Wait for an MPI request (or, given a function, until it says done), at most
+        TRANSPILE_COLLECTIVE_TIMEOUT seconds, and no longer once another process has
+        ended this pmap call without starting this collective (it raised, or returned
+        early): then raise at once, naming it. An abandoned request leaves the
+        processes' collectives unmatched for good: later pmaps raise (see `run`)."""
         is_done = request if callable(request) else request.Test
-        wait_or_abort(is_done, self, rank, what, "processes")
+        if self.call is not None:
+            polled = [0]
+
+            def is_done(test=is_done):
+                if test():
+                    return True
+                polled[0] += 1
+                if polled[0] % 64 == 0:        # (about a millisecond apart)
+                    reason = _ended_without(self.call, self.started, self.mpi.Get_size())
+                    if reason is not None:
+                        _PROCESSES["broken"] = f"{what} on rank {rank}: {reason}"
+                        self.abort(reason)
+                        raise CollectiveError(f"{what} on rank {rank}: {reason}")
+                return False
+        try:
+            wait_or_abort(is_done, self, rank, what, "processes")
+        except CollectiveError as e:
+            _PROCESSES["broken"] = _PROCESSES["broken"] or str(e)
+            # (the news of this call's end counts the collectives this process completed:
+            # another one in this collective cannot finish it either)
+            self.started -= 1
+            raise
+
+    def end(self, failed):
+        """This process is done with this pmap call: tell the others (one small message
+        each, on a communicator of its own), so that one waiting in a collective this
+        process never started raises at once instead of waiting out the timeout."""
+        if self.call is not None:
+            _announce_end(self.call, self.started, failed)
 
     def split(self, launch, position):
         # the duplicate communicator exists before the child is made (outside self._lock:
@@ -536,6 +595,73 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
 
 _NESTED_MPI = {}       # MPI communicator handle -> its duplicates, by nested position
 _NESTED_LOCK = threading.Lock()
+_CALLS = itertools.count()    # pmap calls spanning processes, numbered alike in each
+_SENT = []                    # (buffer, request) of news of ends still being sent
+_ENDED = {}                   # (call, process) -> (collectives it started, failed)
+
+
+def _announce_end(call, started, failed):
+    """Tell every other process that this one ended pmap call number `call` after
+    starting `started` collectives in it (or failed)."""
+    from mpi4py import MPI
+    endings = _PROCESSES["endings"]
+    news = np.array([call, started, int(failed)], np.int64)
+    _SENT[:] = [(b, r) for b, r in _SENT if not r.Test()]
+    for q in range(endings.Get_size()):
+        if q != endings.Get_rank():
+            _SENT.append((news, endings.Isend([news, MPI.INT64_T], q)))
+    _read_endings(call)
+
+
+def _announce_exit():
+    """At exit (an uncaught error included): the other processes waiting for this one in
+    a collective raise at once."""
+    from mpi4py import MPI
+    if MPI.Is_finalized():
+        return
+    _announce_end(EXITED, -1, failed=True)
+    deadline = time.monotonic() + 1.0
+    while _SENT and time.monotonic() < deadline:
+        _SENT[:] = [(b, r) for b, r in _SENT if not r.Test()]
+
+
+EXITED = -1          # the call number of the news that a process exited
+
+
+def _read_endings(call):
+    """Take in the news that arrived (what is older than call number `call` is moot)."""
+    from mpi4py import MPI
+    endings, status = _PROCESSES["endings"], MPI.Status()
+    while endings.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, status):
+        news = np.empty(3, np.int64)
+        endings.Recv([news, MPI.INT64_T], status.Get_source(), status.Get_tag())
+        _ENDED[(int(news[0]), status.Get_source())] = (int(news[1]), bool(news[2]))
+    for key in [k for k in _ENDED if EXITED < k[0] < call]:
+        del _ENDED[key]
+
+
+def _ended_without(call, started, processes):
+    """Why a collective this process started (its `started`-th in pmap call number `call`)
+    cannot complete, if another process has ended that call without starting it (or
+    failed): the reason; else None."""
+    _read_endings(call)
+    for q in range(processes):
+        if (EXITED, q) in _ENDED:
+            return f"process {q} exited"
+        ended = _ENDED.get((call, q))
+        if ended is None or ended[0] >= started:
+            continue      # (it started this collective: the request completes)
+        if ended[0] < 0:
+            return (f"process {q} failed at the start of this pmap call (its own error is "
+                    "raised there)")
+        if ended[1]:
+            return (f"process {q} failed in this pmap call after {ended[0]} collectives "
+                    "(its own error is raised there) and will not join this one")
+        return (f"process {q} returned from this pmap call after {ended[0]} collectives "
+                    "without calling this one; every process calls the same collectives "
+                    "in the same order (one under a branch or in a loop that the "
+                    "processes take differently cannot complete)")
+    return None
 
 
 def _stretch(n, parts, k):
@@ -638,6 +764,14 @@ def run(fn, per_rank_args, axis_name, devices, comm=None):
     n = len(per_rank_args)
     parent = getattr(_local, "axes", None) or {}
     mpi = _PROCESSES["mpi"]
+    if comm is None and mpi is not None and not parent and _PROCESSES["broken"]:
+        # (the others wait for this call: -1, it did not even start it)
+        _announce_end(next(_CALLS), -1, failed=True)
+        raise CollectiveError(
+            f"pmap across processes: a collective between them failed earlier "
+            f"({_PROCESSES['broken'].splitlines()[0]}); MPI matches the processes' "
+            "collectives in order, and the abandoned one can never be matched, so no "
+            "later one can either: restart the processes")
     if comm is None:
         comm = ProcessSpanningCommunicator(n, mpi) if mpi is not None and not parent else \
             SharedMemoryCommunicator(n)
@@ -672,6 +806,8 @@ def run(fn, per_rank_args, axis_name, devices, comm=None):
         finished.acquire()
     _give_back(workers)
     raised = [e for e in errors if e is not None]
+    if isinstance(comm, ProcessSpanningCommunicator):
+        comm.end(failed=bool(raised))
     if raised:
         own = [e for e in raised if not isinstance(e, CollectiveError)]
         raise (own or raised)[0]

@@ -4,8 +4,10 @@ across P processes x T devices, each against the single-process vmap of the whol
 ppermute, all_to_all and psum_scatter in many shapes, dtypes and permutations, equal to
 the single-process result bit for bit, and the MPI calls each makes (only what a process
 needs crosses); collectives over an outer axis that spans processes inside a nested pmap.
-Prints one line per check; exits non-zero on the first mismatch. With --timeout, only a
-psum that process 1 skips; with --serialized, only a nested pmap under
+Prints one line per check; exits non-zero on the first mismatch. With --early, --fails or
+--timeout, only a psum that process 1 skips, fails before, or reaches too late; with
+--exits, only a pmap that process 1 exits before; with
+--serialized, only a nested pmap under
 MPI_THREAD_SERIALIZED; with --mismatch, only collectives of arrays whose shapes or
 dtypes differ between processes."""
 import os
@@ -35,22 +37,77 @@ def skipped_by_process_1(v):
     return tp.psum(v, "i")
 
 
-if "--timeout" in sys.argv:
-    # A process whose devices never reach a collective: the other process raises, naming
-    # the collective and its rank, instead of hanging. (Run alone, with --timeout: process
-    # 0's abandoned MPI request keeps MPI_Finalize waiting, so both leave with os._exit,
-    # and mpiexec may then report the other as killed; test_distributed.py reads the
-    # message, not the exit code.)
-    os.environ["TRANSPILE_COLLECTIVE_TIMEOUT"] = "2"
+def raises_on_process_1(v):
+    if tp.process_index() == 1:
+        raise ValueError("a device of process 1 fails")
+    return tp.psum(v, "i")
+
+
+def late_on_process_1(v):
+    if tp.process_index() == 1:
+        time.sleep(4)
+    return tp.psum(v, "i")
+
+
+ABANDONED = {
+    # flag: (the function, the timeout, what process 0's error may say, process 1's);
+    # process 1 told process 0 it ended the call, or process 0 found it in the next call
+    "--early": (skipped_by_process_1, "60", ("process 1 returned from this pmap call after 0 "
+                                             "collectives", "process 1 left this pmap call"),
+                None),
+    "--fails": (raises_on_process_1, "60", ("process 1 failed in this pmap call after 0 "
+                                            "collectives", "process 1 left this pmap call"),
+                ("a device of process 1 fails",)),
+    "--timeout": (late_on_process_1, "2", ("timed out after 2 s",),
+                  ("process 0 failed in this pmap call after 0 collectives",)),
+}
+if "--exits" in sys.argv:
+    # A process that exits (here at once; an uncaught error alike) while the other
+    # starts a pmap: the other raises at once, not after the timeout.
+    os.environ["TRANSPILE_COLLECTIVE_TIMEOUT"] = "60"
+    if me == 1:
+        sys.exit(0)
+    started = time.monotonic()
     try:
-        tp.pmap(skipped_by_process_1, "i")(np.ones((local, 3)))
+        tp.pmap(lambda v: tp.psum(v, "i"), "i")(np.ones((local, 3)))
     except spmd.CollectiveError as e:
-        assert me == 0 and "psum over axis 'i' on rank" in str(e) and "timed out" in str(e), e
-        print(f"rank {me}: psum a process skips times out ok", flush=True)
+        assert "process 1 exited" in str(e), e
+        print(f"rank 0: exits raises ok ({time.monotonic() - started:.1f} s)", flush=True)
+    os._exit(0)
+flag = next((f for f in ABANDONED if f in sys.argv), None)
+if flag is not None:
+    # A collective some process never joins (it returned early, failed, or is late past
+    # the timeout): the others raise, naming the collective, the rank and the process,
+    # instead of hanging; they raise at once where that process told them it ended the
+    # call. Each process's next pmap then raises too (the processes' collectives no
+    # longer match). Process 0's abandoned MPI request keeps MPI_Finalize waiting, so
+    # both leave with os._exit, and mpiexec may then report the other as killed;
+    # test_distributed.py reads the messages, not the exit code.
+    f, timeout, expected, on_1 = ABANDONED[flag]
+    os.environ["TRANSPILE_COLLECTIVE_TIMEOUT"] = timeout
+    started = time.monotonic()
+    try:
+        tp.pmap(f, "i")(np.ones((local, 3)))
+    except (spmd.CollectiveError, ValueError) as e:
+        took = time.monotonic() - started
+        mine_expected = expected if me == 0 else on_1
+        assert mine_expected is not None and any(m in str(e) for m in mine_expected), e
+        if me == 0:
+            assert "psum over axis 'i' on rank" in str(e), e
+            assert took < 20, f"raised after {took:.1f} s"
+        print(f"rank {me}: {flag[2:]} raises ok ({took:.1f} s)", flush=True)
     else:
-        assert me == 1, "the psum that process 1 skipped returned on process 0"
-        time.sleep(4)        # alive while process 0 waits
+        assert me == 1 and on_1 is None, "the psum that process 1 left returned on " \
+            f"process {me}"
+    try:
+        tp.pmap(lambda v: tp.psum(v, "i"), "i")(np.ones((local, 3)))
+    except spmd.CollectiveError as e:
+        assert any(m in str(e) for m in ("restart the processes", "failed at the start",
+                                         "is still in an earlier pmap call")), e
+        print(f"rank {me}: the next pmap raises ok", flush=True)
     sys.stdout.flush()
+    # alive while the other process still reaches its psum, and hears of this one's end
+    time.sleep(5 if flag == "--timeout" else 1)
     os._exit(0)
 
 

@@ -39,9 +39,22 @@ def test_processes_of_two_devices_agree_with_one_process(processes, mpiexec):
             assert f"rank {rank}: {what} ok" in out, out
 
 
-def test_a_process_that_skips_a_collective_makes_the_other_raise_not_hang(mpiexec):
-    out = _run(mpiexec, 2, "--timeout", check=False)
-    assert "rank 0: psum a process skips times out ok" in out, out
+@pytest.mark.parametrize("how", ["early", "fails", "timeout"])
+def test_a_process_that_leaves_a_collective_makes_the_other_raise_not_hang(mpiexec, how):
+    """Process 1 returns without the psum, fails before it, or reaches it after the
+    timeout: process 0 raises (at once where process 1 said it ended the call), and
+    each process's next pmap raises too."""
+    out = _run(mpiexec, 2, f"--{how}", check=False)
+    ranks = (0, 1) if how != "early" else (0,)
+    for rank in ranks:
+        assert f"rank {rank}: {how} raises ok" in out, out
+    for rank in (0, 1):
+        assert f"rank {rank}: the next pmap raises ok" in out, out
+
+
+def test_a_process_that_exits_makes_the_other_raise_at_once(mpiexec):
+    out = _run(mpiexec, 2, "--exits", check=False)
+    assert "rank 0: exits raises ok" in out, out
 
 
 def test_nested_pmap_over_processes_without_thread_multiple_is_a_clear_error(mpiexec):
