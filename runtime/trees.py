@@ -296,6 +296,35 @@ def check_length(seq, n, where, at_least=False):
                       "names.", "unpack as many names as x has items.")
 
 
+def number_only(value, name, op, other, where, outer=0):
+    """`name op= v`, where the transformer could not tell whether `name` holds a number
+    (then `op=` binds it anew: the value passes through) or an array (then NumPy updates
+    it in place, and `other`, which may share its memory, would see the change: an error,
+    raised here). `other`: "'y'", a name read afterwards, or "global 'K'", the caller's
+    array. Under vmap, `outer` says how many leading axes are the batch's (a number per
+    example)."""
+    lead = outer if isinstance(outer, int) else sum(outer[0])
+    if isinstance(value, np.ndarray) and not lead:
+        is_array = True              # a 0-d numpy array too: `op=` writes into it
+    else:
+        # (numpy's x[0] of a 1-d x is a number, cupy's a 0-d array: the code means numpy's)
+        is_array = type(value) is list or np.ndim(value) > lead
+    if is_array:
+        if other.startswith("global"):
+            message = (f"[aliasing] '{name}' holds an array here, so `{name} {op}= ...` "
+                       f"writes into it in place, and it may be an array the caller can see "
+                       f"({other}, or a view of it), which transformed code cannot change.")
+        else:
+            message = (f"[aliasing] '{name}' holds an array here, so `{name} {op}= ...` "
+                       f"updates it in place, and {other}, which may be the same array or "
+                       "share its memory, sees the change when it is used afterwards; "
+                       "transformed code cannot follow that.")
+        raise located(where, message,
+                      f"write {name} = {name} {op} ... to make a new value, or copy the "
+                      "array first, so that each name owns its data.")
+    return value
+
+
 def check_float_input(x, name, where):
     """Reject differentiation with respect to a non-float value (ints, bools, strings)."""
     t = type(x)

@@ -328,6 +328,64 @@ def test_in_place_write_that_an_alias_may_see_is_refused(f, line, names):
         assert name in message
 
 
+def accumulate_from_an_element(x):
+    acc = x[0]                # a number where x is 1-d: `acc +=` binds it anew
+    for i in range(1, 3):
+        acc += x[i] * acc
+    return acc * np.sum(x)
+
+
+def scale_an_element_of_a_global(x):
+    s = GLOBAL_TABLE[-2]      # a number: `s *=` leaves GLOBAL_TABLE as it is
+    if np.sum(x) > 0:
+        s *= np.sin(x[0])
+    return s + np.sum(GLOBAL_TABLE * x[:2])
+
+
+def update_a_row(x):
+    row = x[0]                # a row of a 2-d x (a view), or a number of a 1-d one
+    row += 1.0
+    return np.sum(row) + np.sum(x)
+
+
+@pytest.mark.parametrize("f", [accumulate_from_an_element, scale_an_element_of_a_global])
+def test_augmented_assignment_to_a_number_read_from_an_array(f):
+    """`acc = x[0]; acc += ...`: refused ("if 'acc' holds an array here ...") by every
+    transformation, although for a 1-d x it is a number, bound anew. Now asked at run
+    time (rt.number_only): a number passes. Against numpy, finite differences, a loop."""
+    before = GLOBAL_TABLE.copy()
+    x = _rng(31).uniform(0.2, 1.0, size=3)
+    np.testing.assert_allclose(tp.transform(f)(x), f(x), rtol=1e-13)
+    np.testing.assert_allclose(tp.jit(f)(x), f(x), rtol=1e-13)
+    check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+    np.testing.assert_allclose(tp.jit(tp.grad(f))(x), tp.grad(f)(x), rtol=1e-12)
+    xs = _rng(32).uniform(-1.0, 1.0, size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(f)(xs), [f(v) for v in xs], rtol=1e-13)
+    np.testing.assert_allclose(tp.vmap(tp.grad(f))(xs), [tp.grad(f)(v) for v in xs],
+                               rtol=1e-12)
+    np.testing.assert_allclose(tp.vmap(tp.vmap(f))(xs[None]), [[f(v) for v in xs]],
+                               rtol=1e-13)
+    assert np.array_equal(GLOBAL_TABLE, before)
+
+
+@pytest.mark.parametrize("how", ["grad", "jvp", "vmap", "jit", "vmap(vmap)", "jit(grad)"])
+def test_augmented_assignment_to_a_row_of_the_argument_is_an_error_at_run_time(how):
+    """The same code where x is 2-d: `row +=` would write into the caller's x, which the
+    return reads (NumPy: sum(x) includes the update). An error naming the line, under
+    every transformation; a 1-d x passes."""
+    run = {"grad": lambda x: tp.grad(update_a_row)(x),
+           "jvp": lambda x: tp.jvp(update_a_row, (x,), (x,)),
+           "vmap": lambda x: tp.vmap(update_a_row)(x[None]),
+           "jit": lambda x: tp.jit(update_a_row)(x),
+           "vmap(vmap)": lambda x: tp.vmap(tp.vmap(update_a_row))(x[None, None]),
+           "jit(grad)": lambda x: tp.jit(tp.grad(update_a_row))(x)}[how]
+    run(_rng(33).normal(size=3))
+    x = _rng(34).normal(size=(2, 3))
+    with pytest.raises(TransformError, match="'row' holds an array here") as info:
+        run(x)
+    assert "row += 1.0" in str(info.value) and "'x'" in str(info.value)
+
+
 # ------------------------------------------------------------------ lists read while they grow
 
 def last_of_growing_list(x):
@@ -1241,7 +1299,8 @@ def _global_updated_through_a_name(x):
 @pytest.mark.parametrize("f", [_global_updated_on_a_later_trip, _global_updated_through_a_name])
 def test_an_in_place_update_of_a_global_array_is_refused(f):
     before = GLOBAL_TABLE.copy()
-    with pytest.raises(TransformError, match="changes an array the caller can see \\(global"):
+    # (refused as the function is transformed, or where the write happens on an array)
+    with pytest.raises(TransformError, match="an array the caller can see \\(global"):
         tp.transform(f)(np.array([0.5, 0.25]))
     assert np.array_equal(GLOBAL_TABLE, before)
 

@@ -31,7 +31,7 @@ from ..ir import anno
 from ..ir.analysis import is_push, is_update, names_in, push_parts, reads, targets, walk_simple
 from ..ir.anno import Anno
 from ..errors import error_at
-from ..ir.nodes import assign
+from ..ir.nodes import assign, prim_call
 
 # Calls whose result may be the argument itself, or share its memory, besides the
 # primitives registered with view=True: np.asarray returns an array argument unchanged.
@@ -78,6 +78,14 @@ def resolve(fir, functions=None, namespace=None):
         # `u = K; ...; u += v` with K a global array: the caller's array, updated in place
         mutable = [r for r in outside if r[0] == "global" and
                    isinstance((namespace or {}).get(r[1]), (np.ndarray, list))]
+        inplace = _mutates(s, x, memory)
+        surely_global = any(g == x or frozenset((x, g)) in same.before[id(s)]
+                            for _, g in mutable)
+        if mutable and _is_inplace_op(s) and inplace is None and not surely_global:
+            # a number, bound anew, or the caller's array, updated in place: asked at
+            # run time (`s1 = K1[-2]; s1 *= 2.0` on a 1-d K1 is the number)
+            rebinds[id(s)] = (s, x, [], _number_only(fir, s, x, f"global '{mutable[0][1]}'"))
+            continue
         if outside and is_update(s) or mutable and _is_inplace_op(s):
             kind, name = (mutable or outside)[0]
             raise error_at(s, fir.source,
@@ -90,19 +98,14 @@ def resolve(fir, functions=None, namespace=None):
         sharing = sorted(n for n in shares if _read_after(n, s, all_stmts, order, loops))
         if not sharing:
             continue
-        inplace = _mutates(s, x, memory)
         if inplace is False:
             continue                      # `x op= v` on a number binds x anew
+        if inplace is None:
+            # a number (bound anew: `acc = x[0]; acc += x[1]` on a 1-d x) or an array
+            # (updated in place, which the others would see: an error), asked at run time
+            rebinds[id(s)] = (s, x, [], _number_only(fir, s, x, f"'{sharing[0]}'"))
+            continue
         for other in sharing:
-            if inplace is None:
-                raise error_at(s, fir.source,
-                               f"if '{x}' holds an array here, this updates it in place, and "
-                               f"'{other}', which may be the same array, sees the change "
-                               f"when it is used afterwards; transpile cannot tell which "
-                               f"'{x}' holds here.",
-                               f"write {x} = {x} {_op_symbol(s)} ... to make a new value, or "
-                               f"{other} = {other}.copy() so each name owns its data.",
-                               pass_name="aliasing")
             if frozenset((x, other)) not in same.before[id(s)]:
                 raise error_at(s, fir.source,
                                f"writing into '{x}' here also changes '{other}', which shares "
@@ -110,9 +113,26 @@ def resolve(fir, functions=None, namespace=None):
                                f"it) and is used afterwards.",
                                f"copy one of them, e.g. {other} = {other}.copy(), so each "
                                "name owns its data.", pass_name="aliasing")
-        rebinds[id(s)] = (s, x, sharing)
+        rebinds[id(s)] = (s, x, sharing, [])
     if rebinds:
         _insert_rebinds(body, rebinds)
+
+
+def _number_only(fir, s, x, other):
+    """`x = rt.number_only(x, ...)`, to put before `x op= v` (statement s): x passes if it
+    holds a number at run time; an array raises, naming `other` that would see the write."""
+    line = fir.source.line_of(s)
+    where = f"{fir.source.filename}:{line} ({fir.source.name})"
+    check = assign(x, prim_call("rt.number_only", [
+        gast.Name(id=x, ctx=gast.Load(), annotation=None, type_comment=None),
+        gast.Constant(value=x, kind=None), gast.Constant(value=_op_symbol(s), kind=None),
+        gast.Constant(value=other, kind=None),
+        gast.Constant(value=where, kind=None)]))
+    gast.copy_location(check, s)
+    if anno.get(s, Anno.ORIGIN) is not None:
+        anno.set(check, Anno.ORIGIN, anno.get(s, Anno.ORIGIN))
+    anno.set(s, Anno.INPLACE, None)       # (now a plain `x = x op v`)
+    return [check]
 
 
 def _summarize(fir, memory, same):
@@ -520,7 +540,7 @@ def _insert_rebinds(stmts, rebinds, inserted=None):
             if tail:     # the statements recomputing a while test stay last, rebinds included
                 anno.set(s, Anno.COND_LEN, _tail_length(s.body, tail, inserted))
         if id(s) in rebinds:
-            _, x, others = rebinds[id(s)]
+            _, x, others, before = rebinds[id(s)]
             made = [assign(o, gast.Name(id=x, ctx=gast.Load(), annotation=None,
                                         type_comment=None)) for o in others]
             origin = anno.get(s, Anno.ORIGIN)
@@ -530,6 +550,8 @@ def _insert_rebinds(stmts, rebinds, inserted=None):
                     anno.set(m, Anno.ORIGIN, origin)
                 inserted.add(id(m))
             stmts[i + 1:i + 1] = made
+            stmts[i:i] = before
+            inserted.update(id(b) for b in before)
 
 
 def _tail_length(body, tail, inserted):

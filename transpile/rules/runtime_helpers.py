@@ -140,6 +140,21 @@ batch_same("rt.tree_skeleton", "rt.sorted_keys", out_batched=False)
 batch_same("rt.stop_gradient", "rt.shape_only")
 
 
+# `x op= v` where x may be a number or an array (frontend/aliasing.py): the value itself,
+# or an error
+@rev("rt.number_only", side_effect=True)   # (its error, even where x is not read again)
+def number_only(dout, out, value, name, op, other, where, outer=0):
+    dvalue = dout
+
+
+@fwd("rt.number_only")
+def number_only_fwd(out, value, name, op, other, where, outer=0):
+    dout = dvalue
+
+
+batch_lanes("rt.number_only", ("value",), each=True)
+
+
 @rev("rt.copy", "np.copy")
 def copy(dout, out, x):
     dx = dout

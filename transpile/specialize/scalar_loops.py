@@ -265,6 +265,9 @@ class _Check:
                 return self.expr(args[0])
             if spelling in ("rt.shape_only", "np.float64") and len(args) == 1:
                 return self.expr(args[0])
+            if spelling == "rt.number_only" and len(args) == 5 and \
+                    self.kind(args[0]) is not None and not self.kind(args[0]).shape:
+                return self.expr(args[0])        # a number: itself
             if spelling in REDUCTIONS and len(args) == 1:     # of one float: itself
                 return self.kind(args[0]) is not None and \
                     self.kind(args[0]).dtype.kind == "f" and self.expr(args[0])
@@ -486,7 +489,8 @@ class _Writer:
             spelling, args = dotted(node.func), node.args
             if spelling == "rt.seed":
                 return const(1.0)        # the output's kind follows in its flag
-            if spelling in ("rt.shape_only", "rt.unbroadcast") or spelling in REDUCTIONS:
+            if spelling in ("rt.shape_only", "rt.unbroadcast", "rt.number_only") or \
+                    spelling in REDUCTIONS:
                 return self.expr(args[0])     # (a reduction of one float is that float)
             if spelling == "rt.add":
                 return gast.BinOp(left=self.expr(args[0]), op=gast.Add(),

@@ -400,6 +400,8 @@ class Inference:
             return args[0]      # a number's adjoint against a number: g itself, either kind
         if spelling == "rt.shape_only" and len(args) == 1:
             return args[0]         # a stand-in of the same shape and dtype (or the value)
+        if spelling == "rt.number_only" and len(args) == 5:
+            return args[0]         # the value (or an error)
         if spelling == "rt.add" and len(args) == 2 and \
                 all(isinstance(a, Array) for a in args):
             return elementwise(np.add, args)      # adjoints of arrays or numbers: a + b
