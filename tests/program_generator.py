@@ -11,7 +11,8 @@ on data; `for` and `while` loops whose carried values may change shape between t
 recursion with a depth counter, closures and lambdas; in-place writes into local arrays;
 list building; tuple unpacking. One seed in five writes a *collective program*: `f` also
 calls tp.psum, pmean, pmax, pmin, ppermute, all_gather, psum_scatter, all_to_all and
-axis_index over the mapped axis "i" (in statements every example runs), so it has values
+axis_index over the mapped axis "i" (in statements every example runs, in `f` or in a
+helper it calls), so it has values
 only under vmap or pmap; its reference runs the untransformed source of every example at
 once, each in a thread bound to its rank (CollectiveReference), and its derivatives are
 finite differences of the examples' values summed. Every program is a function `f` (plus helpers) in a real
@@ -43,6 +44,7 @@ import ast
 import atexit
 import copy
 import dataclasses
+import functools
 import importlib.util
 import itertools
 import math
@@ -1092,10 +1094,13 @@ class FunctionBody:
         scope.vars[name] = Var(name, shape, writable=False)
         return [f"{name} = {rec}({arg.text}, {depth})"]
 
-    def stmt_collective(self, scope):
+    def stmt_collective(self, scope, in_helper=True):
         """`v = tp.psum(e, "i")` or another collective over the mapped axis "i", where every
         example of the batch runs it: pmap needs every device in every collective, in
-        the same order (vmap runs one under a branch on data for all examples, masked)."""
+        the same order (vmap runs one under a branch on data for all examples, masked).
+        Sometimes in a helper the entry calls (`in_helper`)."""
+        if in_helper and self.w.chance(0.25) and len(self.w.helpers) < MAX_HELPERS:
+            return self.collective_in_helper(scope)
         shape = self.w.pick_shape(scope)
         inner = self.w.data_expr(scope, shape, int(self.w.rng.integers(1, 3)))
         t = inner.text
@@ -1126,6 +1131,28 @@ class FunctionBody:
         # example shares may be that value: a write into it must not reach the value)
         scope.vars[name] = Var(name, result_shape, writable=bool(result_shape))
         return [f"{name} = {text}"]
+
+    def collective_in_helper(self, scope):
+        """`v = helperK(e)`, where helperK calls a collective over "i" that its caller's
+        mapping binds (vmap batches the callee for the caller's axis; under pmap each
+        device's call meets the others')."""
+        self.w.features.add("collective in a helper")
+        name = self.w.fresh_name("helper")
+        param_shape = self.w.pick_shape(scope)
+        inner = Scope({"a": Var("a", param_shape)}, {}, {}, {}, (), nesting=1,
+                      collectives=True)
+        body = FunctionBody(self.w, inner).stmt_collective(inner, in_helper=False)
+        result = body[-1].split(" = ")[0]
+        if self.w.chance(0.5):      # more work after the collective, on its result
+            shape = inner.vars[result].shape
+            more = self.w.data_expr(inner, shape, 2)
+            body.append(f"{result} = {more.text}")
+        self.w.helpers.append([f"def {name}(a):"] + indent(body + [f"return {result}"]))
+        shape = inner.vars[result].shape
+        out = self.w.var_name(shape)
+        arg = self.w.expr(scope, param_shape, 1)
+        scope.vars[out] = Var(out, shape)        # (it may be `a` itself: not writable)
+        return [f"{out} = {name}({arg.text})"]
 
     def stmt_closure(self, scope):
         """An inner def (or lambda) reading variables of f, called later."""
@@ -1882,11 +1909,12 @@ def per_example_gradients(case):
         raise Skip(f"tp.grad fails on an example: {message_pattern(exc)}")
 
 
-def check_vmap_of_vmap(case):
+def check_vmap_of_vmap(case, outer_map=tp.vmap, inner_map=tp.vmap):
     """vmap of the vmapped program over two batches: the program's, and the same examples
     in reverse order (for a program with collectives, another meeting of the examples:
     all_gather, ppermute and axis_index see them permuted). Against each batch's own
-    values; skipped where the reversed batch puts a branch condition near its kink."""
+    values; skipped where the reversed batch puts a branch condition near its kink.
+    `outer_map`, `inner_map`: pmap for pmap(vmap) and vmap(pmap)."""
     p = case.program
     is_mapped = [axis == 0 for axis in p.in_axes]
     reversed_batch = tuple(np.ascontiguousarray(v[::-1]) if m else v
@@ -1901,8 +1929,8 @@ def check_vmap_of_vmap(case):
         expected = np.array([expected, expected[::-1]])
     outer = tuple(np.stack([v, r]) if m else v
                   for v, r, m in zip(p.batch, reversed_batch, is_mapped))
-    twice = tp.vmap(over_axis_i(tp.vmap, case.f, p.in_axes), in_axes=p.in_axes)
-    got = case.call(twice, *copy.deepcopy(outer))
+    twice = outer_map(over_axis_i(inner_map, case.f, p.in_axes), in_axes=p.in_axes)
+    got = gathered(case.call(twice, *copy.deepcopy(outer)))
     case.expect(got, expected, EXACT_RTOL, "value of each batch")
 
 
@@ -2086,6 +2114,8 @@ CHECKS = {
     "vmap": check_vmap,
     "vmap(grad)": check_vmap_of_grad,
     "vmap(vmap)": check_vmap_of_vmap,
+    "pmap(vmap)": functools.partial(check_vmap_of_vmap, outer_map=tp.pmap),
+    "vmap(pmap)": functools.partial(check_vmap_of_vmap, inner_map=tp.pmap),
     "jit": check_jit,
     "jit(grad)": check_jit_of_grad,
     "jit(vmap)": check_jit_of_vmap,
@@ -2097,8 +2127,9 @@ CHECKS = {
     "grad(vmap)": check_grad_of_vmap,
 }
 # the checks of a program with collectives (the others need f outside any mapping)
-COLLECTIVE_CHECKS = ("vmap", "vmap(grad)", "vmap(vmap)", "jit(vmap)", "jit(vmap(grad))", "pmap",
-                     "pmap(grad)", "grad(pmap)", "grad(vmap)")
+COLLECTIVE_CHECKS = ("vmap", "vmap(grad)", "vmap(vmap)", "pmap(vmap)", "vmap(pmap)",
+                     "jit(vmap)", "jit(vmap(grad))", "pmap", "pmap(grad)", "grad(pmap)",
+                     "grad(vmap)")
 
 
 def run_check(case, name, seconds=CHECK_SECONDS):
@@ -2472,11 +2503,14 @@ def repro_text(program, outcome):
         "jvp(grad)": [f"print(tp.jvp(tp.grad(f), ({args},), tangents))"],
         "vmap": [f"print({vmapped}({batch_args}))", expected_values],
         "vmap(grad)": [f"print({vmapped_grad}({batch_args}))", expected_grads],
-        "vmap(vmap)": [f"print(tp.vmap({vmapped}, in_axes={program.in_axes!r})"
-                       f"(*[np.stack([a, a[::-1]]) if axis == 0 else a for a, axis in "
-                       f"zip(({batch_args},), {program.in_axes!r})]))",
-                       "# expected: each batch's values (the second batch: the examples "
-                       "in reverse order)"],
+        **{name: [f"print(np.asarray(tp.{outer}({inner}, in_axes={program.in_axes!r})"
+                      f"(*[np.stack([a, a[::-1]]) if axis == 0 else a for a, axis in "
+                      f"zip(({batch_args},), {program.in_axes!r})])))",
+                      "# expected: each batch's values (the second batch: the examples "
+                      "in reverse order)"]
+           for name, outer, inner in (("vmap(vmap)", "vmap", vmapped),
+                                      ("pmap(vmap)", "pmap", vmapped),
+                                      ("vmap(pmap)", "vmap", pmapped))},
         "pmap": [f"print(np.asarray({pmapped}({batch_args})))", expected_values],
         "pmap(grad)": [f"print({pmapped_grad}({batch_args}))", expected_grads],
         "grad(pmap)": [f"print(tp.grad({summed['pmap']}, argnums={argnums})({batch_args}))",
@@ -2513,9 +2547,9 @@ def repro_text(program, outcome):
 # 6. The command line: many programs, a summary, one shrunk repro per failure class
 # =====================================================================================
 
-def _reports(first_seed, count, checks, jobs):
+def _reports(first_seed, count, checks, jobs, step=1):
     """The report of each seed in order, checked in `jobs` worker processes."""
-    seeds = range(first_seed, first_seed + count)
+    seeds = range(first_seed, first_seed + count * step, step)
     if jobs <= 1:
         for seed in seeds:
             yield check_seed(seed, checks)
@@ -2527,14 +2561,14 @@ def _reports(first_seed, count, checks, jobs):
 
 
 def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, log=print,
-             jobs=1):
+             jobs=1, step=1):
     totals = defaultdict(Counter)              # check -> status -> programs
     seconds = Counter()                        # check -> total time
     features = Counter()
     classes = {}                               # signature -> [count, report, outcome, seeds]
     refusals_after_grad = Counter()
     started = time.perf_counter()
-    for report in _reports(first_seed, count, checks, jobs):
+    for done, report in enumerate(_reports(first_seed, count, checks, jobs, step), 1):
         seed = report.program.seed
         features.update(report.program.features)
         if show:
@@ -2552,14 +2586,13 @@ def run_many(first_seed, count, checks=None, shrink_seconds=60.0, show=False, lo
                 entry[3].append(seed)
                 if outcome.status == REFUSED and grad_ok:
                     refusals_after_grad[outcome.signature] += 1
-        done = seed - first_seed + 1
         if done % 25 == 0 or done == count:
             failing = sum(entry[0] for (_, status, _), entry in classes.items()
                           if status in (WRONG, CRASH))
             print(f"[{done}/{count}] {time.perf_counter() - started:.0f}s, "
                   f"{len(classes)} failure classes, {failing} failing checks", file=sys.stderr, flush=True)
 
-    log(f"\n{count} programs (seeds {first_seed}..{first_seed + count - 1}), "
+    log(f"\n{count} programs (seeds {first_seed}..{first_seed + (count - 1) * step}), "
         f"{time.perf_counter() - started:.0f} s\n")
     log(summary_table(totals, seconds))
     log("\nconstructs (programs using each):")
@@ -2618,13 +2651,16 @@ def main(argv=None):
     parser.add_argument("--show", action="store_true", help="print every program and its outcomes")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes that check programs in parallel")
+    parser.add_argument("--step", type=int, default=1,
+                        help="seeds this far apart (5, from a seed that is 2 mod 5: only "
+                             "programs with collectives)")
     options = parser.parse_args(argv)
     checks = options.checks.split(",") if options.checks else None
     for name in checks or ():
         if name not in CHECKS:
             parser.error(f"unknown check {name!r}")
     run_many(options.seed, options.count, checks, options.shrink_seconds, options.show,
-             jobs=options.jobs)
+             jobs=options.jobs, step=options.step)
 
 
 if __name__ == "__main__":
