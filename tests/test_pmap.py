@@ -235,6 +235,35 @@ def test_collectives_with_operand_and_axis_name_by_keyword():
         close(tp.grad(lambda x: np.sum(np.sin(mapped(x))))(x), expected_grad, 1e-10)
 
 
+def _collectives_of_a_shared_value(a):
+    return tp.pmean(a, "i") + tp.axis_index("i") * a + tp.psum(a * a, "i")
+
+
+def calls_a_helper_with_a_shared_value(x, y):
+    return np.sin(x) * _collectives_of_a_shared_value(-np.sum(y))
+
+
+def test_a_helper_whose_collectives_meet_a_value_every_example_shares():
+    """A helper called with arguments no example differs in, whose collectives still meet
+    the examples: vmap left the call unbatched, and the helper's pmean raised "no mapped
+    axis named 'i' here" (pmap ran it). Found by the random-program generator (collectives
+    in helpers), seed 5000032. Values and gradients, vmap against pmap and by hand."""
+    x, y = RNG.normal(size=3), RNG.normal(size=2)
+    a = -np.sum(y)
+    expected = np.sin(x) * (a + np.arange(3) * a + 3 * a * a)
+    for mapping in (tp.vmap, tp.pmap):
+        mapped = mapping(calls_a_helper_with_a_shared_value, axis_name="i", in_axes=(0, None))
+        close(mapped(x, y), expected)
+        gx, gy = tp.grad(lambda x, y: np.sum(mapped(x, y)), argnums=(0, 1))(x, y)
+        close(gx, np.cos(x) * (a + np.arange(3) * a + 3 * a * a))
+        # d/da of sum_b sin(x_b) (a + b a + 3 a^2), then da/dy = -1
+        close(gy, -np.full(2, np.sum(np.sin(x) * (1 + np.arange(3) + 6 * a))), 1e-10)
+    per_example = tp.vmap(tp.grad(calls_a_helper_with_a_shared_value, argnums=(0, 1)),
+                          in_axes=(0, None), axis_name="i")(x, y)
+    close(per_example, tp.pmap(tp.grad(calls_a_helper_with_a_shared_value, argnums=(0, 1)),
+                               "i", in_axes=(0, None))(x, y), 1e-10)
+
+
 def test_grad_through_a_reduction_over_two_axes():
     def f(x):
         return np.sin(x) * tp.psum(x * x, ("i", "j"))

@@ -36,7 +36,7 @@ class CallRules:
         args = operands(v)
         if callee:
             specs = tuple(self.expr_spec(a) for a in v.args)
-            if not any(batched(x) for x in specs):
+            if not any(batched(x) for x in specs) and not self.meets_the_examples(callee):
                 return v, False
             fname, result = self.callee_batched(callee, specs)
             new = gast.Call(func=name(fname), args=[name(self.size)] + list(v.args),

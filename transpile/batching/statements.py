@@ -38,6 +38,26 @@ class Batching(CallRules, ControlFlowRules):
         self.spec = {}
         self.arrays = set()                   # names known to hold arrays (not containers)
 
+    def meets_the_examples(self, callee, seen=None):
+        """Whether the user function `callee` (or one it calls) calls a collective: it is
+        batched even for unbatched arguments (axis_index differs between examples, and
+        a psum of a value they share counts them)."""
+        seen = set() if seen is None else seen
+        fir = self.program.functions.get(callee)
+        if fir is None or callee in seen:
+            return False
+        seen.add(callee)
+        for node in gast.walk(fir.node):
+            if not isinstance(node, gast.Call):
+                continue
+            found = anno.get(node, Anno.PRIM)
+            if found and found[1] in COLLECTIVES:
+                return True
+            inner = anno.get(node, Anno.CALLEE)
+            if inner and self.meets_the_examples(inner, seen):
+                return True
+        return False
+
     def error(self, node, msg, hint=None):
         """An error at `node`; in code that transpile generated (vmap of grad, a Hessian),
         located at the user's line it was generated from, the generated line shown after."""
@@ -158,7 +178,7 @@ class Batching(CallRules, ControlFlowRules):
         callee = anno.get(v, Anno.CALLEE)
         if callee:
             specs = tuple(self.expr_spec(a) for a in v.args)
-            if not any(batched(s) for s in specs):
+            if not any(batched(s) for s in specs) and not self.meets_the_examples(callee):
                 return False
             return self.callee_batched(callee, specs)[1]
         found = anno.get(v, Anno.PRIM)
