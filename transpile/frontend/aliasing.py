@@ -18,7 +18,8 @@ every in-place write (`x[idx] = v`, `x op= v`, `xs.append(v)`):
   TransformError at the write, as is a write into an array the caller can see;
 * `x op= v` is in place only when `x` holds an array or a list (for a number it just binds
   `x` anew): when the kind of `x` is unknown here and another name for it is read
-  afterwards, the write is refused too.
+  afterwards (or it may be a global array), `x = rt.number_only(x, ...)` goes before the
+  write, which then binds `x` anew: a number passes, an array raises at run time.
 
 Two flow-sensitive analyses decide this: which allocation sites each name may refer to
 (sharing memory), and which names are surely one object (copies `a = b`, kept through
