@@ -243,6 +243,10 @@ def select(cond, then, otherwise, outer=0, nested=False):
     None means "not defined on that path": the other value is taken). Inside a container
     (an adjoint of one, whose unset slots are None) None is zero: the examples of that
     path get zeros there, not the other path's value."""
+    if isinstance(cond, (bool, np.bool_)):
+        # one condition for every example (vmap took it for batched: `k != "b"` on a key of
+        # a batched dict): the path they all took
+        return then if cond else otherwise
     if otherwise is None:
         return select_adj(cond, then, True) if nested and then is not None else then
     if then is None:
@@ -545,6 +549,8 @@ def _basic(index):
 
 def lane_gather_adj(dout, x, index, x_batched, outer=0):
     """The adjoint of lane_gather (summed over examples when x is not batched)."""
+    if isinstance(index, str):
+        return {k: dout if k == index else None for k in x}
     if outer:
         n = np.shape(dout)[0]
         return np.stack([lane_gather_adj(dout[k], x[k], tuple(p[k] for p in _as_tuple(index))
@@ -561,6 +567,10 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
 
 def lane_gather(x, index, x_batched, outer=0):
     """x[index] per example, for an index that differs between examples."""
+    if isinstance(index, str):
+        # a dict's key (`for k in list(d): d[k]`): vmap took the keys of a batched dict
+        # for batched values, but a key is the same in every example
+        return x[index]
     if outer:   # vmap of vmap: one outer example at a time (a loop over the outer axis)
         n = np.shape(x)[0]
         return np.stack([lane_gather(x[k], tuple(p[k] for p in _as_tuple(index))
@@ -591,7 +601,10 @@ def lane_key(g, key, n, outer=0):
 
 
 def lane_scatter_index(index, n):
-    """The numpy index for `x[index] = v` on batched x when `index` differs per example."""
+    """The numpy index for `x[index] = v` on batched x when `index` differs per example
+    (a dict's key: itself, see lane_gather)."""
+    if isinstance(index, str):
+        return index
     return _lane_positions(index, n)
 
 
@@ -825,6 +838,8 @@ def each_lane(fn, n, flags, *args, **kwargs):
     outs = [fn(*[pick(a, i) if f else a for a, f in zip(args, flags)], **kwargs)
             for i in range(n)]
     def stacked(*xs):
+        if isinstance(xs[0], str) and all(x == xs[0] for x in xs):
+            return xs[0]          # a dict's key, the same in every example (lane_gather)
         xp = array_module(*xs)
         return xp.stack([xp.asarray(x) for x in xs])
     return tree_map(stacked, *outs)

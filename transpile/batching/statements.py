@@ -698,7 +698,9 @@ class Batching(CallRules, ControlFlowRules):
         if idx_name:
             out.append(assign(idx_name, idx))
             idx = name(idx_name)
-        if container:      # a dict may not hold the key yet: lane_slot gives None then
+        if container or batched(si) and x.id not in self.arrays:
+            # a dict may not hold the key yet (a key vmap takes for batched, see
+            # rt.lane_gather, included): lane_slot gives None then
             slot = call("rt.lane_slot", [name(x.id), _copy.deepcopy(idx)])
         else:
             slot = gast.Subscript(value=name(x.id), slice=_copy.deepcopy(idx),

@@ -36,8 +36,7 @@ from ..ir.nodes import assign, prim_call
 
 # Calls whose result may be the argument itself, or share its memory, besides the
 # primitives registered with view=True: np.asarray returns an array argument unchanged.
-_SHARING_CALLS = {"np.asarray", "np.asanyarray", "np.real", "np.imag", "rt.to_tuple",
-                  "rt.to_list"}
+_SHARING_CALLS = {"np.asarray", "np.asanyarray", "np.real", "np.imag"}
 # Calls that return a number (immutable) when called without keywords such as axis.
 _NUMBER_CALLS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.std", "np.var",
                  "np.amax", "np.amin", "float", "int", "len", "np.linalg.norm", "np.dot",
@@ -330,6 +329,15 @@ class _MemoryFacts(_Facts):
                 # an element of a container, or a view of an array
                 element = base in self.lists or self._container(obj)
                 state[name] = (held | (frozenset() if element else obj), held)
+            elif spelling in ("rt.to_list", "rt.to_tuple") and _base(value):
+                # list(x), tuple(x): a new container (a tuple may be x itself, which no
+                # write changes) holding x's items: the rows of an array (views of it),
+                # the items of a container made here (a write into its slots leaves the
+                # copy as it was; `for k in list(d): d[k] = ...`), or either
+                _age(state, s)
+                self.site_kind[id(s)] = "list" if spelling == "rt.to_list" else "tuple"
+                obj, inner = self.of(state, _base(value))
+                state[name] = (site, inner if self._container(obj) else obj | inner)
             elif prim is not None and (prim.view or spelling in _SHARING_CALLS):
                 base = _base(value)
                 state[name] = self.of(state, base) if base else (site, frozenset())

@@ -44,7 +44,8 @@ VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
 # builtins over functions, normalized as the loops they run (CallNormalizer.map_call, ...)
 FUNCTIONAL = {id(builtins.map): "map_call", id(builtins.filter): "filter_call",
               id(functools.reduce): "reduce_call", id(builtins.sorted): "sorted_call",
-              id(builtins.dict): "dict_call"}
+              id(builtins.dict): "dict_call", id(builtins.zip): "zip_call",
+              id(builtins.enumerate): "enumerate_call", id(builtins.reversed): "reversed_call"}
 
 
 def _add_odeint(module_name):
@@ -816,13 +817,67 @@ class CallNormalizer:
         return self._comprehension(self._located(picked, node), stmts, "ordered")
 
     def dict_call(self, node, stmts):
-        """dict(a=x, b=y) -> {'a': x, 'b': y}."""
+        """dict(a=x, b=y) -> {'a': x, 'b': y}; dict(pairs) -> {k: v for k, v in pairs}."""
+        if len(node.args) == 1 and not node.keywords and \
+                not isinstance(node.args[0], gast.Starred):
+            key, value = self._fresh_local("key"), self._fresh_local("value")
+            comp = gast.DictComp(key=_name(key), value=_name(value), generators=[
+                gast.comprehension(target=gast.Tuple(elts=[_store(key), _store(value)],
+                                                     ctx=gast.Store()),
+                                   iter=node.args[0], ifs=[], is_async=0)])
+            return self.expr(self._located(comp, node), stmts)
         if node.args or any(k.arg is None for k in node.keywords):
             raise self.error(node, "dict() is supported in transformed code with keyword "
-                             "arguments only.", "write the dict as {key: value, ...}.")
+                             "arguments or one iterable of pairs.",
+                             "write the dict as {key: value, ...}.")
         display = gast.Dict(keys=[gast.Constant(value=k.arg, kind=None) for k in node.keywords],
                             values=[k.value for k in node.keywords])
         return self.expr(self._located(display, node), stmts)
+
+    # zip, enumerate and reversed outside a for loop's header (where the loop walks their
+    # sequences by index): the list of what they give, built by such a loop, so that
+    # derivatives and batching follow the items (they were taken for index arithmetic)
+
+    def zip_call(self, node, stmts):
+        """zip(xs, ys) -> [(x, y) for x, y in zip(xs, ys)]."""
+        args, _ = self._plain_args(node, 1, 8)
+        items = [self._fresh_local("item") for _ in args]
+        comp = gast.ListComp(
+            elt=gast.Tuple(elts=[_name(v) for v in items], ctx=gast.Load()),
+            generators=[gast.comprehension(
+                target=gast.Tuple(elts=[_store(v) for v in items], ctx=gast.Store()),
+                iter=gast.Call(func=node.func, args=args, keywords=[]), ifs=[], is_async=0)])
+        return self._comprehension(self._located(comp, node), stmts, "pairs")
+
+    def enumerate_call(self, node, stmts):
+        """enumerate(xs, start) -> [(i + start, x) for i, x in enumerate(xs)]."""
+        args, kw = self._plain_args(node, 1, 2, keywords=("start",))
+        start = args[1] if len(args) == 2 else kw.get("start")
+        index, item = self._fresh_local("i"), self._fresh_local("item")
+        counted = _name(index) if start is None else \
+            gast.BinOp(left=_name(index), op=gast.Add(), right=start)
+        comp = gast.ListComp(
+            elt=gast.Tuple(elts=[counted, _name(item)], ctx=gast.Load()),
+            generators=[gast.comprehension(
+                target=gast.Tuple(elts=[_store(index), _store(item)], ctx=gast.Store()),
+                iter=gast.Call(func=node.func, args=args[:1], keywords=[]), ifs=[],
+                is_async=0)])
+        return self._comprehension(self._located(comp, node), stmts, "pairs")
+
+    def reversed_call(self, node, stmts):
+        """reversed(xs) -> [xs[i] for i in reversed(range(len(xs)))]."""
+        args, _ = self._plain_args(node, 1, 1)
+        seq, index = self._fresh_local("seq"), self._fresh_local("i")
+        stmts.extend(self.block([self._located(gast.Assign(
+            targets=[_store(seq)], value=args[0], type_comment=None), node)]))
+        backwards = gast.Call(func=node.func, args=[gast.Call(
+            func=_name("range"), args=[gast.Call(func=_name("len"), args=[_name(seq)],
+                                                 keywords=[])], keywords=[])], keywords=[])
+        comp = gast.ListComp(
+            elt=gast.Subscript(value=_name(seq), slice=_name(index), ctx=gast.Load()),
+            generators=[gast.comprehension(target=_store(index), iter=backwards, ifs=[],
+                                           is_async=0)])
+        return self._comprehension(self._located(comp, node), stmts, "items")
 
     def is_generator_draw(self, node):
         """Whether `node` calls a draw method of a numpy random generator: one the

@@ -424,6 +424,31 @@ class Normalizer(CallNormalizer):
             return self.unrolled(node, known.value)
         stmts = []
         it = node.iter
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) and \
+                it.func.attr in ("items", "keys", "values") and not it.args and \
+                not it.keywords:
+            # `for k, v in d.items()`: over the list of the view (the loop walks by index)
+            it = gast.copy_location(gast.Call(func=gast.Name(
+                id="list", ctx=gast.Load(), annotation=None, type_comment=None),
+                args=[it], keywords=[]), it)
+        elif isinstance(it, gast.Call) and self.static(it.func) is not None and \
+                isinstance(self.static(it.func), Static) and \
+                self.static(it.func).value is builtins.enumerate and len(it.args) == 2 and \
+                not it.keywords and isinstance(node.target, gast.Tuple) and \
+                len(node.target.elts) == 2:
+            # `for i, x in enumerate(xs, start)`: i counts from start
+            index = self._fresh_local("i")
+            counted = gast.For(target=gast.Tuple(elts=[_name(index, gast.Store()),
+                                                       node.target.elts[1]],
+                                                 ctx=gast.Store()),
+                               iter=gast.copy_location(gast.Call(
+                                   func=it.func, args=it.args[:1], keywords=[]), it),
+                               body=[gast.copy_location(gast.Assign(
+                                   targets=[node.target.elts[0]], value=gast.BinOp(
+                                       left=_name(index), op=gast.Add(), right=it.args[1]),
+                                   type_comment=None), node)] + node.body,
+                               orelse=[], type_comment=None)
+            return self.stmt_For(gast.copy_location(counted, node))
         func = self.static(it.func) if isinstance(it, gast.Call) else None
         fn = func.value if isinstance(func, Static) else None
         target = node.target
@@ -1028,6 +1053,30 @@ class Normalizer(CallNormalizer):
     def expr_GeneratorExp(self, node, stmts, hint=None):
         return self._comprehension(node, stmts, hint)
 
+    def expr_DictComp(self, node, stmts, hint=None):
+        """`{k: v for k in d}`: a dict built by a loop, each `for` over `list(...)` of its
+        iterable (a dict's keys, as Python iterates it; the loop walks a list by index)."""
+        result = self.namer.fresh(hint or "items")
+        stmts.append(_assign(result, gast.Dict(keys=[], values=[]), node))
+        anno.set(stmts[-1].value, Anno.PRIM, (rules.lookup("dict"), "dict"))
+        self.locals.add(result)
+        put = gast.Assign(targets=[gast.Subscript(value=_name(result), slice=node.key,
+                                                  ctx=gast.Store())],
+                          value=node.value, type_comment=None)
+        inner = [gast.copy_location(put, node)]
+        for gen in reversed(node.generators):
+            for cond in reversed(gen.ifs):
+                inner = [gast.copy_location(gast.If(test=cond, body=inner, orelse=[]), node)]
+            keys = gast.copy_location(gast.Call(func=gast.Name(
+                id="list", ctx=gast.Load(), annotation=None, type_comment=None),
+                args=[gen.iter], keywords=[]), gen.iter)
+            inner = [gast.copy_location(gast.For(target=gen.target, iter=keys, body=inner,
+                                                 orelse=[], type_comment=None), node)]
+        for name in assigned_names(inner):
+            self.locals.add(name)
+        stmts.extend(self.block(inner))
+        return _name(result)
+
     def _comprehension(self, node, stmts, hint):
         result = self.namer.fresh(hint or "items")
         stmts.append(_assign(result, gast.List(elts=[], ctx=gast.Load()), node))
@@ -1066,7 +1115,6 @@ _EXPR_HINTS = {
     "YieldFrom": "yield as a statement: the value of a yield expression is not supported.",
     "Await": "async code cannot be transformed.",
     "SetComp": "sets have no derivative: use a list.",
-    "DictComp": "build the dict with a loop over keys.",
     "NamedExpr": "assign with a separate statement.",
 }
 

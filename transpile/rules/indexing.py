@@ -32,12 +32,24 @@ def lane_slot_fwd(out, x, idx):
     dout = rt.lane_slot(dx, idx)
 
 
-@batch("[]", "rt.getitem", "rt.lane_slot")
+@batch("[]", "rt.getitem")
 def getitem_batch(x, idx):
     if idx_batched:
         out = rt.lane_gather(x, idx, x_batched)
     else:
         out = rt.lane_getitem(x, idx)
+
+
+@batch("rt.lane_slot")
+def lane_slot_batch(x, idx):
+    """As x[idx], and None still for a key a dict does not hold yet."""
+    if idx_batched:
+        if x_batched:
+            out = rt.lane_slot(x, rt.lane_scatter_index(idx, batch_size))
+        else:
+            out = rt.lane_gather(x, idx, x_batched)
+    else:
+        out = rt.lane_slot(x, rt.lane_index(x, idx))
 
 
 @rev("rt.index_add", "rt.index_add_into")
