@@ -16,7 +16,7 @@ import numpy as np
 
 from .backend import array_module, to_host
 from .errors import TransformError
-from .trees import rebuild_like as _rebuild, tree_map
+from .trees import UniformIndex, key_of, rebuild_like as _rebuild, tree_map
 
 
 # ---------------------------------------------------------------- entering and leaving
@@ -487,6 +487,8 @@ def lane_index(x, index):
 def lane_slot(x, index):
     """x[index] before the vmap pass's write `x[index] = value` (which aligns value with
     it), or None for a key that dict `x` does not hold yet."""
+    if isinstance(x, (tuple, list, dict)):
+        index = key_of(index)
     if isinstance(x, dict) and index not in x:
         return None
     return x[index]
@@ -567,10 +569,10 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
 
 def lane_gather(x, index, x_batched, outer=0):
     """x[index] per example, for an index that differs between examples."""
-    if isinstance(index, str):
+    if isinstance(x, dict) or isinstance(index, str):
         # a dict's key (`for k in list(d): d[k]`): vmap took the keys of a batched dict
         # for batched values, but a key is the same in every example
-        return x[index]
+        return x[uniform_lanes(index, True, "indexing a dict", "key", outer)]
     if outer:   # vmap of vmap: one outer example at a time (a loop over the outer axis)
         n = np.shape(x)[0]
         return np.stack([lane_gather(x[k], tuple(p[k] for p in _as_tuple(index))
@@ -605,7 +607,11 @@ def lane_scatter_index(index, n):
     (a dict's key: itself, see lane_gather)."""
     if isinstance(index, str):
         return index
-    return _lane_positions(index, n)
+    positions = _lane_positions(index, n)
+    if isinstance(index, numbers.Integral) and not isinstance(index, (bool, np.ndarray)):
+        positions = UniformIndex(positions)
+        positions.key = index
+    return positions
 
 
 # ---------------------------------------------------------------- np.dot per example
@@ -800,8 +806,8 @@ def uniform_lanes(value, spec, what, role, outer=0):
     must be the same in every example, and is that value. Otherwise the call cannot be
     batched (its result's shape would differ between examples)."""
     def leaf(x):
-        if x is None or isinstance(x, (str, bytes, slice)) or callable(x):
-            return x
+        if x is None or isinstance(x, (str, bytes, slice, numbers.Number)) or callable(x):
+            return x             # (a Python number vmap took for batched: one for all)
         a = to_host(x)              # shapes, counts, axes: small, and read on the host
         first = np.take(a, 0, axis=outer)
         if not bool(np.all(a == np.expand_dims(first, outer))):

@@ -1018,6 +1018,15 @@ class FunctionBody:
         combine = self.w.weighted([(2, (f"np.sum(np.stack({hs}), axis=0)", shape)),
                                    (1, (f"np.mean(np.stack({hs}), axis=0)", shape)),
                                    (1, (f"sum({hs})", shape)),
+                                   # zip, enumerate and reversed outside a loop header, a
+                                   # dict comprehension and a dict's values
+                                   (0.5, (f"sum(a * b for a, b in zip({hs}, reversed({hs})))",
+                                          shape)),
+                                   (0.5, (f"np.sum(np.stack([v * k for k, v in "
+                                          f"list(enumerate({hs}, 1))]), axis=0)", shape)),
+                                   (0.5, (f"np.mean(np.stack(list({{k: v for k, v in "
+                                          f"dict(zip(range({trips}), {hs})).items()}}"
+                                          f".values())), axis=0)", shape)),
                                    (1, (f"np.stack({hs})", (trips,) + shape)),
                                    (1 if len(shape) == 1 else 0,
                                     (f"np.concatenate({hs})", (trips * shape[0],) if shape else ()))])

@@ -684,8 +684,12 @@ class Batching(CallRules, ControlFlowRules):
             return [s]
         value = s.value
         container = False
-        if batched(si):
+        if batched(si) and x.id in self.arrays:
             idx = call("rt.lane_scatter_index", [index, name(self.size)])
+        elif batched(si):
+            # (a dict's or list's key is the same in every example: a key of a batched
+            # dict's items, which vmap takes for batched)
+            idx = call("rt.lane_key", [name(x.id), index, name(self.size)])
         elif x.id in self.arrays and _simple_index(t.slice):
             idx = _lane_slice(t.slice)
         else:

@@ -45,7 +45,7 @@ def lane_slot_batch(x, idx):
     """As x[idx], and None still for a key a dict does not hold yet."""
     if idx_batched:
         if x_batched:
-            out = rt.lane_slot(x, rt.lane_scatter_index(idx, batch_size))
+            out = rt.lane_slot(x, rt.lane_key(x, idx, batch_size))
         else:
             out = rt.lane_gather(x, idx, x_batched)
     else:
@@ -69,7 +69,7 @@ def index_add_batch(dx, x, idx, dy):
     if dx_batched:
         if idx_batched:
             if x_batched:
-                out = rt.index_add(dx, x, rt.lane_scatter_index(idx, batch_size), dy)
+                out = rt.index_add(dx, x, rt.lane_key(x, idx, batch_size), dy)
             else:
                 out = rt.index_add(dx, rt.lanes_view(x, batch_size),
                                    rt.lane_scatter_index(idx, batch_size), dy)
@@ -85,7 +85,7 @@ def index_add_batch(dx, x, idx, dy):
         if idx_batched:
             if x_batched:
                 out = rt.add(rt.batch_view(dx, batch_size),
-                             rt.index_add(None, x, rt.lane_scatter_index(idx, batch_size), dy))
+                             rt.index_add(None, x, rt.lane_key(x, idx, batch_size), dy))
             else:
                 out = rt.add(rt.batch_view(dx, batch_size),
                              rt.index_add(None, rt.lanes_view(x, batch_size),
@@ -164,10 +164,10 @@ def index_update_batch(x, idx, v):
     if x_batched:
         if idx_batched:
             if v_batched:
-                out = rt.index_update(x, rt.lane_scatter_index(idx, batch_size), rt.align_lanes(
-                    v, rt.lanes_slot(x, rt.lane_scatter_index(idx, batch_size))))
+                out = rt.index_update(x, rt.lane_key(x, idx, batch_size), rt.align_lanes(
+                    v, rt.lanes_slot(x, rt.lane_key(x, idx, batch_size))))
             else:
-                out = rt.index_update(x, rt.lane_scatter_index(idx, batch_size), v)
+                out = rt.index_update(x, rt.lane_key(x, idx, batch_size), v)
         else:
             if v_batched:
                 out = rt.index_update(x, rt.lane_index(x, idx), rt.align_lanes(
@@ -207,7 +207,7 @@ def index_clear_fwd(out, g, idx):
 def index_clear_batch(g, idx):
     if g_batched:
         if idx_batched:
-            out = rt.index_clear(g, rt.lane_scatter_index(idx, batch_size))
+            out = rt.index_clear(g, rt.lane_key(g, idx, batch_size))
         else:
             out = rt.index_clear(g, rt.lane_index(g, idx))
     else:
@@ -262,7 +262,7 @@ def written_part_fwd(out, g, idx):
 def written_part_batch(g, idx):
     if g_batched:
         if idx_batched:
-            out = rt.written_part(g, rt.lane_scatter_index(idx, batch_size))
+            out = rt.written_part(g, rt.lane_key(g, idx, batch_size))
         else:
             out = rt.written_part(g, rt.lane_index(g, idx))
     else:
@@ -274,7 +274,8 @@ def written_part_batch(g, idx):
 # `x[idx]` and `x[idx] = v` written in the source are batched by the vmap pass itself; the
 # rules below are for the helpers generated code calls. A per-example index becomes an index
 # into the batched array: rt.lane_index (one more leading `:`; a container's index stays)
-# or, for an index that differs between examples, rt.lane_scatter_index (each example's row).
+# or, for an index that differs between examples, rt.lane_scatter_index (each example's row;
+# rt.lane_key where the indexed value may be a container, whose key is one for all).
 # An argument that only lends its shape is viewed along the batch (rt.lanes_view).
 
 
