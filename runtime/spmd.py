@@ -557,10 +557,13 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
             raise
 
     def end(self, failed):
-        """This process is done with this pmap call: tell the others (one small message
-        each, on a communicator of its own), so that one waiting in a collective this
-        process never started raises at once instead of waiting out the timeout."""
-        if self.call is not None:
+        """This process is done with this pmap call. If it failed, tell the others (one
+        small message each, on a communicator of its own), so that one waiting in a
+        collective this process never started raises at once instead of waiting out the
+        timeout. (A call that ends well says nothing: every pmap call would pay for the
+        message. A process that returned early meets the others' collective with its
+        next pmap call, whose number differs (`_agree`), or exits, which it announces.)"""
+        if self.call is not None and failed:
             _announce_end(self.call, self.started, failed)
 
     def split(self, launch, position):
@@ -610,7 +613,6 @@ def _announce_end(call, started, failed):
     for q in range(endings.Get_size()):
         if q != endings.Get_rank():
             _SENT.append((news, endings.Isend([news, MPI.INT64_T], q)))
-    _read_endings(call)
 
 
 def _announce_exit():
