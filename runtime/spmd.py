@@ -529,8 +529,8 @@ class ProcessSpanningCommunicator(SharedMemoryCommunicator):
     def _mpi_wait(self, request, rank, what):
         """Wait for an MPI request (or, given a function, until it says done), at most
         TRANSPILE_COLLECTIVE_TIMEOUT seconds, and no longer once another process has
-        ended this pmap call without starting this collective (it raised, or returned
-        early): then raise at once, naming it. An abandoned request leaves the
+        said it failed in this pmap call (or exited) without starting this collective:
+        then raise at once, naming it. An abandoned request leaves the
         processes' collectives unmatched for good: later pmaps raise (see `run`)."""
         is_done = request if callable(request) else request.Test
         if self.call is not None:
