@@ -1248,6 +1248,10 @@ class KinkCrossed(Exception):
     """A finite-difference step changed a branch (or the argmax of an np.max)."""
 
 
+# wall-clock seconds a program's examples may run together (CollectiveReference)
+REFERENCE_SECONDS = 10.0
+
+
 class PathRecorder:
     """Called by the instrumented copy of a program at every comparison and np.max.
 
@@ -1259,12 +1263,18 @@ class PathRecorder:
 
     def __init__(self):
         self.reset()
+        # (monotonic) time after which the program stops at its next comparison: a copy
+        # run in a thread (CollectiveReference), where time_limit cannot reach, would
+        # otherwise spin on in a loop that does not end, slowing every later program
+        self.deadline = None
 
     def reset(self):
         self.path = []
         self.margin = math.inf
 
     def compare(self, left, op, right):
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise CheckTimeout("the program ran past its time")
         result = self.COMPARISONS[op](left, right)
         if _is_float(left) or _is_float(right):
             gap = np.min(np.abs(np.asarray(left, float) - np.asarray(right, float)))
@@ -1374,7 +1384,14 @@ class CollectiveReference:
         def example(b, *args):
             return self.copies[b].run(args)
         devices = tp.devices()[:BATCH]
-        results = spmd.run(example, [(b,) + e for b, e in enumerate(examples)], "i", devices)
+        for copy_ in self.copies:
+            copy_.recorder.deadline = time.monotonic() + REFERENCE_SECONDS
+        try:
+            results = spmd.run(example, [(b,) + e for b, e in enumerate(examples)], "i",
+                               devices)
+        finally:
+            for copy_ in self.copies:
+                copy_.recorder.deadline = None
         return [v for v, _ in results], [p for _, p in results]
 
     def value_at(self, batch):
