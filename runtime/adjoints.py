@@ -11,7 +11,7 @@ import numpy as np
 
 from .backend import array_module
 from .errors import TransformError, located
-from .trees import add, is_container, key_of, zeros_like
+from .trees import add, is_container, zeros_like
 
 
 def unbroadcast(g, x):
@@ -188,7 +188,6 @@ def index_add(dx, x, idx, dy):
     tuples, lists and dicts (adjoint of reading one element of a container).
     """
     if is_container(x):
-        idx = key_of(idx)
         if dx is None:
             dx = zeros_like(x)
         if isinstance(x, dict):
@@ -245,14 +244,13 @@ def _adjoint_dtype(x, dy):
 def index_update(x, idx, v):
     """`x[idx] = v` without changing `x`: a new array (used when the old `x` is still needed)."""
     out = x.copy()
-    out[key_of(idx) if is_container(x) else idx] = v
+    out[idx] = v
     return out
 
 
 def index_clear(g, idx):
     """Adjoint flowing to the old array of `x[idx] = v`: `g` with zeros at `idx`."""
     if is_container(g):
-        idx = key_of(idx)
         out = dict(g) if isinstance(g, dict) else list(g)
         out[idx] = None
         return out if not isinstance(g, tuple) else tuple(out)
@@ -416,10 +414,8 @@ def reversed_range(*args):
 def written_part(g, idx):
     """`g[idx]` for the adjoint of `x[idx] = v`: with a repeated integer index, NumPy keeps
     the last write, so the earlier duplicates of `v` get a zero adjoint."""
-    if is_container(g):
-        return g[key_of(idx)]
     picked = g[idx]
-    if _is_basic_index(idx):
+    if is_container(g) or _is_basic_index(idx):
         return picked
     xp = array_module(g)
     ids = xp.arange(np.size(picked)).reshape(np.shape(picked))

@@ -16,7 +16,7 @@ import numpy as np
 
 from .backend import array_module, to_host
 from .errors import TransformError
-from .trees import UniformIndex, key_of, rebuild_like as _rebuild, tree_map
+from .trees import rebuild_like as _rebuild, tree_map
 
 
 # ---------------------------------------------------------------- entering and leaving
@@ -487,8 +487,6 @@ def lane_index(x, index):
 def lane_slot(x, index):
     """x[index] before the vmap pass's write `x[index] = value` (which aligns value with
     it), or None for a key that dict `x` does not hold yet."""
-    if isinstance(x, (tuple, list, dict)):
-        index = key_of(index)
     if isinstance(x, dict) and index not in x:
         return None
     return x[index]
@@ -604,14 +602,8 @@ def lane_key(g, key, n, outer=0):
 
 def lane_scatter_index(index, n):
     """The numpy index for `x[index] = v` on batched x when `index` differs per example
-    (a dict's key: itself, see lane_gather)."""
-    if isinstance(index, str):
-        return index
-    positions = _lane_positions(index, n)
-    if isinstance(index, numbers.Integral) and not isinstance(index, (bool, np.ndarray)):
-        positions = UniformIndex(positions)
-        positions.key = index
-    return positions
+    (rt.lane_key where x may be a container)."""
+    return _lane_positions(index, n)
 
 
 # ---------------------------------------------------------------- np.dot per example

@@ -296,18 +296,6 @@ def check_length(seq, n, where, at_least=False):
                       "names.", "unpack as many names as x has items.")
 
 
-class UniformIndex(tuple):
-    """What rt.lane_scatter_index makes of a Python integer vmap took for batched (a key of
-    a batched dict's items): the positions it gives every example of a batched array, and
-    `.key`, the integer itself, for a container (`key_of`)."""
-    key = None
-
-
-def key_of(idx):
-    """The key of a container for an index (see UniformIndex)."""
-    return idx.key if type(idx) is UniformIndex else idx
-
-
 def number_only(value, name, op, other, where, outer=0):
     """`name op= v`, where the transformer could not tell whether `name` holds a number
     (then `op=` binds it anew: the value passes through) or an array (then NumPy updates
