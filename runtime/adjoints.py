@@ -10,8 +10,9 @@ import weakref
 import numpy as np
 
 from .backend import array_module
+from .batching import MaskIndex
 from .errors import TransformError, located
-from .trees import add, is_container, zeros_like
+from .trees import add, is_container, tree_leaves, zeros_like
 
 
 def unbroadcast(g, x):
@@ -244,6 +245,8 @@ def _adjoint_dtype(x, dy):
 def index_update(x, idx, v):
     """`x[idx] = v` without changing `x`: a new array (used when the old `x` is still needed)."""
     out = x.copy()
+    if isinstance(idx, MaskIndex) and np.shape(v) == out.shape:
+        v = v[idx]                   # spread over x, as rt.written_part gives it
     out[idx] = v
     return out
 
@@ -411,9 +414,18 @@ def reversed_range(*args):
     return range(*args)[::-1]
 
 
-def written_part(g, idx):
+def written_part(g, idx, lanes=False):
     """`g[idx]` for the adjoint of `x[idx] = v`: with a repeated integer index, NumPy keeps
-    the last write, so the earlier duplicates of `v` get a zero adjoint."""
+    the last write, so the earlier duplicates of `v` get a zero adjoint. Batched by vmap
+    (`lanes`), for a boolean mask that differs between examples (rt.MaskIndex): `g` where
+    the mask holds and zero elsewhere, each example's part on its own row, for
+    rt.lane_unbroadcast to sum per example (the elements selected, in a row, would not say
+    which example they are of; rt.index_update takes this form back)."""
+    if lanes and isinstance(idx, MaskIndex):
+        mask = idx[0]
+        xp = array_module(g)
+        return xp.where(mask.reshape(mask.shape + (1,) * (np.ndim(g) - mask.ndim)), g,
+                        xp.zeros((), g.dtype))
     picked = g[idx]
     if is_container(g) or _is_basic_index(idx):
         return picked
@@ -503,6 +515,33 @@ class IdentityBasis(np.ndarray):
 
     def copy(self, order="C"):
         return self.view(np.ndarray).copy(order)
+
+
+def check_jacobian_dtype(x, transform, role, holomorphic=False):
+    """JAX's rules for complex numbers in Jacobians. jacfwd's basis tangents are real: of a
+    complex argument they give df/dx only, not grad's df/dx - i df/dy, so it takes complex
+    arguments only for a holomorphic f (then df/dx is f'(z)). jacrev takes complex
+    arguments (rows of grad's gradients) but not complex outputs, unless holomorphic. With
+    holomorphic=True, arguments and outputs are complex."""
+    for leaf in tree_leaves(x):
+        kind = np.result_type(leaf).kind if not isinstance(leaf, numbers.Number) else \
+            "c" if isinstance(leaf, complex) else "f"
+        if holomorphic and kind != "c":
+            raise TransformError(
+                f"{transform}(holomorphic=True) takes complex {role}s; this {role} is of type "
+                f"{np.result_type(leaf)}.\n  hint: pass complex values (x.astype(complex)), "
+                f"or leave holomorphic out for a function of real values.")
+        if not holomorphic and kind == "c" and (transform, role) in (
+                ("jacfwd", "argument"), ("jacrev", "output")):
+            why, fix = (("its real basis tangents would give df/dx only",
+                         "for a real-valued f use tp.jacrev (or tp.grad), which gives "
+                         "df/dx - i df/dy as grad does") if role == "argument" else
+                        ("a complex output has no one real Jacobian",
+                         "else take the Jacobians of np.real(f(z)) and np.imag(f(z))"))
+            raise TransformError(
+                f"{transform} of a function with a complex {role} needs holomorphic=True, "
+                f"as in JAX: {why}.\n  hint: pass holomorphic=True if f is holomorphic "
+                f"(the result is f'(z)); {fix}.")
 
 
 def jacobian_shape(out, x):

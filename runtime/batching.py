@@ -600,10 +600,70 @@ def lane_key(g, key, n, outer=0):
     return lane_scatter_index(key, n)
 
 
+class MaskIndex(tuple):
+    """The index of `x[mask] = v` on batched x for a boolean `mask` that differs between
+    examples: the batched mask itself (it selects each example's own elements, example by
+    example), marked so that the values written are lined up with what it selects
+    (rt.align_to_slot), not with the examples."""
+
+
 def lane_scatter_index(index, n):
     """The numpy index for `x[index] = v` on batched x when `index` differs per example
-    (rt.lane_key where x may be a container)."""
+    (rt.lane_key where x may be a container). A boolean mask, unlike the same mask read
+    (`x[mask]`: a different number of elements per example), writes in place: MaskIndex."""
+    parts = _as_tuple(index)
+    head = parts[0] if parts else None
+    if getattr(head, "dtype", None) == bool and np.ndim(head) >= 2 and \
+            all(isinstance(p, slice) and p == slice(None) for p in parts[1:]):
+        return MaskIndex(parts)
     return _lane_positions(index, n)
+
+
+def align_to_slot(value, slot, index, outer=0):
+    """`value`, batched, lined up with `slot` (x[index], batched x) that it is written to:
+    as rt.align_lanes for an index with one entry per example; for a MaskIndex, the value
+    of each example repeated over the elements its mask selects, in the order the mask
+    selects them (as numpy broadcasts one example's value over its selection). `outer`:
+    axes of enclosing vmaps (Jacobians) that `value` and `slot` lead with, not `index`."""
+    if not isinstance(index, MaskIndex):
+        return align_lanes(value, slot, outer)
+    mask = index[0]
+    xp = array_module(value, mask)
+    value = xp.asarray(value)
+    lead = value.shape[:outer]
+    rest = np.shape(slot)[outer + 1:]            # per selected element
+    per_example = value.shape[outer + 1:]
+    if len(per_example) == len(rest) + 1:         # a leading axis for the selected elements
+        if per_example[0] != 1:
+            raise TransformError(
+                "x[mask] = v, with a boolean mask that differs between examples, where v "
+                f"has one entry per selected element (shape {per_example}): the number "
+                "selected may differ between examples.\n  hint: write x = np.where(mask, "
+                "v, x) with v shaped like x")
+        value = value.reshape(value.shape[:outer + 1] + per_example[1:])
+        per_example = per_example[1:]
+    elif len(per_example) > len(rest):
+        raise TransformError(f"x[mask] = v: v of shape {per_example} does not fit the "
+                             f"selected elements of shape (count,) + {rest}")
+    spread = lead + mask.shape + rest
+    full = xp.broadcast_to(_expand(value, len(spread) - outer - 1, outer), spread)
+    return full[(slice(None),) * outer + (mask,)]
+
+
+def align_to_slot_adj(dout, value, index, outer=0):
+    """The adjoint of align_to_slot: a MaskIndex's selected adjoints summed per example."""
+    if not isinstance(index, MaskIndex):
+        return np.reshape(dout, np.shape(value))
+    mask = index[0]
+    xp = array_module(dout, mask)
+    dout = xp.asarray(dout)
+    spread = dout.shape[:outer] + mask.shape + dout.shape[outer + 1:]
+    full = xp.zeros(spread, dtype=dout.dtype)
+    full[(slice(None),) * outer + (mask,)] = dout
+    shape = np.shape(value)
+    target = shape[:outer + 1] + (1,) * (len(spread) - len(shape)) + shape[outer + 1:]
+    axes = tuple(i for i, (a, b) in enumerate(zip(spread, target)) if b == 1 and a != 1)
+    return full.sum(axis=axes, keepdims=True).reshape(shape)
 
 
 # ---------------------------------------------------------------- np.dot per example
@@ -839,5 +899,12 @@ def each_lane(fn, n, flags, *args, **kwargs):
         if isinstance(xs[0], str) and all(x == xs[0] for x in xs):
             return xs[0]          # a dict's key, the same in every example (lane_gather)
         xp = array_module(*xs)
+        if any(np.shape(x) != np.shape(xs[0]) for x in xs):
+            raise TransformError(
+                f"vmap: {getattr(fn, '__name__', fn)} gives results of different shapes in "
+                f"different examples ({np.shape(xs[0])} and "
+                f"{next(np.shape(x) for x in xs if np.shape(x) != np.shape(xs[0]))}): the "
+                "batched result would be ragged (a boolean mask that differs between "
+                "examples?).\n  hint: use np.where(mask, x, 0) instead of x[mask]")
         return xp.stack([xp.asarray(x) for x in xs])
     return tree_map(stacked, *outs)

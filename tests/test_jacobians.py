@@ -339,3 +339,79 @@ def test_hessian_through_a_list_built_on_two_paths():
                                np.einsum("ij,jk->ijk", np.eye(3), 8.0 * np.eye(3)), atol=1e-12)
     np.testing.assert_allclose(tp.jacrev(tp.jacrev(_first_leaf_squared))(v),
                                tp.hessian(_first_leaf_squared)(v), atol=1e-12)
+
+
+# ---------------------------------------------------------------- complex numbers (JAX's rules)
+
+CA = np.random.default_rng(11).normal(size=(2, 3)) + 1j * np.random.default_rng(12).normal(
+    size=(2, 3))
+
+
+def holomorphic_map(z):
+    return np.sin(CA @ z) * z[0]
+
+
+def holomorphic_scalar(z):
+    return np.sum(np.exp(z) * z ** 2)
+
+
+def complex_fd(f, z, eps=1e-6):
+    """f'(z) of a holomorphic f by central differences along the real axes."""
+    cols = []
+    for k in range(z.size):
+        e = np.zeros_like(z)
+        e[k] = eps
+        cols.append((np.asarray(f(z + e)) - np.asarray(f(z - e))) / (2 * eps))
+    return np.moveaxis(np.array(cols), 0, -1)
+
+
+def test_holomorphic_jacobians_are_the_complex_derivative():
+    rng = np.random.default_rng(13)
+    z = rng.normal(size=3) + 1j * rng.normal(size=3)
+    want = complex_fd(holomorphic_map, z)
+    for jac in (tp.jacrev, tp.jacfwd):
+        np.testing.assert_allclose(jac(holomorphic_map, holomorphic=True)(z), want,
+                                   rtol=RTOL, atol=ATOL)
+    grad = tp.grad(holomorphic_scalar, holomorphic=True)
+    np.testing.assert_allclose(tp.hessian(holomorphic_scalar, holomorphic=True)(z),
+                               complex_fd(grad, z), rtol=RTOL, atol=ATOL)
+
+
+def test_jacfwd_of_a_complex_argument_needs_holomorphic():
+    """Its real basis tangents give df/dx only: for |z|^2 that was 2x, where grad and jacrev
+    give df/dx - i df/dy = 2x - 2iy (a silent wrong answer before)."""
+    rng = np.random.default_rng(14)
+    z = rng.normal(size=2) + 1j * rng.normal(size=2)
+
+    def f(z):
+        return np.sum(np.abs(z) ** 2)
+    np.testing.assert_allclose(tp.jacrev(f)(z), 2 * np.conj(z), rtol=RTOL)
+    for jac in (tp.jacfwd, tp.hessian):
+        with pytest.raises(tp.TransformError, match="needs holomorphic=True"):
+            jac(f)(z)
+    with pytest.raises(tp.TransformError, match="complex output needs holomorphic=True"):
+        tp.jacrev(holomorphic_map)(np.append(z, 0.3 - 1j))
+    with pytest.raises(tp.TransformError, match=r"holomorphic=True\) takes complex"):
+        tp.jacrev(lambda x: np.sin(x), holomorphic=True)(z.real)
+
+
+def test_jacfwd_of_a_real_argument_may_have_a_complex_output():
+    x = np.random.default_rng(15).normal(size=3)
+
+    def f(x):
+        return np.exp(1j * x) * x
+    want = np.diag(np.exp(1j * x) * (1 + 1j * x))
+    np.testing.assert_allclose(tp.jacfwd(f)(x), want, rtol=RTOL, atol=ATOL)
+
+
+def test_a_global_numpy_complex_scalar_in_transformed_code():
+    """np.complex128 (a subclass of complex) was written into generated code from its
+    parts' reprs, `(np.float64(0.5)+np.float64(0.25)j)`: a SyntaxError."""
+    z = np.random.default_rng(16).normal(size=2) + 0.5j
+    scale = (CA[0, :2] * 1.0)[0]                # an np.complex128
+    assert type(scale) is np.complex128
+
+    def f(z):
+        return np.sum(scale * z ** 2)
+    np.testing.assert_allclose(tp.grad(f, holomorphic=True)(z), 2 * scale * z, rtol=1e-12)
+    check_grads(lambda z: np.sum(z ** 2) * scale, (z,), order=2)

@@ -845,3 +845,94 @@ def test_loop_whose_carried_value_changes_shape_with_a_batched_break(leave_at):
     _, tangent = tp.jvp(batched, (x, ws), (dx, dws))
     per_example = [tp.jvp(layers_until_large, (e, ws), (d, dws))[1] for e, d in zip(x, dx)]
     np.testing.assert_allclose(tangent, per_example, rtol=1e-10)
+
+
+# ---------------------------------------------------------------- writes through a boolean
+# mask that differs between examples: `y[mask] = v` writes in place, whatever each example's
+# count (reading y[mask] is ragged and stays refused)
+
+def mask_clip(y):
+    y = y * 1.0
+    y[y < 0] = 0.0
+    return np.sum(y ** 2)
+
+
+def mask_fill_param(y, t):
+    z = np.sin(y)
+    z[y > 0.3] = t * 2.0
+    return np.sum(z * y)
+
+
+def mask_rows(m, row):
+    out = m * 1.0
+    out[np.sum(m, axis=1) > 0] = row        # a mask over rows, a value per column
+    return np.sum(out * m)
+
+
+def mask_two_d(m, t):
+    out = np.cos(m)
+    out[m > 0.1] = t
+    return np.sum(out ** 2)
+
+
+def mask_in_branch(y, t):
+    z = y * 1.0
+    if np.sum(y) > 0:
+        z[y < 0] = t
+    return np.sum(z * y)
+
+
+def mask_in_loop(y, t):
+    z = y * 1.0
+    for k in range(3):
+        z[z > t] = z[0] * 0.5 + t     # each example's mask changes with each trip
+    return np.sum(z ** 2)
+
+
+def mask_count_one(y, t):
+    z = y * 1.0
+    z[y < 0] = np.array([t])           # one value per selected element, broadcast
+    return np.sum(z * y)
+
+
+MASK_CASES = [(mask_clip, lambda: (RNG.normal(size=(5, 7)),), 0),
+              (mask_fill_param, lambda: (RNG.normal(size=(5, 7)), RNG.normal(size=5)), 0),
+              (mask_fill_param, lambda: (RNG.normal(size=(5, 7)), 0.7), (0, None)),
+              (mask_fill_param, lambda: (RNG.normal(size=7), RNG.normal(size=5)), (None, 0)),
+              (mask_rows, lambda: (RNG.normal(size=(4, 3, 6)), RNG.normal(size=(4, 6))), 0),
+              (mask_two_d, lambda: (RNG.normal(size=(4, 3, 6)), RNG.normal(size=4)), 0),
+              (mask_in_branch, lambda: (RNG.normal(size=(6, 5)), RNG.normal(size=6)), 0),
+              (mask_in_loop, lambda: (RNG.normal(size=(6, 5)), RNG.normal(size=6)), 0),
+              (mask_count_one, lambda: (RNG.normal(size=(5, 7)), RNG.normal(size=5)), 0)]
+
+
+@pytest.mark.parametrize("f, make, in_axes", MASK_CASES,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(MASK_CASES)])
+def test_writes_through_a_per_example_boolean_mask(f, make, in_axes):
+    args = make()
+    # (grad of the summed batch adds up an unbatched argument's per-example gradients)
+    check_all(f, args, in_axes, ("vmap", "vmap_grad") + (() if in_axes == (None, 0) else
+                                                         ("grad_vmap",)))
+    close(tp.jit(tp.vmap(f, in_axes=in_axes))(*args), loop(f, args, in_axes))
+    every = tp.grad(f, argnums=tuple(range(len(args))))      # the value written, too
+    close(tp.vmap(every, in_axes=in_axes)(*args), loop(every, args, in_axes))
+    tangents = tuple(RNG.normal(size=np.shape(a)) for a in args)
+    axes = in_axes if in_axes == 0 else tuple(in_axes) * 2
+    if len(args) == 1:
+        def tangent_out(a, da):
+            return tp.jvp(f, (a,), (da,))[1]
+    else:
+        def tangent_out(a, b, da, db):
+            return tp.jvp(f, (a, b), (da, db))[1]
+    close(tp.vmap(tangent_out, in_axes=axes)(*args, *tangents),
+          loop(tangent_out, args + tangents, axes))
+
+
+def test_a_per_example_mask_writing_a_value_per_selected_element_is_refused():
+    def f(y):
+        z = y * 1.0
+        z[y < 0] = y[:2]              # fits only an example that selects exactly two
+        return z
+    y = RNG.normal(size=(4, 6))
+    with pytest.raises(tp.TransformError, match="number selected may differ"):
+        tp.vmap(f)(y)

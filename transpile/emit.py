@@ -35,6 +35,13 @@ class _Cosmetic(ast.NodeTransformer):
         if type(v) in (int, float) and math.isfinite(v) and math.copysign(1, v) < 0:
             return ast.copy_location(ast.UnaryOp(op=ast.USub(),
                                                  operand=ast.Constant(value=-v)), node)
+        if isinstance(v, complex) and type(v) is not complex:
+            # np.complex128 (a complex subclass, which astor writes from its parts' reprs:
+            # `(np.float64(0.5)+np.float64(0.25)j)`) as np.complex128((0.5+0.25j))
+            return ast.copy_location(ast.Call(
+                func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()),
+                                   attr=type(v).__name__, ctx=ast.Load()),
+                args=[ast.Constant(value=complex(v))], keywords=[]), node)
         return node
 
     def visit_Call(self, node):

@@ -56,16 +56,21 @@ def _generated(f, kind, options, prefix_name):
     return t.generated(), params, prefix, extra, name
 
 
-def jacrev(f, argnums=0, *, argnum=None):
+def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
     """Reverse-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`):
-    shape out + in."""
+    shape out + in. Complex arguments give rows of grad's gradients; a complex output needs
+    `holomorphic=True` (rt.check_jacobian_dtype)."""
     argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
     gen, params, prefix, extra, name = _generated(f, "vjp", {"has_aux": False}, "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
     k = len(prefix) + argnum
+    check = (f"    rt.check_jacobian_dtype({params[argnum]}, 'jacrev', 'argument', True)\n"
+             if holomorphic else "")
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
+            f"{check}"
             f"    out, saved = f_fwd({call})\n"
+            f"    rt.check_jacobian_dtype(out, 'jacrev', 'output'{', True' * holomorphic})\n"
             f"    if np.ndim(out) == 0:   # one output: one vjp, its gradient\n"
             f"        cotangents = f_bwd(saved, np.ones_like(out))\n"
             f"    else:\n"
@@ -76,9 +81,9 @@ def jacrev(f, argnums=0, *, argnum=None):
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
-def jacfwd(f, argnums=0, *, argnum=None):
+def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
     """Forward-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`):
-    shape out + in."""
+    shape out + in. A complex argument needs `holomorphic=True` (rt.check_jacobian_dtype)."""
     argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
     nparams = len(api.Transformed(f, "transform").signature.parameters)
     active = tuple(i == argnum % nparams for i in range(nparams))
@@ -90,6 +95,7 @@ def jacfwd(f, argnums=0, *, argnum=None):
     in_axes = (None,) * len(primals) + (0,)
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
+            f"    rt.check_jacobian_dtype({x}, 'jacfwd', 'argument'{', True' * holomorphic})\n"
             f"    basis = rt.basis_of({x})\n"
             f"    out, columns = f_jvp_batched({', '.join(primals)}, basis)\n"
             f"    jacobian = np.moveaxis(columns, 0, -1)\n"
@@ -99,11 +105,11 @@ def jacfwd(f, argnums=0, *, argnum=None):
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
-def hessian(f, argnums=0, *, argnum=None):
+def hessian(f, argnums=0, holomorphic=False, *, argnum=None):
     """Second derivatives: jacfwd(jacrev(f)), shape in + in for a scalar f (`argnum`:
     autograd's name for argnums)."""
     argnums = api.argnums_or_argnum(argnums, argnum)
-    return jacfwd(jacrev(f, argnums), argnums)
+    return jacfwd(jacrev(f, argnums, holomorphic), argnums, holomorphic)
 
 
 def hessian_vector_product(f, argnums=0, *, argnum=None):

@@ -710,10 +710,18 @@ class Batching(CallRules, ControlFlowRules):
             slot = gast.Subscript(value=name(x.id), slice=_copy.deepcopy(idx),
                                   ctx=gast.Load())
             anno.set(slot, Anno.PRIM, (rules.lookup("[]"), "[]"))
+        if batched(si):
+            # (a boolean mask lines values up with the elements it selects: rt.MaskIndex)
+            def line_up(v):
+                return call("rt.align_to_slot", [v, _copy.deepcopy(slot), _copy.deepcopy(idx)])
+        else:
+            def line_up(v):
+                return call("rt.align_lanes", [v, _copy.deepcopy(slot)])
         if batched(sv):
-            value = call("rt.align_lanes", [value, slot])
+            value = line_up(value)
         if self.mask is not None:      # only the examples on this path write
-            value = call("rt.select", [name(self.mask), value, _copy.deepcopy(slot)])
+            cond = line_up(name(self.mask)) if batched(si) else name(self.mask)
+            value = call("rt.select", [cond, value, _copy.deepcopy(slot)])
         new = gast.Assign(targets=[gast.Subscript(value=name(x.id), slice=idx,
                                                   ctx=gast.Store())],
                           value=value, type_comment=None)
@@ -789,6 +797,7 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
                      "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint",
                      "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
                      "rt.stop_gradient", "rt.check_iterable", "rt.check_length",
+                     "rt.check_jacobian_dtype",
                      # lists of arrays of np.r_/np.c_, np.select, np.column_stack, np.meshgrid
                      "rt.r_", "rt.c_", "rt.index_concat_lanes", "rt.index_concat_adj",
                      "rt.index_concat_tangent", "rt.broadcast_items", "rt.select_lanes",

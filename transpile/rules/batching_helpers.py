@@ -33,6 +33,26 @@ def align_lanes_fwd(out, x, y, outer=0):
     dout = rt.align_lanes(dx, y, outer)
 
 
+@rev("rt.align_to_slot")
+def align_to_slot(dout, out, value, slot, index, outer=0):
+    dvalue = rt.align_to_slot_adj(dout, value, index, outer)
+
+
+@fwd("rt.align_to_slot")
+def align_to_slot_fwd(out, value, slot, index, outer=0):
+    dout = rt.align_to_slot(dvalue, slot, index, outer)
+
+
+@rev("rt.align_to_slot_adj")
+def align_to_slot_adj(dout, out, d, value, index, outer=0):
+    dd = rt.align_to_slot(dout, d, index, outer)
+
+
+@fwd("rt.align_to_slot_adj")
+def align_to_slot_adj_fwd(out, d, value, index, outer=0):
+    dout = rt.align_to_slot_adj(dd, value, index, outer)
+
+
 # the branch (or the result) passed last is read for its shape only: a loop whose carried
 # value changes shape selects one whole branch, and the other gets zeros of its own shape
 @rev("rt.select")
@@ -295,6 +315,8 @@ batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per o
 nondiff("rt.each_lane")
 set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
+                    "rt.align_to_slot": ("value", "slot"),
+                    "rt.align_to_slot_adj": ("d", "value"),
                     "rt.select": ("cond", "then", "otherwise"),
                     "rt.select_adj": ("cond", "d", "like"),
                     "rt.broadcast_batch": ("value",), "rt.sum_batch": ("value",),

@@ -1177,18 +1177,18 @@ def hypot_fwd(out, x1, x2):
 batch_elementwise("np.hypot")
 
 
-@rev("float", "np.float64", "np.asarray", "np.array")
+@rev("float", "np.float64", "np.complex128", "np.asarray", "np.array")
 def identity(dout, out, x):
     dx = dout
 
 
-@fwd("float", "np.float64", "np.asarray", "np.array")
+@fwd("float", "np.float64", "np.complex128", "np.asarray", "np.array")
 def identity_fwd(out, x):
     """`np.array([a, b])` has a list tangent: made an array like the result."""
     dout = np.asarray(dx)
 
 
-batch_elementwise("np.float64")
+batch_elementwise("np.float64", "np.complex128")
 batch_elementwise("float", vectorized="rt.as_float")
 
 

@@ -164,8 +164,9 @@ def index_update_batch(x, idx, v):
     if x_batched:
         if idx_batched:
             if v_batched:
-                out = rt.index_update(x, rt.lane_key(x, idx, batch_size), rt.align_lanes(
-                    v, rt.lanes_slot(x, rt.lane_key(x, idx, batch_size))))
+                out = rt.index_update(x, rt.lane_key(x, idx, batch_size), rt.align_to_slot(
+                    v, rt.lanes_slot(x, rt.lane_key(x, idx, batch_size)),
+                    rt.lane_key(x, idx, batch_size)))
             else:
                 out = rt.index_update(x, rt.lane_key(x, idx, batch_size), v)
         else:
@@ -179,8 +180,9 @@ def index_update_batch(x, idx, v):
             if v_batched:
                 out = rt.index_update(
                     rt.broadcast_batch(x, batch_size), rt.lane_scatter_index(idx, batch_size),
-                    rt.align_lanes(v, rt.lanes_slot(rt.lanes_view(x, batch_size),
-                                                    rt.lane_scatter_index(idx, batch_size))))
+                    rt.align_to_slot(v, rt.lanes_slot(rt.lanes_view(x, batch_size),
+                                                      rt.lane_scatter_index(idx, batch_size)),
+                                     rt.lane_scatter_index(idx, batch_size)))
             else:
                 out = rt.index_update(rt.broadcast_batch(x, batch_size),
                                       rt.lane_scatter_index(idx, batch_size), v)
@@ -249,25 +251,25 @@ def to_like_fwd(out, g, x):
 
 
 @rev("rt.written_part")
-def written_part(dout, out, g, idx):
+def written_part(dout, out, g, idx, lanes=False):
     dg = rt.index_update(rt.zeros_like(g), idx, dout)
 
 
 @fwd("rt.written_part")
-def written_part_fwd(out, g, idx):
-    dout = rt.written_part(dg, idx)
+def written_part_fwd(out, g, idx, lanes=False):
+    dout = rt.written_part(dg, idx, lanes)
 
 
 @batch("rt.written_part")
-def written_part_batch(g, idx):
+def written_part_batch(g, idx, lanes=False):
     if g_batched:
         if idx_batched:
-            out = rt.written_part(g, rt.lane_key(g, idx, batch_size))
+            out = rt.written_part(g, rt.lane_key(g, idx, batch_size), True)
         else:
             out = rt.written_part(g, rt.lane_index(g, idx))
     else:
         out = rt.written_part(rt.broadcast_batch(g, batch_size),
-                              rt.lane_scatter_index(idx, batch_size))
+                              rt.lane_scatter_index(idx, batch_size), True)
 
 
 # ---------------------------------------------------------------- helpers of vmapped code

@@ -194,8 +194,9 @@ batch_same("rt.zeros_like")
 batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
-nondiff("rt.check_iterable", "rt.check_length", side_effect=True)
-batch_same("rt.check_iterable", "rt.check_length", out_batched=False)
+nondiff("rt.check_iterable", "rt.check_length", "rt.check_jacobian_dtype", side_effect=True)
+batch_same("rt.check_iterable", "rt.check_length", "rt.check_jacobian_dtype",
+           out_batched=False)
 batch_same("rt.check_float_input", "rt.check_complex_input")
 # Draws from a user's numpy Generator/RandomState: a standard draw carries no derivative
 # (the parameters' derivatives flow through the formula around it, see frontend/calls.py).
