@@ -12,7 +12,7 @@ import numpy as np
 from .backend import array_module
 from .batching import MaskIndex
 from .errors import TransformError, located
-from .trees import add, is_container, tree_leaves, zeros_like
+from .trees import add, is_container, tree_leaves, tree_map, zeros_like
 
 
 def unbroadcast(g, x):
@@ -466,20 +466,161 @@ def basis_like(x, i):
 
 def basis_of(x, outer=0):
     """Every standard basis vector shaped like `x`, stacked: shape (size,) + shape(x).
-    (`outer`: leading axes of x that an enclosing vmap added, not part of its shape.)"""
-    _check_jacobian_array(x)
-    xp = array_module(x)
-    dtype = getattr(x, "dtype", np.float64)
-    if getattr(dtype, "kind", "f") not in "fc":
-        dtype = np.float64
+    (`outer`: leading axes of x that an enclosing vmap added, not part of its shape.) For a
+    pytree, a pytree of such stacks over all its leaves' elements together: leaf k's stack
+    is the identity in its own rows, zero in the others' (JAX flattens the same way)."""
+    if is_container(x):
+        leaves = tree_leaves(x)
+        shapes = [tuple(np.shape(leaf))[outer:] for leaf in leaves]
+        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+        starts = np.cumsum([0] + sizes)
+        stacks = iter([_basis_rows(leaf, shape, int(starts[-1]), int(start))
+                       for leaf, shape, start in zip(leaves, shapes, starts)])
+        return tree_map(lambda leaf: next(stacks), x)
+    _check_jacobian_leaf(x)
     shape = tuple(np.shape(x))[outer:]
     n = int(np.prod(shape, dtype=np.int64))
-    eye = xp.eye(n, dtype=dtype).reshape((n,) + shape)
+    xp = array_module(x)
+    eye = xp.eye(n, dtype=_basis_dtype(x)).reshape((n,) + shape)
     if xp is np and len(shape) == 1:
         eye = eye.view(IdentityBasis)     # products with it are their other factor
         eye.flags.writeable = False
         eye.exact = True                  # not its views (x[::-1] of it is no identity)
     return eye
+
+
+def is_number(x, outer=0):
+    """A single number (a 0-d array, a Python float), not a pytree: one output, one vjp."""
+    return not is_container(x) and np.ndim(x) == outer
+
+
+def _basis_dtype(x):
+    dtype = getattr(x, "dtype", np.complex128 if isinstance(x, complex) else np.float64)
+    return dtype if getattr(dtype, "kind", "f") in "fc" else np.float64
+
+
+def _basis_rows(leaf, shape, total, start):
+    """Rows start.. of a total-row basis: the identity for this leaf's elements."""
+    _check_jacobian_leaf(leaf)
+    xp = array_module(leaf)
+    size = int(np.prod(shape, dtype=np.int64))
+    rows = xp.zeros((total, size), dtype=_basis_dtype(leaf))
+    rows[start:start + size] = xp.eye(size, dtype=rows.dtype)
+    return rows.reshape((total,) + shape)
+
+
+def _lead_and_sizes(tree, outer):
+    """(the outer axes' shape, each leaf's own shape) of a value a Jacobian is taken of
+    or for."""
+    leaves = tree_leaves(tree)
+    for leaf in leaves:
+        _check_jacobian_leaf(leaf)
+    lead = tuple(np.shape(leaves[0]))[:outer] if leaves else ()
+    return lead, [tuple(np.shape(leaf))[outer:] for leaf in leaves]
+
+
+def _blocks(stacks, shapes, outer):
+    """Split each stack's axis `outer` (one row per element of all `shapes`, in order)
+    into one block per shape."""
+    bounds = np.cumsum([0] + [int(np.prod(s, dtype=np.int64)) for s in shapes])
+    return [[np.take(stack, np.arange(bounds[j], bounds[j + 1]), axis=outer)
+             if len(shapes) > 1 else stack for j in range(len(shapes))] for stack in stacks]
+
+
+def jacobian_rows(cotangents, y, x, outer=0):
+    """jacrev's Jacobian from the vjps of every output element (`cotangents`: shaped like
+    x, each leaf with one leading row per element of out's leaves): JAX's layout, y's
+    structure holding x's, each block of shape out_leaf.shape + x_leaf.shape."""
+    lead, out_shapes = _lead_and_sizes(y, outer)
+    _, x_shapes = _lead_and_sizes(x, outer)
+    if not is_container(y) and not is_container(x):
+        return np.reshape(cotangents, lead + out_shapes[0] + x_shapes[0])
+    blocks = _blocks(tree_leaves(cotangents), out_shapes, outer)   # [x leaf][y leaf]
+    per_out = iter([
+        _rebuild_leaves(x, [np.reshape(blocks[i][j], lead + out_shapes[j] + x_shapes[i])
+                            for i in range(len(x_shapes))])
+        for j in range(len(out_shapes))])
+    return tree_map(lambda leaf: next(per_out), y)
+
+
+def jacobian_rows_adj(d, cotangents, y, x, outer=0):
+    """The adjoint of jacobian_rows: the Jacobian's blocks back into stacks shaped like
+    `cotangents` (which have no row axis where y is one number: one vjp)."""
+    lead, out_shapes = _lead_and_sizes(y, outer)
+    _, x_shapes = _lead_and_sizes(x, outer)
+    if not is_container(y) and not is_container(x):
+        return np.reshape(d, np.shape(cotangents))
+    blocks = _adjoint_blocks(d, y, lead, out_shapes, x_shapes)      # [y leaf][x leaf]
+    xp = array_module(*[b for row in blocks for b in row])
+    stacks = [xp.reshape(xp.concatenate([xp.reshape(blocks[j][i], lead + (-1,) + x_shapes[i])
+                                         for j in range(len(out_shapes))], axis=outer),
+                         np.shape(like))
+              for i, like in enumerate(tree_leaves(cotangents))]
+    return _rebuild_leaves(x, stacks)
+
+
+def jacobian_columns(columns, y, x, outer=0):
+    """jacfwd's Jacobian from the jvps along every basis tangent of x (`columns`: shaped
+    like y, each leaf with one leading row per element of x's leaves): as jacobian_rows."""
+    lead, out_shapes = _lead_and_sizes(y, outer)
+    _, x_shapes = _lead_and_sizes(x, outer)
+    if not is_container(y) and not is_container(x):
+        return np.reshape(np.moveaxis(columns, outer, -1), lead + out_shapes[0] + x_shapes[0])
+    blocks = _blocks(tree_leaves(columns), x_shapes, outer)      # [y leaf][x leaf]
+    per_out = iter([
+        _rebuild_leaves(x, [np.reshape(np.moveaxis(blocks[j][i], outer, -1),
+                                       lead + out_shapes[j] + x_shapes[i])
+                            for i in range(len(x_shapes))])
+        for j in range(len(out_shapes))])
+    return tree_map(lambda leaf: next(per_out), y)
+
+
+def jacobian_columns_adj(d, y, x, outer=0):
+    """The adjoint of jacobian_columns: the blocks back into stacks shaped like y."""
+    lead, out_shapes = _lead_and_sizes(y, outer)
+    _, x_shapes = _lead_and_sizes(x, outer)
+    if not is_container(y) and not is_container(x):
+        flat = np.reshape(d, lead + out_shapes[0] + (-1,))
+        return np.moveaxis(flat, -1, outer)
+    blocks = _adjoint_blocks(d, y, lead, out_shapes, x_shapes)      # [y leaf][x leaf]
+    xp = array_module(*[b for row in blocks for b in row])
+    stacks = [xp.concatenate([np.moveaxis(xp.reshape(blocks[j][i], lead + out_shapes[j] +
+                                                     (-1,)), -1, outer)
+                              for i in range(len(x_shapes))], axis=outer)
+              for j in range(len(out_shapes))]
+    return _rebuild_leaves(y, stacks)
+
+
+def _adjoint_blocks(d, y, lead, out_shapes, x_shapes):
+    """The blocks of a Jacobian's adjoint `d` as arrays, [y leaf][x leaf]: a block or a
+    whole part of `d` that nothing read (None, or a zero number) as zeros of its shape."""
+    rows = [[None] * len(x_shapes) if block is None else tree_leaves(block)
+            for block in _out_blocks(d, y)]
+    found = [b for row in rows for b in row if b is not None and np.ndim(b)]
+    xp = array_module(*found) if found else np
+    dtype = xp.result_type(*found) if found else np.float64
+    return [[xp.zeros(lead + out_shapes[j] + x_shapes[i], dtype) if b is None else
+             xp.broadcast_to(b, lead + out_shapes[j] + x_shapes[i])
+             for i, b in enumerate(row)] for j, row in enumerate(rows)]
+
+
+def _out_blocks(d, out):
+    """The x-structured blocks of Jacobian `d`, one per leaf of out (in flatten order)."""
+    if d is None:
+        return [None] * len(tree_leaves(out))
+    if isinstance(out, dict):
+        return [b for k in out for b in _out_blocks(d[k], out[k])]
+    if isinstance(out, (tuple, list)):
+        return [b for i, v in enumerate(out) for b in _out_blocks(d[i], v)]
+    return [d]
+
+
+def _rebuild_leaves(like, leaves):
+    """`like`'s structure with these leaves, in flatten order (a lone value: the value)."""
+    if not is_container(like):
+        return leaves[0]
+    it = iter(leaves)
+    return tree_map(lambda leaf: next(it), like)
 
 
 def is_identity_basis(x):
@@ -524,6 +665,7 @@ def check_jacobian_dtype(x, transform, role, holomorphic=False):
     arguments (rows of grad's gradients) but not complex outputs, unless holomorphic. With
     holomorphic=True, arguments and outputs are complex."""
     for leaf in tree_leaves(x):
+        _check_jacobian_leaf(leaf)
         kind = np.result_type(leaf).kind if not isinstance(leaf, numbers.Number) else \
             "c" if isinstance(leaf, complex) else "f"
         if holomorphic and kind != "c":
@@ -544,21 +686,13 @@ def check_jacobian_dtype(x, transform, role, holomorphic=False):
                 f"(the result is f'(z)); {fix}.")
 
 
-def jacobian_shape(out, x):
-    """The shape of the Jacobian of `out` with respect to `x`: out's, then x's."""
-    _check_jacobian_array(out)
-    _check_jacobian_array(x)
-    return tuple(np.shape(out)) + tuple(np.shape(x))
-
-
-def _check_jacobian_array(x):
-    if is_container(x):
-        # (a dict's np.shape is (): its "basis" would be one number, a wrong Jacobian's)
+def _check_jacobian_leaf(x):
+    if not isinstance(x, numbers.Number) and getattr(x, "dtype", None) is None:
         raise TransformError(
-            f"jacfwd, jacrev and hessian take Jacobians of arrays with respect to arrays; "
-            f"this is a {type(x).__name__} (a pytree).\n  hint: pass each leaf as its own "
-            f"argument (one Jacobian per argument), flatten the pytree into one array, or "
-            f"use tp.jvp / tp.vjp, which take pytrees (tp.grad too, for a scalar output).")
+            f"jacfwd, jacrev and hessian take Jacobians of arrays and numbers (in tuples, "
+            f"lists and dicts) with respect to such; this is a {type(x).__name__}.\n  hint: "
+            f"return arrays (np.asarray), and pass other values as arguments the Jacobian "
+            f"is not taken for.")
 
 
 def draw(generator, method, size):

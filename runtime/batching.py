@@ -650,16 +650,16 @@ def align_to_slot(value, slot, index, outer=0):
     return full[(slice(None),) * outer + (mask,)]
 
 
-def align_to_slot_adj(dout, value, index, outer=0):
+def align_to_slot_adj(d, value, index, outer=0):
     """The adjoint of align_to_slot: a MaskIndex's selected adjoints summed per example."""
     if not isinstance(index, MaskIndex):
-        return np.reshape(dout, np.shape(value))
+        return np.reshape(d, np.shape(value))
     mask = index[0]
-    xp = array_module(dout, mask)
-    dout = xp.asarray(dout)
-    spread = dout.shape[:outer] + mask.shape + dout.shape[outer + 1:]
-    full = xp.zeros(spread, dtype=dout.dtype)
-    full[(slice(None),) * outer + (mask,)] = dout
+    xp = array_module(d, mask)
+    d = xp.asarray(d)
+    spread = d.shape[:outer] + mask.shape + d.shape[outer + 1:]
+    full = xp.zeros(spread, dtype=d.dtype)
+    full[(slice(None),) * outer + (mask,)] = d
     shape = np.shape(value)
     target = shape[:outer + 1] + (1,) * (len(spread) - len(shape)) + shape[outer + 1:]
     axes = tuple(i for i, (a, b) in enumerate(zip(spread, target)) if b == 1 and a != 1)

@@ -12,7 +12,7 @@ import numpy as np
 from .adjoints import check_scalar_output, clip_share
 from .backend import array_module, read_only
 from .errors import TransformError
-from .trees import is_float_leaf, rebuild_like
+from .trees import is_float_leaf, rebuild_like, tree_leaves
 
 
 def cannot_batch(what, why, hint=None):
@@ -232,13 +232,24 @@ def _lane_vdot_leaf(a, b, outer):
 
 def lane_tree_vdot(a, b, outer=0):
     """rt.tree_vdot per example: the sum over matching leaves of the inner product of one
-    example of each (both batched)."""
-    if isinstance(a, (tuple, list)):
-        parts = [lane_tree_vdot(x, y, outer) for x, y in zip(a, b)]
-    elif isinstance(a, dict):
-        parts = [lane_tree_vdot(a[k], b[k], outer) for k in a]
-    elif a is None or b is None:
+    example of each (both batched). None is zero at any depth, as in rt.tree_vdot."""
+    total = _lane_tree_vdot(a, b, outer)
+    if isinstance(total, float):
+        # no leaf set on both sides: zero in every example, which the batched code reading
+        # it expects one of per example
+        leaves = [v for v in tree_leaves(a) + tree_leaves(b) if v is not None]
+        if leaves:
+            return array_module(leaves[0]).zeros(np.shape(leaves[0])[:outer + 1])
+    return total
+
+
+def _lane_tree_vdot(a, b, outer):
+    if a is None or b is None:
         return 0.0
+    if isinstance(a, (tuple, list)):
+        parts = [_lane_tree_vdot(x, y, outer) for x, y in zip(a, b)]
+    elif isinstance(a, dict):
+        parts = [_lane_tree_vdot(a[k], b[k], outer) for k in a]
     else:
         return _lane_vdot_leaf(a, b, outer)
     return sum(parts, 0.0)

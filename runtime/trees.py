@@ -520,13 +520,15 @@ def _like_tree(g, tree):
 
 
 def tree_vdot(a, b):
-    """Sum over matching leaves of np.sum(a * b): the inner product of two pytrees."""
+    """Sum over matching leaves of np.sum(a * b): the inner product of two pytrees. None
+    is zero at any depth: an adjoint leaves the slots of values never read unset, a whole
+    subtree of them included (`(da, None)` against `(x, (y, z))`)."""
+    if a is None or b is None:
+        return 0.0
     if isinstance(a, (tuple, list)):
         return sum((tree_vdot(x, y) for x, y in zip(a, b)), 0.0)
     if isinstance(a, dict):
         return sum((tree_vdot(a[k], b[k]) for k in a), 0.0)
-    if a is None or b is None:
-        return 0.0
     return np.sum(a * b)
 
 
@@ -537,6 +539,25 @@ def tree_scale(x, s):
     if isinstance(x, dict):
         return {k: tree_scale(v, s) for k, v in x.items()}
     return None if x is None else x * s
+
+
+def check_vjp_rule_result(value, n, function, rule, where):
+    """Refuse what the `rule` ("fwd" or "bwd") of custom_vjp `function` returned unless it
+    is a tuple of `n` items (fwd: (out, saved); bwd: one cotangent per argument), before
+    generated code unpacks it. `where` is the rule's definition."""
+    if isinstance(value, (tuple, list)) and len(value) == n:
+        return
+    found = f"a {type(value).__name__} of {len(value)} items" if \
+        isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
+    head = f"the {rule} rule of custom_vjp function {function} returned {found}"
+    if rule == "fwd":
+        raise located(where, f"{head}; a fwd rule must return a pair (out, saved).",
+                      "return the function's output and what bwd needs: `return out, "
+                      "(x, y)`.")
+    raise located(where, f"{head}; a bwd rule must return a tuple with one cotangent per "
+                  f"primal argument of {function} ({n} here).",
+                  "return `(dx,)`, not `dx`, for a function of one argument; None for an "
+                  "argument that gets no cotangent.")
 
 
 def copy_stack(stack):

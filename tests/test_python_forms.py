@@ -876,3 +876,80 @@ def test_zip_of_known_layers_and_their_parameters(rng):
     with pytest.raises(tp.TransformError, match="zip of 3 functions or models with a "
                                                 "sequence of 2 items"):
         tp.grad(_zip_of_layers_and_params)(params[:2], x)
+
+
+# ---------------------------------------------------------------- partial binding a function
+# (JAX's advi.py: vmap(partial(elbo, logprob), ...)): transforming such a partial crashed
+# (AttributeError, KeyError under jit); inside transformed code it was refused
+
+def _doubled_sin(v):
+    return np.sin(v) * 2.0
+
+
+def _apply_then_add(h, v):
+    return h(v) + v
+
+
+def _partial_in_code(x):
+    return functools.partial(_apply_then_add, _doubled_sin)(x) * 2.0
+
+
+def _partial_named_in_code(x):
+    step = functools.partial(_apply_then_add, h=_doubled_sin)
+    return step(v=x) * 2.0
+
+
+def test_a_partial_binding_a_function():
+    x = np.random.default_rng(31).normal(size=4)
+    bound = functools.partial(_apply_then_add, _doubled_sin)
+    want = np.sin(x) * 2.0 + x
+    np.testing.assert_allclose(tp.vmap(bound)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(tp.jit(bound)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(tp.grad(bound)(x[0]), 2.0 * np.cos(x[0]) + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(tp.jvp(bound, (x,), (x * 0.5,))[1],
+                               (2.0 * np.cos(x) + 1.0) * x * 0.5, rtol=1e-12)
+    for f in (_partial_in_code, _partial_named_in_code):
+        np.testing.assert_allclose(tp.vmap(tp.grad(f))(x), 2.0 * (2.0 * np.cos(x) + 1.0),
+                                   rtol=1e-12)
+
+
+# ---------------------------------------------------------------- np.add.at (JAX's
+# a.at[idx].add(v)): repeated indices add up; it had no rule
+
+_REPEATS = np.array([0, 2, 2, 4, 0, 0])
+
+
+def _scatter_added(v, base):
+    a = base * 1.0
+    np.add.at(a, _REPEATS, v)
+    return np.sum(np.sin(a) * a)
+
+
+def _histogram_2d(points, weights, scale):
+    h = np.zeros((4, 4))
+    np.add.at(h, (points[:, 0], points[:, 1]), weights * scale)
+    return np.sum(h * h)
+
+
+def test_np_add_at():
+    rng = np.random.default_rng(41)
+    v, base = rng.normal(size=6), rng.normal(size=5)
+    check_grads(_scatter_added, (v, base), order=2)
+    assert np.isclose(tp.jit(_scatter_added)(v, base), _scatter_added(v, base))
+    vs, bases = rng.normal(size=(3, 6)), rng.normal(size=(3, 5))
+    g = tp.grad(_scatter_added, argnums=(0, 1))
+    for got, want in [(tp.vmap(_scatter_added)(vs, bases),
+                       [_scatter_added(a, b) for a, b in zip(vs, bases)]),
+                      (tp.vmap(g)(vs, bases)[0], [g(a, b)[0] for a, b in zip(vs, bases)]),
+                      (tp.vmap(_scatter_added, in_axes=(0, None))(vs[:, :1], base),
+                       [_scatter_added(a, base) for a in vs[:, :1]])]:   # one value each
+        np.testing.assert_allclose(got, np.array(want), rtol=1e-12)
+    points = rng.integers(0, 4, size=(10, 2))
+    weights, scale = rng.normal(size=10), 0.7
+    check_grads(lambda w, s: _histogram_2d(points, w, s), (weights, scale), order=2)
+    per_example = rng.integers(0, 4, size=(3, 10, 2))      # indices differ per example
+    np.testing.assert_allclose(
+        tp.vmap(tp.grad(_histogram_2d, argnums=2), in_axes=(0, None, None))(
+            per_example, weights, scale),
+        [tp.grad(_histogram_2d, argnums=2)(p, weights, scale) for p in per_example],
+        rtol=1e-12)

@@ -339,7 +339,15 @@ def h_tie_share(x, y): return rt.tie_share(x > y, x == np.round(y))
 def h_reduced_size(x): return rt.reduced_size(x, 1) * x
 def h_size_of(x): return rt.size_of(x) * x
 def h_basis_like(x): return rt.basis_like(x, 3) * x
-def h_jacobian_shape(out, x): return np.reshape(np.outer(out, x), rt.jacobian_shape(out, x))
+def h_jacobian_rows(out, x): return rt.jacobian_rows(np.outer(out, x), out, x)
+def h_jacobian_columns(out, x): return rt.jacobian_columns(np.outer(x, out), out, x)
+def h_jacobian_rows_tree(out, x):
+    rows = {"a": np.outer(out, x), "b": np.outer(out, x[:2]) * 2.0}
+    return rt.jacobian_rows(rows, out, {"a": x, "b": x[:2]})["b"]
+def h_jacobian_columns_tree(out, x):
+    columns = (np.outer(x, out), np.outer(x, out[:1]) ** 2)
+    return rt.jacobian_columns(columns, (out, out[:1]), x)[1]
+def h_is_number(out, x): return x * rt.is_number(out) + x * rt.is_number(out[0])
 def h_seed(x): return rt.seed(np.sum(x), "here:1 (h_seed)") * x
 def h_copy(x): return rt.copy(x) + np.copy(x) + rt.astype(x, np.float32)
 def h_zeros(x): return rt.zeros_like(x) + rt.tangent_zeros(x) + x
@@ -377,7 +385,11 @@ HELPER_CASES = [
     (h_reduced_size, lambda r: (P.S(r, 2, 3),)),
     (h_size_of, lambda r: (P.S(r, 2, 3),)),
     (h_basis_like, lambda r: (P.S(r, 2, 3),)),
-    (h_jacobian_shape, lambda r: (P.S(r, 2), P.S(r, 3))),
+    (h_jacobian_rows, lambda r: (P.S(r, 2), P.S(r, 3))),
+    (h_jacobian_columns, lambda r: (P.S(r, 2), P.S(r, 3))),
+    (h_jacobian_rows_tree, lambda r: (P.S(r, 2), P.S(r, 3))),
+    (h_jacobian_columns_tree, lambda r: (P.S(r, 2), P.S(r, 3))),
+    (h_is_number, lambda r: (P.S(r, 2), P.S(r, 3))),
     (h_seed, lambda r: (P.S(r, 3),)),
     (h_copy, lambda r: (P.S(r, 3),)),
     (h_zeros, lambda r: (P.S(r, 3),)),

@@ -45,6 +45,7 @@ class Root:
 
     def __init__(self, target):
         self.prefix = ()
+        self.prefix_names = ()   # the parameters the prefix binds (a partial's, `self`)
         self.inner = None
         if isinstance(target, Jitted):        # transformations see through jit
             target = target.inner
@@ -52,6 +53,7 @@ class Root:
             self.inner = target
             self.fn = None
             self.prefix = target.root.prefix
+            self.prefix_names = target.root.prefix_names
             self.signature = target.signature
             self.key = target.key
             return
@@ -61,6 +63,8 @@ class Root:
             inner = Root(target.func)
             self.__dict__.update(inner.__dict__)
             self.prefix = tuple(target.args) + inner.prefix
+            self.prefix_names = inner.prefix_names + tuple(
+                list(self.signature.parameters)[:len(target.args)])
             params = list(self.signature.parameters.values())[len(target.args):]
             unknown = set(target.keywords) - {p.name for p in params}
             if unknown:
@@ -82,6 +86,7 @@ class Root:
             inner = Root(target.__func__)
             self.__dict__.update(inner.__dict__)
             self.prefix = (target.__self__,)
+            self.prefix_names = tuple(list(self.signature.parameters)[:1])
             params = list(self.signature.parameters.values())[1:]
             self.signature = self.signature.replace(parameters=params)
             return
@@ -164,6 +169,8 @@ class Transformed:
 
         self._partial_axes = None     # vmap with one int in_axes: defaults are not mapped
         functools.update_wrapper(self, target, updated=())
+        if not hasattr(self, "__name__"):      # a functools.partial
+            self.__name__ = getattr(getattr(target, "func", None), "__name__", "function")
 
     # ------------------------------------------------------------------ generation
     def generated(self):
@@ -274,7 +281,7 @@ class Transformed:
         """Call the code generated for what this call's arguments are, where the function
         calls some of its arguments or their methods (`act(x)`, `model.apply(p, x)`): one
         specialization per function passed (by identity) or per object type."""
-        arguments = _bound_arguments(self.signature, args, kwargs, self.__name__)
+        arguments = _bound_arguments(self.root, args, kwargs, self.__name__)
 
         def call(bindings):
             made = self._latest = self.specialized(bindings)
@@ -443,7 +450,7 @@ def _jvp(f, primals, tangents, has_aux):
     try:
         gen = t.generated()
     except ArgumentDependent as e:     # f calls some of its arguments: code for them
-        t, gen = _for_arguments(t, signature, primals, e.params)
+        t, gen = _for_arguments(t, primals, e.params)
     if gen.device_constants or _on_device(primals) or _on_device(tangents):
         gen = gen.on_device(cupy_module())
     root = t.root
@@ -457,23 +464,25 @@ def _jvp(f, primals, tangents, has_aux):
     return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
 
 
-def _for_arguments(t, signature, primals, params):
+def _for_arguments(t, primals, params):
     """(Transformed, Generated) of `t` made for the functions or types of the arguments in
     `primals` that its code calls (jvp's arguments are positional)."""
     def generated(bindings):
         made = t.specialized(bindings)
         return made, made.generated()
-    return _made_for_arguments(params, signature.bind(*primals).arguments, generated)[0]
+    return _made_for_arguments(params, _bound_arguments(t.root, primals, {}, t.__name__),
+                               generated)[0]
 
 
-def _bound_arguments(signature, args, kwargs, name):
-    """Parameter -> argument of a call, defaults included."""
+def _bound_arguments(root, args, kwargs, name):
+    """Parameter -> argument of a call, defaults included, and the parameters that a
+    partial or a bound method binds (`partial(f, act)`: the code calls `act` too)."""
     try:
-        bound = signature.bind(*args, **kwargs)
+        bound = root.signature.bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"{name}: {e}") from None
     bound.apply_defaults()
-    return bound.arguments
+    return {**dict(zip(root.prefix_names, root.prefix)), **bound.arguments}
 
 
 def _made_for_arguments(params, arguments, make):
@@ -762,7 +771,7 @@ class Jitted:
     def _jitted_for(self, args, kwargs):
         """The Jitted of the code made for the functions or types of the arguments the
         function calls (see Transformed._call_for_arguments), made on first use."""
-        arguments = _bound_arguments(self.signature, args, kwargs, self._name)
+        arguments = _bound_arguments(self.inner.root, args, kwargs, self._name)
 
         def jitted(bindings):
             key = _bindings_key(bindings)

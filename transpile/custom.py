@@ -245,12 +245,14 @@ def vjp_pair(custom, grad):
 
 
 def _make_vjp_pair(custom, grad):
-    if custom.fwd is not None:
-        return custom.fwd, custom.bwd
     if isinstance(custom, custom_vjp):
-        raise TransformError(f"custom_vjp function {custom.__name__} is differentiated "
-                             "but has no rules.\n  hint: call "
-                             f"{custom.__name__}.defvjp(fwd, bwd) after defining it.")
+        if custom.fwd is None:
+            raise TransformError(f"custom_vjp function {custom.__name__} is "
+                                 "differentiated but has no rules.\n  hint: call "
+                                 f"{custom.__name__}.defvjp(fwd, bwd) after defining it.")
+        return _user_vjp_pair(custom)
+    if custom.fwd is not None:        # rules of its own (pmap), made by transpile
+        return custom.fwd, custom.bwd
     if custom.rule is None:
         raise TransformError(f"custom_jvp function {custom.__name__} is differentiated but "
                              f"has no rule.\n  hint: decorate the rule with "
@@ -274,6 +276,46 @@ def _make_vjp_pair(custom, grad):
                       f"    {args}{one} = saved\n"
                       f"    return transpose({args}, {zeros}, g)\n", env, f"{name}bwd")
     return fwd, bwd
+
+
+def _user_vjp_pair(custom):
+    """The user's fwd and bwd, called by a pair of generated functions that give them what
+    JAX does and check what they return. Adjoints in generated code leave None for
+    outputs never read (`out = f(x); return out[0]`), which bwd would compute with: it
+    receives zeros shaped like those outputs instead (`rt.add` reads None as zero), so
+    fwd's wrapper saves the output (a reference). What a rule returns is checked before it
+    is unpacked (a bwd returning `g` for `(g,)`), so a mistake is an error naming the rule,
+    not one from inside generated code."""
+    n = len(custom.signature.parameters)
+    args = ", ".join(positional_names(n))
+    name = identifier(custom.__name__)
+    label = repr(custom.__name__)
+    env = {"fwd": custom.fwd, "bwd": custom.bwd, "rt": rt}
+    fwd = file_backed(f"def {name}vjp_fwd({args}):\n"
+                      f"    result = fwd({args})\n"
+                      f"    rt.check_vjp_rule_result(result, 2, {label}, 'fwd', "
+                      f"{_where(custom.fwd)!r})\n"
+                      f"    out, saved = result\n"
+                      f"    return out, (out, saved)\n", env, f"{name}vjp_fwd")
+    bwd = file_backed(f"def {name}vjp_bwd(saved, g):\n"
+                      f"    out, user_saved = saved\n"
+                      f"    g = rt.add(rt.tangent_zeros(out), g)\n"
+                      f"    cotangents = bwd(user_saved, g)\n"
+                      f"    rt.check_vjp_rule_result(cotangents, {n}, {label}, 'bwd', "
+                      f"{_where(custom.bwd)!r})\n"
+                      f"    return cotangents\n", env, f"{name}vjp_bwd")
+    return fwd, bwd
+
+
+def _where(fn):
+    """'file:line (name)' of a rule's definition, as errors raised by generated code take
+    it (runtime.errors.located); a partial's is its function's."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    label = getattr(fn, "__name__", type(fn).__name__)
+    return f"{code.co_filename}:{code.co_firstlineno} ({label})" if code is not None else \
+        f"{label}:0 ({label})"
 
 
 def jvp_function(custom, mask):

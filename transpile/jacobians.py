@@ -2,18 +2,19 @@
 
     jacrev(f)(x)  ->  def jacrev_f(x):
                           out, saved = f_fwd(x)
-                          if np.ndim(out) == 0:   # one output: one vjp, its gradient
+                          if rt.is_number(out):   # one output: one vjp, its gradient
                               cotangents = f_bwd(saved, np.ones_like(out))
                           else:
                               cotangents = f_bwd_batched(saved, rt.basis_of(out))
-                          return np.reshape(cotangents[0], rt.jacobian_shape(out, x))
+                          return rt.jacobian_rows(cotangents[0], out, x)
 
 One vjp per output element, all at once: `f_bwd_batched` is vmap of the generated backward
 function over a stack of basis cotangents (jacfwd likewise vmaps the jvp over basis
 tangents). Each Jacobian is a small Python function with readable source around
 transformed functions, so it is itself transformable: `hessian(f)` is `jacfwd(jacrev(f))`
 by composition (a vmap of the jvp of vmapped code).
-Arguments and outputs are arrays or Python floats (pytrees are not supported here yet).
+Arguments and outputs are arrays, Python floats or pytrees of them (tuples, lists, dicts):
+the Jacobian then has JAX's layout, out's structure holding x's (rt.jacobian_rows).
 """
 import itertools
 
@@ -24,11 +25,22 @@ from .errors import ArgumentDependent, TransformError
 _counter = itertools.count()
 
 
-def _argnum(f, argnums):
-    if not isinstance(argnums, int):
-        raise NotImplementedError("jacfwd/jacrev/hessian support one integer argnums for now; "
-                                  "call them once per argument.")
-    return argnums
+def _argnums(f, argnums):
+    """(the differentiated positions, counted from the start; whether one int was given:
+    a tuple gives a tuple of Jacobians, JAX's layout for a tuple of arguments)."""
+    nparams = len(api.Transformed(f, "transform").signature.parameters)
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums or not all(isinstance(i, int) and -nparams <= i < nparams for i in nums):
+        raise TransformError(f"argnums={argnums!r}: the Jacobian needs positions of "
+                             f"arguments of a function of {nparams} (an int or a tuple "
+                             f"of ints).")
+    return tuple(i % nparams for i in nums), single
+
+
+def _taken(names, single):
+    """The argument (or tuple of arguments) a Jacobian is taken for, as code."""
+    return names[0] if single else f"({', '.join(names)},)"
 
 
 def _constants(t):
@@ -57,49 +69,53 @@ def _generated(f, kind, options, prefix_name):
 
 
 def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
-    """Reverse-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`):
-    shape out + in. Complex arguments give rows of grad's gradients; a complex output needs
-    `holomorphic=True` (rt.check_jacobian_dtype)."""
-    argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
+    """Reverse-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`;
+    a tuple: with respect to those arguments, as a tuple): shape out + in. Complex
+    arguments give rows of grad's gradients; a complex output needs `holomorphic=True`
+    (rt.check_jacobian_dtype)."""
+    nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
     gen, params, prefix, extra, name = _generated(f, "vjp", {"has_aux": False}, "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
-    k = len(prefix) + argnum
-    check = (f"    rt.check_jacobian_dtype({params[argnum]}, 'jacrev', 'argument', True)\n"
+    x = _taken([params[i] for i in nums], single)
+    rows = _taken([f"cotangents[{len(prefix) + i}]" for i in nums], single)
+    check = (f"    rt.check_jacobian_dtype({x}, 'jacrev', 'argument', True)\n"
              if holomorphic else "")
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
             f"{check}"
             f"    out, saved = f_fwd({call})\n"
             f"    rt.check_jacobian_dtype(out, 'jacrev', 'output'{', True' * holomorphic})\n"
-            f"    if np.ndim(out) == 0:   # one output: one vjp, its gradient\n"
+            f"    if rt.is_number(out):   # one output: one vjp, its gradient\n"
             f"        cotangents = f_bwd(saved, np.ones_like(out))\n"
             f"    else:\n"
             f"        cotangents = f_bwd_batched(saved, rt.basis_of(out))\n"
-            f"    return np.reshape(cotangents[{k}], rt.jacobian_shape(out, {params[argnum]}))\n")
+            f"    return rt.jacobian_rows({rows}, out, {x})\n")
     env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"],
            "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)), **prefix, **extra}
     return api.Transformed(file_backed(text, env, name), "transform")
 
 
 def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
-    """Forward-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`):
-    shape out + in. A complex argument needs `holomorphic=True` (rt.check_jacobian_dtype)."""
-    argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
+    """Forward-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`;
+    a tuple: with respect to those arguments, as a tuple): shape out + in. A complex
+    argument needs `holomorphic=True` (rt.check_jacobian_dtype)."""
+    nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
     nparams = len(api.Transformed(f, "transform").signature.parameters)
-    active = tuple(i == argnum % nparams for i in range(nparams))
-    # a jvp whose only tangent is argument `argnums`'s (the others are constants of it)
+    active = tuple(i in nums for i in range(nparams))
+    # a jvp whose only tangents are arguments `argnums`' (the others are constants of it)
     gen, params, prefix, extra, name = _generated(f, "jvp", {"has_aux": False,
                                                              "active": active}, "jacfwd")
     primals = list(prefix) + params + list(extra)
-    x = params[argnum]
-    in_axes = (None,) * len(primals) + (0,)
+    x = _taken([params[i] for i in nums], single)
+    # the jvp takes the active arguments' tangents in their order
+    tangents = "basis" if single else ", ".join(f"basis[{j}]" for j in range(len(nums)))
+    in_axes = (None,) * len(primals) + (0,) * len(nums)
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"
             f"    rt.check_jacobian_dtype({x}, 'jacfwd', 'argument'{', True' * holomorphic})\n"
             f"    basis = rt.basis_of({x})\n"
-            f"    out, columns = f_jvp_batched({', '.join(primals)}, basis)\n"
-            f"    jacobian = np.moveaxis(columns, 0, -1)\n"
-            f"    return np.reshape(jacobian, rt.jacobian_shape(out, {x}))\n")
+            f"    out, columns = f_jvp_batched({', '.join(primals)}, {tangents})\n"
+            f"    return rt.jacobian_columns(columns, out, {x})\n")
     env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),
            **prefix, **extra}
     return api.Transformed(file_backed(text, env, name), "transform")
@@ -117,7 +133,9 @@ def hessian_vector_product(f, argnums=0, *, argnum=None):
     of scalar `f` with respect to argument `argnums`, applied to `vector` (the shape of that
     argument). One jvp of the gradient (forward over reverse): no Hessian is formed, so it
     costs a few gradients whatever the size (scipy's Newton-CG `hessp=`)."""
-    argnum = _argnum(f, api.argnums_or_argnum(argnums, argnum))
+    (argnum,), single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
+    if not single:
+        raise TransformError("hessian_vector_product takes one argument position (an int).")
     gradient = api.grad(f, argnum)
     nparams = len(gradient.signature.parameters)
     active = tuple(i == argnum % nparams for i in range(nparams))

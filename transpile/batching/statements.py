@@ -797,7 +797,7 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
                      "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint",
                      "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
                      "rt.stop_gradient", "rt.check_iterable", "rt.check_length",
-                     "rt.check_jacobian_dtype",
+                     "rt.check_jacobian_dtype", "rt.attribute",
                      # lists of arrays of np.r_/np.c_, np.select, np.column_stack, np.meshgrid
                      "rt.r_", "rt.c_", "rt.index_concat_lanes", "rt.index_concat_adj",
                      "rt.index_concat_tangent", "rt.broadcast_items", "rt.select_lanes",

@@ -156,7 +156,7 @@ class CallNormalizer:
         if callee is None:
             if isinstance(func, gast.Call):
                 callee = self.expr(func, stmts)
-                if not isinstance(callee, (Static, LocalTransformed)):
+                if not isinstance(callee, (Static, LocalTransformed, LocalPartial)):
                     raise self.error(func, "this call does not produce a function known "
                                      "while transforming.")
             elif self.typed_argument(func) is not None:
@@ -239,6 +239,17 @@ class CallNormalizer:
         return self.user_call(ir_name, names, defaults, args, keywords, node)
 
     def call(self, callee, node, stmts):
+        if isinstance(callee, Static) and _is_add_at(callee.value):
+            return self.add_at(node, stmts)
+        if isinstance(callee, LocalPartial):
+            # a call of its function with the bound arguments first (functions among them
+            # too: a callee that calls them is normalized for them, as for f(g, x))
+            given = {k.arg for k in node.keywords}     # the call's keywords win
+            keywords = [gast.keyword(arg=k, value=v) for k, v in callee.keywords
+                        if k not in given] + list(node.keywords)
+            full = gast.copy_location(gast.Call(func=node.func, args=callee.args + node.args,
+                                                keywords=keywords), node)
+            return self.call(callee.target, full, stmts)
         if isinstance(callee, Static) and callee.value is builtins.next:
             return self._next_item(node, stmts)
         functional = FUNCTIONAL.get(id(callee.value)) if isinstance(callee, Static) else None
@@ -275,8 +286,9 @@ class CallNormalizer:
             if any(k.arg is None for k in node.keywords):
                 raise self.error(node, "**kwargs in calls are not supported.",
                                  "pass the arguments one by one.")
-            return LocalPartial(target, [self.atom(a, stmts) for a in node.args[1:]],
-                                [(k.arg, self.atom(k.value, stmts)) for k in node.keywords])
+            return LocalPartial(target, [self.bound_value(a, stmts) for a in node.args[1:]],
+                                [(k.arg, self.bound_value(k.value, stmts))
+                                 for k in node.keywords])
         if isinstance(callee, Static) and id(callee.value) in CALLED_INSTEAD:
             callee = Static(CALLED_INSTEAD[id(callee.value)][1])
         variant = getattr(callee.value, "__transpile_variant__", None) \
@@ -307,11 +319,6 @@ class CallNormalizer:
                 callee.value, dotted(node.func)))
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
-        if isinstance(callee, LocalPartial):
-            args = callee.args + args
-            given = {k for k, _ in keywords}       # the call's keywords win over the partial's
-            keywords = [(k, v) for k, v in callee.keywords if k not in given] + keywords
-            callee = callee.target
         if isinstance(callee, LocalFunction):
             return self.user_call(callee.ir_name, callee.params, callee.defaults, args, keywords,
                                   node, extra=[_name(v) for v in callee.freevars])
@@ -346,6 +353,46 @@ class CallNormalizer:
             not third_party_function(value) and \
             self.callees.transformed_call(value) is None and \
             self.callees.transformation(value) is None
+
+    def add_at(self, node, stmts):
+        """np.add.at(a, idx, v), numpy's unbuffered scatter-add (repeated indices add up;
+        JAX's a.at[idx].add(v)), as a write into a:
+            a[...] = rt.index_add(a, a, idx, np.broadcast_to(v, np.shape(a[idx])))
+        whose rules are the adjoint of a gather's (v broadcast to what it adds to first, as
+        numpy does, so that vmap lines each example's v up with its own elements)."""
+        if len(node.args) != 3 or node.keywords or not isinstance(node.args[0], gast.Name):
+            raise self.error(node, "np.add.at is supported in transformed code as "
+                             "np.add.at(a, indices, values) with `a` a variable.")
+        a, idx, v = node.args
+        idx = self.atom(idx, stmts, hint="index")
+        v = self.atom(v, stmts, hint="value")
+        def named(hint, value):
+            fresh = self.namer.fresh(hint)
+            stmts.append(gast.copy_location(_assign(fresh, value, node), node))
+            self.locals.add(fresh)
+            return _name(fresh)
+        selected = named("selected", prim_call("[]", [_name(a.id), idx]))
+        shape = named("shape", prim_call("np.shape", [selected]))
+        added = named("added", prim_call("np.broadcast_to", [v, shape]))
+        total = named("total", prim_call("rt.index_add", [_name(a.id), _name(a.id), idx,
+                                                         added]))
+        write = gast.Assign(targets=[gast.Subscript(
+            value=_name(a.id, gast.Store()), slice=gast.Constant(value=Ellipsis, kind=None),
+            ctx=gast.Store())], value=total, type_comment=None)
+        for n in gast.walk(write):
+            gast.copy_location(n, node)
+        stmts.extend(self.stmt(write))
+        return _const(None)
+
+    def bound_value(self, node, stmts):
+        """An argument bound by functools.partial in transformed code: data as an atom (read
+        when the partial is made), a function under a name that calls resolve."""
+        value = self.function_value(node, stmts)
+        if value is None:
+            return self.atom(node, stmts)
+        fresh = self.namer.fresh("fn")
+        self.local_fns[fresh] = value
+        return gast.copy_location(_name(fresh), node)
 
     def function_value(self, node, stmts):
         """The function `node` denotes (Static or LocalFunction), or None for data."""
@@ -1130,6 +1177,16 @@ def _method_of_array(found):
     owner = getattr(found.value, "__self__", None) if isinstance(found, Static) else None
     return isinstance(owner, (np.ndarray, np.generic))
 
+
+
+def _is_add_at(value):
+    return getattr(value, "__self__", None) is np.add and \
+        getattr(value, "__name__", None) == "at"
+
+
+def _numpy_attr(attr):
+    return gast.Attribute(value=gast.Name(id="np", ctx=gast.Load(), annotation=None,
+                                          type_comment=None), attr=attr, ctx=gast.Load())
 
 
 def _temp_hint(node):

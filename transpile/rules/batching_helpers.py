@@ -338,8 +338,57 @@ batch_lanes("rt.lane_len", ("x",), out_batched=False)
 nondiff("rt.scan_length")
 batch_lanes("rt.scan_length", ("xs",), out_batched=False)
 # Jacobians (transpile/jacobians.py): the basis depends only on the per-example shape
-nondiff("rt.basis_of")
+nondiff("rt.basis_of", "rt.is_number")
 batch_lanes("rt.basis_of", ("x",), out_batched=False)
+batch_lanes("rt.is_number", ("x",), out_batched=False)
+
+
+# the Jacobian's layout from the stacked vjps (jacrev) or jvps (jacfwd): linear in them,
+# the output y and argument x read for their structure and shapes
+@rev("rt.jacobian_rows")
+def jacobian_rows(dout, out, cotangents, y, x, outer=0):
+    dcotangents = rt.jacobian_rows_adj(dout, cotangents, y, x, outer)
+
+
+@fwd("rt.jacobian_rows")
+def jacobian_rows_fwd(out, cotangents, y, x, outer=0):
+    dout = rt.jacobian_rows(dcotangents, y, x, outer)
+
+
+@rev("rt.jacobian_rows_adj")
+def jacobian_rows_adj(dout, out, d, cotangents, y, x, outer=0):
+    dd = rt.jacobian_rows(dout, y, x, outer)
+
+
+@fwd("rt.jacobian_rows_adj")
+def jacobian_rows_adj_fwd(out, d, cotangents, y, x, outer=0):
+    dout = rt.jacobian_rows_adj(dd, cotangents, y, x, outer)
+
+
+@rev("rt.jacobian_columns")
+def jacobian_columns(dout, out, columns, y, x, outer=0):
+    dcolumns = rt.jacobian_columns_adj(dout, y, x, outer)
+
+
+@fwd("rt.jacobian_columns")
+def jacobian_columns_fwd(out, columns, y, x, outer=0):
+    dout = rt.jacobian_columns(dcolumns, y, x, outer)
+
+
+@rev("rt.jacobian_columns_adj")
+def jacobian_columns_adj(dout, out, d, y, x, outer=0):
+    dd = rt.jacobian_columns(dout, y, x, outer)
+
+
+@fwd("rt.jacobian_columns_adj")
+def jacobian_columns_adj_fwd(out, d, y, x, outer=0):
+    dout = rt.jacobian_columns_adj(dd, y, x, outer)
+
+
+batch_lanes("rt.jacobian_rows", ("cotangents", "y", "x"))
+batch_lanes("rt.jacobian_rows_adj", ("d", "cotangents", "y", "x"))
+batch_lanes("rt.jacobian_columns", ("columns", "y", "x"))
+batch_lanes("rt.jacobian_columns_adj", ("d", "y", "x"))
 batch_lanes("rt.lane_axis", ("x",), out_batched=False)
 set_batch_rule("rt.axis_size", BatchRule("axis_size", out_batched=False))
 set_batch_rule("rt.lane_scatter_index", BatchRule("unsupported"))

@@ -198,6 +198,9 @@ nondiff("rt.check_iterable", "rt.check_length", "rt.check_jacobian_dtype", side_
 batch_same("rt.check_iterable", "rt.check_length", "rt.check_jacobian_dtype",
            out_batched=False)
 batch_same("rt.check_float_input", "rt.check_complex_input")
+# what a custom_vjp's fwd and bwd returned (transpile/custom.py), checked before unpacking
+nondiff("rt.check_vjp_rule_result", side_effect=True)
+batch_same("rt.check_vjp_rule_result", out_batched=False)
 # Draws from a user's numpy Generator/RandomState: a standard draw carries no derivative
 # (the parameters' derivatives flow through the formula around it, see frontend/calls.py).
 # Under vmap, each example draws its own numbers: one draw of (batch, *size), in the order a
@@ -458,23 +461,12 @@ def tree_scale_batch(x, s):
         out = rt.lane_tree_scale(rt.broadcast_batch(x, batch_size, x_spec), s)
     else:
         out = rt.tree_scale(x, s)
-nondiff("rt.size_of", "rt.basis_like", "rt.jacobian_shape")
+nondiff("rt.size_of", "rt.basis_like")
 
 
 @batch("rt.size_of", out_batched=False)
 def size_of_batch(x):
     out = rt.reduced_size(x, rt.lane_axis(None, x))
-
-
-@batch("rt.jacobian_shape", out_batched=False)
-def jacobian_shape_batch(out_, x):
-    if out__batched:
-        if x_batched:
-            out = rt.example_shape(out_) + rt.example_shape(x)
-        else:
-            out = rt.example_shape(out_) + np.shape(x)
-    else:
-        out = np.shape(out_) + rt.example_shape(x)
 
 
 @batch("rt.basis_like")

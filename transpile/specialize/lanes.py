@@ -57,10 +57,45 @@ def basis_of_kind(args, lits):
         Array(shape, _float_dtype(x.dtype))
 
 
-def jacobian_shape_decide(nodes, args, lits):
-    """rt.jacobian_shape(out, x): out's shape, then x's."""
-    out, x = (_array(a) for a in args)
-    return const(out.shape + x.shape) if out is not None and x is not None else None
+def is_number_decide(nodes, args, lits):
+    """rt.is_number(x): whether x is one number (jacrev's one vjp), known from its kind."""
+    x = args[0] if len(args) == 1 else None
+    if isinstance(x, Array):
+        return const(x.shape == ())
+    return const(False) if isinstance(x, Sequence) else None
+
+
+def _jacobian_of_arrays(args, lits):
+    """The Jacobian's shape (the outer axes', out's, then x's) and dtype where its three
+    are arrays, and the outer axes (`outer`: axes of enclosing vmaps leading all three)."""
+    outer = lits[3] if len(lits) == 4 else 0
+    if len(args) not in (3, 4) or type(outer) is not int or \
+            not all(isinstance(a, Array) for a in args[1:3]):
+        return None
+    stacked, out, x = args[:3]
+    dtype = stacked.dtype if isinstance(stacked, Array) else None
+    return out.shape + x.shape[outer:], dtype, outer
+
+
+def jacobian_kind(args, lits):
+    """rt.jacobian_rows / rt.jacobian_columns(stacked, out, x[, outer]) of arrays."""
+    found = _jacobian_of_arrays(args, lits)
+    return Array(*found[:2]) if found is not None and found[1] is not None else None
+
+
+def jacobian_rows_decide(nodes, args, lits):
+    """rt.jacobian_rows(cotangents, out, x) of arrays: one reshape, as the helper does."""
+    found = _jacobian_of_arrays(args, lits)
+    return _np("reshape", nodes[0], const(found[0])) if found is not None else None
+
+
+def jacobian_columns_decide(nodes, args, lits):
+    """rt.jacobian_columns(columns, out, x) of arrays: the basis axis last, reshaped."""
+    found = _jacobian_of_arrays(args, lits)
+    if found is None:
+        return None
+    return _np("reshape", _np("moveaxis", nodes[0], const(found[2]), const(-1)),
+               const(found[0]))
 
 
 def lane_shape_decide(nodes, args, lits):
@@ -435,8 +470,10 @@ def psum_copies_decide(nodes, args, lits):
 
 
 class Rule:
-    def __init__(self, nargs, kind=None, decide=None):
-        self.nargs, self.kind, self.decide = nargs, kind, decide
+    """outer=True: the helper's `outer=` keyword (a vmap's batching of it) is read as its
+    last positional argument."""
+    def __init__(self, nargs, kind=None, decide=None, outer=False):
+        self.nargs, self.kind, self.decide, self.outer = nargs, kind, decide, outer
 
 
 def _from_decision(decide):
@@ -454,8 +491,9 @@ def _from_decision(decide):
 
 RULES = {
     "rt.basis_of": Rule((1,), basis_of_kind),
-    "rt.jacobian_shape": Rule((2,), _from_decision(jacobian_shape_decide),
-                              jacobian_shape_decide),
+    "rt.is_number": Rule((1,), lambda args, lits: None, is_number_decide),
+    "rt.jacobian_rows": Rule((3, 4), jacobian_kind, jacobian_rows_decide, outer=True),
+    "rt.jacobian_columns": Rule((3, 4), jacobian_kind, jacobian_columns_decide, outer=True),
     "rt.lane_shape": Rule((2,), _from_decision(lane_shape_decide), lane_shape_decide),
     "rt.axis_size": Rule((5,), axis_size_kind, axis_size_decide),
     "rt.align": Rule((2,), align_kind, align_decide),
@@ -489,8 +527,12 @@ def literal(node):
 
 
 def rule_for(call):
-    """The Rule for a call of a vmap helper (positional arguments only), or None."""
+    """The Rule for a call of a vmap helper (positional arguments only, and `outer=`
+    where the rule takes it), or None."""
     rule = RULES.get(_dotted(call.func))
+    if rule is not None and rule.outer and [k.arg for k in call.keywords] == ["outer"] and \
+            len(call.args) + 1 in rule.nargs:
+        call.args.append(call.keywords.pop().value)   # the same call, `outer` by position
     if rule is None or call.keywords or len(call.args) not in rule.nargs or \
             any(isinstance(a, gast.Starred) for a in call.args):
         return None
