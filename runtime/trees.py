@@ -4,6 +4,7 @@ Adjoints of containers are containers of the same structure; these helpers build
 finish them. A leaf that is not a floating value (an int, a bool, None, a string) has no
 adjoint: its slot holds None.
 """
+import collections
 import numbers
 
 import numpy as np
@@ -265,7 +266,8 @@ def _finish_tree(g, x):
     if isinstance(x, list):
         return [_finish_tree(None if g is None else g[i], xi) for i, xi in enumerate(x)]
     if isinstance(x, dict):
-        return {k: _finish_tree(None if g is None else g[k], v) for k, v in x.items()}
+        out = {k: _finish_tree(None if g is None else g[k], v) for k, v in x.items()}
+        return collections.OrderedDict(out) if type(x) is collections.OrderedDict else out
     return _finish_leaf(g, x)
 
 
@@ -281,11 +283,16 @@ def check_iterable(seq, where):
                       "`for k in sorted(s)` for a set.")
 
 
-def check_length(seq, n, where, at_least=False):
+def check_length(seq, n, where, at_least=False, what="zip"):
     """Refuse `for a, b, c in zip(*seq)` where `seq` has other than 3 items: the loop is
     lowered to zip(seq[0], seq[1], seq[2]), which is Python's loop only for such a `seq`
     (with another length Python's unpacking fails too, unless the loop never runs).
-    at_least: `zip(layers, params)` unrolled once per layer, which needs as many params."""
+    at_least: `zip(layers, params)` unrolled once per layer, which needs as many params.
+    what="unpacking": `a, *rest, b = seq`, read as seq[0], seq[1:-1], seq[-1], needs two."""
+    if what == "unpacking" and len(seq) < n:
+        raise located(where, f"not enough values to unpack (expected at least {n}, got "
+                      f"{len(seq)})", "unpack a sequence with an item for each name without "
+                      "a star.")
     if at_least and len(seq) < n:
         raise located(where, f"zip of {n} functions or models with a sequence of "
                       f"{len(seq)} items: transformed code runs the loop once per function.",
@@ -408,7 +415,10 @@ def tree_unstack(tree, like, axis=0):
 
 
 def sorted_keys(d):
-    """The keys of dict `d` in the order JAX's pytrees give its children (sorted)."""
+    """The keys of dict `d` in the order JAX's pytrees give its children: sorted, but an
+    OrderedDict's in their order."""
+    if isinstance(d, collections.OrderedDict):
+        return list(d)
     return sorted(d, key=lambda k: ("", k) if isinstance(k, (int, float)) else
                   (type(k).__name__, k))
 

@@ -754,7 +754,11 @@ class FunctionBody:
         var = self.w.choice([v for v in scope.vars.values() if v.writable and v.shape])
         shape = var.shape
         self.w.features.add("in-place write")
-        form = int(self.w.rng.integers(3))
+        form = int(self.w.rng.integers(5))
+        if form == 3:      # through a boolean mask of the data (per example under vmap)
+            return self.mask_write(scope, var)
+        if form == 4:      # np.add.at: repeated indices add up
+            return self.scatter_add(scope, var)
         if form == 0:      # one element / one row
             target = f"{var.name}[{self.w.index(scope, shape[0])}]"
             value_shape = shape[1:]
@@ -772,6 +776,34 @@ class FunctionBody:
         if op == "*=":
             value = Expr(f"(1.0 + 0.5 * {value.text})")
         return [f"{target} {op} {value.text}"]
+
+    def mask_write(self, scope, var):
+        """`v[v > t] = value` (elements) or `v[np.sum(d, axis=1) > t] = row` (rows of a
+        matrix): what each example selects differs under vmap, the value written does not
+        depend on how many."""
+        self.w.features.add("mask write")
+        shape = var.shape
+        op = self.w.choice((">", "<"))
+        if len(shape) == 2 and self.w.chance(0.5):
+            source = self.w.data_expr(scope, shape, 1)
+            mask = f"np.sum({source.text}, axis=1) {op} {self.w.choice(THRESHOLDS)}"
+            value = self.w.bounded(scope, shape[1:], 2)
+        else:
+            source = self.w.data_expr(scope, shape, 1) if self.w.chance(0.5) else Expr(var.name)
+            mask = f"{source.operand()} {op} {self.w.choice(THRESHOLDS)}"
+            value = self.w.bounded(scope, (), 2)
+        return [f"{var.name}[{mask}] = {value.text}"]
+
+    def scatter_add(self, scope, var):
+        """np.add.at(v, [i, j, i, ...], values): rows given more than once add up."""
+        self.w.features.add("np.add.at")
+        n = var.shape[0]
+        count = int(self.w.rng.integers(2, 5))
+        rows = [int(r) for r in self.w.rng.integers(0, n, size=count)]
+        rows[-1] = rows[0]                       # at least one repeat
+        shape = (count,) + var.shape[1:] if self.w.chance(0.6) else ()
+        value = self.w.bounded(scope, shape, 2)
+        return [f"np.add.at({var.name}, np.array({rows}), {value.text})"]
 
     def stmt_buffer(self, scope):
         """`buf = np.zeros(..)`, filled by writes (in a loop or one at a time)."""

@@ -306,3 +306,13 @@ def test_argnums_out_of_range():
 def test_transforming_a_non_function():
     with pytest.raises(TypeError):
         tp.grad(3.0)
+
+
+def test_vjp_inside_transformed_code_is_refused_clearly():
+    """It was refused as "'f' is used as a value here", which did not say why."""
+    def g(x):
+        y, pullback = tp.vjp(np.sin, x)
+        return pullback(1.0)[0]
+    with pytest.raises(tp.TransformError, match="tp.vjp inside transformed code is not "
+                       "supported"):
+        tp.grad(g)(0.3)

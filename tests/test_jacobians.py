@@ -544,3 +544,30 @@ def test_jacobians_of_pytrees_compose():
 def test_a_jacobian_of_a_string_leaf_is_refused():
     with pytest.raises(tp.TransformError, match="Jacobians of arrays and numbers"):
         tp.jacrev(lambda x: (np.sin(x), "label"))(XIN)
+
+
+def test_argnums_out_of_order():
+    """jacfwd passed the basis tangents in argnums' order where the jvp takes them in the
+    parameters' order: argnums=(1, 0) mixed the two Jacobians up (found by porting JAX's
+    jacobian-vector-products page)."""
+    rng = np.random.default_rng(29)
+    x, s = rng.normal(size=3), 0.7
+
+    def f(x, s):
+        return np.sin(x) * s ** 2
+
+    want = (fd_jacobian(f, (x, s), 1), fd_jacobian(f, (x, s), 0))
+    for jac in (tp.jacfwd, tp.jacrev):
+        got = jac(f, argnums=(1, 0))(x, s)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-8)
+    h = tp.hessian(lambda x, s: np.sum(f(x, s)), argnums=(1, 0))(x, s)
+    np.testing.assert_allclose(h[0][0], 2.0 * np.sum(np.sin(x)), rtol=1e-12)
+    np.testing.assert_allclose(h[0][1], 2.0 * s * np.cos(x), rtol=1e-12)
+    np.testing.assert_allclose(h[1][1], np.diag(-np.sin(x) * s ** 2), rtol=1e-12)
+    p = {"w": rng.normal(size=2)}
+    got = tp.jacfwd(lambda p, u, x: np.tanh(p["w"] * x) * u, argnums=(2, 0))(p, 1.5, x[:2])
+    ref = tp.jacrev(lambda p, u, x: np.tanh(p["w"] * x) * u, argnums=(2, 0))(p, 1.5, x[:2])
+    assert_tree_close(got, ref, rtol=1e-12)
+    with pytest.raises(tp.TransformError, match="names an argument twice"):
+        tp.jacfwd(f, argnums=(0, 0))

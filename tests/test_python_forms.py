@@ -953,3 +953,108 @@ def test_np_add_at():
             per_example, weights, scale),
         [tp.grad(_histogram_2d, argnums=2)(p, weights, scale) for p in per_example],
         rtol=1e-12)
+
+
+# ---------------------------------------------------------------- namedtuples made in the
+# code (JAX's custom-rules notebook returns Point(...) from a rule; optimizers return
+# Params(...)), and a global namedtuple constant (was written into the code as its repr,
+# `Cfg(a=0.5, b=2.0)`: a NameError)
+
+import collections  # noqa: E402
+
+_Params = collections.namedtuple("_Params", ["w", "b"])
+_Cfg = collections.namedtuple("_Cfg", ["scale", "power"], defaults=[2.0])
+_CFG = _Cfg(0.5)
+
+
+def _params_loss(p, x):
+    return np.sum((x @ p.w + p.b) ** 2) * _CFG.scale
+
+
+def _sgd_step(p, x, lr):
+    g = tp.grad(_params_loss)(p, x)
+    return _Params(p.w - lr * g.w, b=p.b - lr * g.b)
+
+
+def _model_of_w(w, x):
+    return _params_loss(_Params(w, 0.5), x) + np.sum(_scaled(_CFG, w))
+
+
+def _scaled(cfg, w):
+    return cfg.scale * w ** cfg.power
+
+
+def _features(w):
+    return _Params(w * 2.0, np.sin(w))
+
+
+def test_namedtuples_made_in_transformed_code():
+    rng = np.random.default_rng(53)
+    p, x = _Params(rng.normal(size=3), 0.2), rng.normal(size=(4, 3))
+    g = tp.grad(_params_loss)(p, x)
+    for step in (_sgd_step, tp.jit(_sgd_step)):
+        got = step(p, x, 0.1)
+        assert type(got) is _Params
+        np.testing.assert_allclose(got.w, p.w - 0.1 * g.w, rtol=1e-12)
+        np.testing.assert_allclose(got.b, p.b - 0.1 * g.b, rtol=1e-12)
+    check_grads(_model_of_w, (p.w, x), order=2)
+    ws = rng.normal(size=(5, 3))
+    per_example = tp.vmap(tp.grad(_model_of_w), in_axes=(0, None))(ws, x)
+    np.testing.assert_allclose(per_example, [tp.grad(_model_of_w)(w, x) for w in ws],
+                               rtol=1e-12)
+    jac = tp.jacrev(_features)(p.w)
+    assert type(jac) is _Params
+    np.testing.assert_allclose(jac.b, np.diag(np.cos(p.w)), rtol=1e-12)
+    batched = tp.vmap(_features)(ws)
+    assert type(batched) is _Params and batched.w.shape == (5, 3)
+    tangent = tp.jvp(_features, (p.w,), (np.ones(3),))[1]
+    assert type(tangent) is _Params
+    np.testing.assert_allclose(tangent.b, np.cos(p.w), rtol=1e-12)
+
+
+# two lambdas on one line whose bytecode is the same (they read different globals): the
+# first was transformed for both, silently (JAX's docs keep such tuples of functions)
+_SCALE_A, _SCALE_B = 2.0, 3.0
+_TWO_LAMBDAS = (lambda x: x * _SCALE_A, lambda x: x * _SCALE_B)
+_TWO_NUMPY_LAMBDAS = (lambda x: np.sin(x), lambda x: np.cos(x))
+
+
+def test_the_right_lambda_of_two_on_one_line():
+    assert tp.grad(_TWO_LAMBDAS[1])(1.0) == 3.0
+    assert tp.grad(_TWO_LAMBDAS[0])(1.0) == 2.0
+    assert np.isclose(tp.grad(_TWO_NUMPY_LAMBDAS[1])(0.4), -np.sin(0.4))
+
+    def make(c, d):
+        return (lambda x: x * c, lambda x: x * d)
+    assert tp.grad(make(2.0, 5.0)[1])(1.0) == 5.0
+
+
+# `*hidden, last = params` (JAX's pytrees page: an MLP's layers): was refused
+def _mlp_starred(params, x):
+    *hidden, last = params
+    for W, b in hidden:
+        x = np.tanh(W @ x + b)
+    W, b = last
+    return np.sum((W @ x + b) ** 2)
+
+
+def _first_middle_last(v):
+    a, *middle, z = v
+    return a * z + sum(middle) * 0.5
+
+
+def test_starred_unpacking():
+    rng = np.random.default_rng(67)
+    params = [(rng.normal(size=(4, 3)), rng.normal(size=4)),
+              (rng.normal(size=(2, 4)), rng.normal(size=2))]
+    x = rng.normal(size=3)
+    check_grads(lambda W0, x: _mlp_starred([(W0, params[0][1]), params[1]], x),
+                (params[0][0], x), order=2)
+    xs = rng.normal(size=(5, 3))
+    np.testing.assert_allclose(tp.vmap(_mlp_starred, in_axes=(None, 0))(params, xs),
+                               [_mlp_starred(params, row) for row in xs], rtol=1e-12)
+    v = rng.normal(size=5)
+    check_grads(_first_middle_last, (v,), order=2)
+    assert np.isclose(tp.jit(_first_middle_last)(v), _first_middle_last(v))
+    with pytest.raises(tp.TransformError, match="not enough values to unpack"):
+        tp.grad(_first_middle_last)(v[:1])

@@ -506,3 +506,16 @@ def test_dirichlet_vmap():
     # off the simplex: scipy's error in the batched call too
     with pytest.raises(ValueError, match="simplex"):
         tp.vmap(f, in_axes=(0, 0))(pts * 0.9, alphas)
+
+
+def test_a_distribution_method_transformed_itself():
+    """tp.vmap(norm.logpdf) (JAX's advi.py): the bound method was taken for a model's
+    method and its source (scipy's, with *args) refused; it is a primitive with rules."""
+    from scipy.stats import norm as normal
+    rng = np.random.default_rng(47)
+    x, mu = rng.normal(size=5), rng.normal(size=5)
+    np.testing.assert_allclose(tp.vmap(normal.logpdf, in_axes=(0, 0, None))(x, mu, 1.5),
+                               normal.logpdf(x, mu, 1.5), rtol=1e-12)
+    np.testing.assert_allclose(tp.grad(normal.logpdf)(x[0], mu[0], 2.0),
+                               -(x[0] - mu[0]) / 4.0, rtol=1e-12)
+    np.testing.assert_allclose(tp.vmap(tp.grad(normal.cdf))(x), normal.pdf(x), rtol=1e-12)

@@ -239,3 +239,57 @@ def test_registered_dataclasses_are_arguments_and_results_of_every_transformatio
 
 def _layer_loss_plain(p, x):
     return np.sum(np.tanh(x @ p.w + p.b) ** 2)
+
+
+def test_an_ordered_dict_keeps_its_order_and_type():
+    """JAX flattens an OrderedDict in insertion order (a dict by key) and rebuilds an
+    OrderedDict; transpile sorted its keys and gave dicts back."""
+    import collections
+    from transpile.flatten_util import ravel_pytree
+    rng = np.random.default_rng(59)
+    od = collections.OrderedDict([("b", rng.normal(size=2)), ("a", 0.7)])
+    assert tp.tree_util.tree_leaves(od)[1] == 0.7
+    assert type(tp.tree_util.tree_map(lambda x: x * 2, od)) is collections.OrderedDict
+    flat, unravel = ravel_pytree(od)
+    np.testing.assert_allclose(flat, np.append(od["b"], 0.7))
+    assert list(unravel(flat)) == ["b", "a"]
+
+    def f(p):
+        return np.sum(p["b"] * 3.0) + p["a"] ** 2
+    for grad in (tp.grad(f), tp.jit(tp.grad(f))):
+        g = grad(od)
+        assert type(g) is collections.OrderedDict and list(g) == ["b", "a"]
+        np.testing.assert_allclose(g["b"], [3.0, 3.0])
+        assert np.isclose(g["a"], 1.4)
+    axes = collections.OrderedDict([("b", 0), ("a", None)])     # (a NameError before)
+    batch = collections.OrderedDict([("b", rng.normal(size=(3, 2))), ("a", 0.7)])
+    np.testing.assert_allclose(tp.vmap(f, in_axes=(axes,))(batch),
+                               [f({"b": b, "a": 0.7}) for b in batch["b"]])
+
+
+def test_a_namedtuple_of_in_axes():
+    import collections
+    point = collections.namedtuple("point", ["x", "y"])
+
+    def f(p):
+        return p.x * 2.0 + p.y
+    xs = np.random.default_rng(61).normal(size=3)
+    np.testing.assert_allclose(tp.vmap(f, in_axes=(point(0, None),))(point(xs, 1.5)),
+                               xs * 2.0 + 1.5)
+
+
+def test_a_registered_class_given_to_a_transformation_is_refused_clearly():
+    """vmap took it for one leaf ("in_axes=0 is out of range ... shape ()"), jvp crashed
+    in _is_zero (AttributeError)."""
+    class Holder:
+        def __init__(self, a):
+            self.a = a
+    tu.register_pytree_node(Holder, lambda t: ((t.a,), None), lambda _, ch: Holder(*ch))
+
+    def f(t):
+        return np.sin(t.a)
+    for call in (lambda: tp.vmap(f)(Holder(np.ones((2, 3)))),
+                 lambda: tp.jvp(f, (Holder(np.ones(3)),), (Holder(np.ones(3)),)),
+                 lambda: tp.grad(lambda t: np.sum(f(t)))(Holder(np.ones(3)))):
+        with pytest.raises(tp.TransformError, match="registered with tp.tree_util"):
+            call()

@@ -78,6 +78,8 @@ class Root:
             self.key = ("partial", inner.key, len(target.args),
                         tuple((k, _Identity(v)) for k, v in sorted(target.keywords.items())))
             return
+        if inspect.ismethod(target) and primitive_wrapper(target) is not None:
+            target = primitive_wrapper(target)    # scipy.stats.norm.logpdf: a call of it
         if inspect.ismethod(target) and not isinstance(target.__self__, (tuple, type)) and \
                 not stand_ins.is_registered(target.__self__) and \
                 inspect.isfunction(target.__func__) and method_caller(target) is not None:
@@ -915,7 +917,7 @@ def jit(f=None, static_argnums=(), static_argnames=(), donate_argnums=(), backen
 
 
 _TRANSFORMATIONS = {"grad": grad, "value_and_grad": value_and_grad, "transform": transform,
-                    "jvp": jvp, "vmap": vmap, "jit": jit}
+                    "jvp": jvp, "vjp": vjp, "vmap": vmap, "jit": jit}
 CALLEES = _ApiCallees()
 
 

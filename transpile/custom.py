@@ -140,8 +140,11 @@ def primitive_wrapper(obj):
     primitive table, so that `tp.grad(np.sin)` or `tp.vmap(np.linalg.det)` transform a call
     of it. Its parameters are those of the rule templates (NumPy's names and defaults); a
     parameter the templates rename (`out_`) is left out. None if `obj` has no row."""
-    if id(obj) in _PRIMITIVE_WRAPPERS:
-        return _PRIMITIVE_WRAPPERS[id(obj)]
+    # (a bound method, `scipy.stats.norm.logpdf`, is a new object on every access: keyed
+    # by its object and function, which the table keeps alive)
+    key = (id(obj.__self__), id(obj.__func__)) if inspect.ismethod(obj) else id(obj)
+    if key in _PRIMITIVE_WRAPPERS:
+        return _PRIMITIVE_WRAPPERS[key]
     found = rules.lookup_object(obj)
     if found is None:
         return None
@@ -166,8 +169,8 @@ def primitive_wrapper(obj):
     env.update((p.name + "_default", p.default) for p in optional)
     # one per function (functions in the table live as long as their modules), so that
     # generated code is cached across tp.grad(np.sin) calls
-    _PRIMITIVE_WRAPPERS[id(obj)] = file_backed(text, env, name)
-    return _PRIMITIVE_WRAPPERS[id(obj)]
+    _PRIMITIVE_WRAPPERS[key] = file_backed(text, env, name)
+    return _PRIMITIVE_WRAPPERS[key]
 
 
 _PRIMITIVE_WRAPPERS = {}

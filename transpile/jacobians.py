@@ -35,7 +35,10 @@ def _argnums(f, argnums):
         raise TransformError(f"argnums={argnums!r}: the Jacobian needs positions of "
                              f"arguments of a function of {nparams} (an int or a tuple "
                              f"of ints).")
-    return tuple(i % nparams for i in nums), single
+    nums = tuple(i % nparams for i in nums)
+    if len(set(nums)) != len(nums):
+        raise TransformError(f"argnums={argnums!r} names an argument twice.")
+    return nums, single
 
 
 def _taken(names, single):
@@ -102,13 +105,14 @@ def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
     nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
     nparams = len(api.Transformed(f, "transform").signature.parameters)
     active = tuple(i in nums for i in range(nparams))
+    # the jvp takes the active arguments' tangents in the parameters' order; the basis
+    # is in argnums' order
+    tangents = "basis" if single else ", ".join(f"basis[{nums.index(i)}]" for i in sorted(nums))
     # a jvp whose only tangents are arguments `argnums`' (the others are constants of it)
     gen, params, prefix, extra, name = _generated(f, "jvp", {"has_aux": False,
                                                              "active": active}, "jacfwd")
     primals = list(prefix) + params + list(extra)
     x = _taken([params[i] for i in nums], single)
-    # the jvp takes the active arguments' tangents in their order
-    tangents = "basis" if single else ", ".join(f"basis[{j}]" for j in range(len(nums)))
     in_axes = (None,) * len(primals) + (0,) * len(nums)
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({', '.join(params)}):\n"

@@ -8,8 +8,14 @@ converts arguments and results only while some dataclass is registered (`has_pro
 """
 from collections import namedtuple
 
+from .errors import TransformError
+
 _PROXIES = {}          # registered dataclass -> (its namedtuple stand-in, data fields)
 _CLASS_OF_PROXY = {}   # stand-in -> the dataclass
+# classes registered as pytree nodes that have no stand-in (a flatten function of the
+# user's, a dataclass with meta fields): refused as arguments of transformations, where
+# they were taken for one leaf (vmap: "in_axes=0 is out of range for ... shape ()")
+_REFUSED = set()
 
 
 def register(nodetype, data_fields):
@@ -19,6 +25,13 @@ def register(nodetype, data_fields):
     _CLASS_OF_PROXY[proxy] = nodetype
 
 
+def refuse(nodetype):
+    """Instances of `nodetype` (a registered pytree node without a stand-in) raise a clear
+    error where a transformation is given one."""
+    if nodetype not in _PROXIES:
+        _REFUSED.add(nodetype)
+
+
 def is_registered(obj):
     """Whether `obj` is an instance of a registered dataclass (a pytree node)."""
     return type(obj) in _PROXIES
@@ -26,13 +39,22 @@ def is_registered(obj):
 
 def has_proxies():
     """Whether any dataclass is registered (the API converts arguments only then)."""
-    return bool(_PROXIES)
+    return bool(_PROXIES or _REFUSED)
 
 
 def to_transformable(tree):
     """`tree` with each registered dataclass instance replaced by a namedtuple of its
     fields (the transformations take tuples, lists, dicts and namedtuples); unchanged
     (the same object) where there is none."""
+    if type(tree) in _REFUSED:
+        name = type(tree).__name__
+        raise TransformError(
+            f"a {name} (a class registered with tp.tree_util.register_pytree_node, or a "
+            "dataclass with meta fields) is given to a transformation, which takes tuples, "
+            "lists, dicts, namedtuples and dataclasses whose fields are all data.\n  hint: "
+            "pass its leaves (tp.tree_util.tree_flatten), or make it a namedtuple or an "
+            "all-data dataclass (register_dataclass); an object whose methods the function "
+            "calls (a model) is taken as it is when its class is not registered.")
     proxied = _PROXIES.get(type(tree))
     if proxied is not None:
         proxy, fields = proxied

@@ -13,6 +13,7 @@ tuples, lists, dicts, namedtuples and None, are the plain Python below (`_tree_m
 `is_leaf` are handled in plain code only. There a structure is the tree itself (its leaves
 are not read again); `tree_unflatten` also takes a PyTreeDef made in plain code.
 """
+import collections
 import dataclasses
 
 import runtime as rt
@@ -29,7 +30,14 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func):
     """Make instances of `nodetype` pytree nodes: flatten_func(x) -> (children, aux_data),
     unflatten_func(aux_data, children) -> x (JAX's signature)."""
     _NODES[nodetype] = (flatten_func, unflatten_func)
+    if nodetype is not collections.OrderedDict:     # (a dict to the transformations)
+        stand_ins.refuse(nodetype)
     return nodetype
+
+
+# an OrderedDict's children in insertion order, as JAX gives them (a dict's: by key)
+register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
+                     lambda keys, children: collections.OrderedDict(zip(keys, children)))
 
 
 def register_dataclass(nodetype, data_fields=None, meta_fields=None):

@@ -32,10 +32,22 @@ def uniform(spec):
 
 
 def literal_ast(value):
-    """A Python literal (ints, None, strings, tuples, dicts of them) as an annotated AST."""
-    node = gast.parse(repr(value)).body[0].value
+    """A Python literal (ints, None, strings, tuples, dicts of them) as an annotated AST
+    (a namedtuple or OrderedDict among them, in_axes=(Point(0, None),), as its plain
+    tuple or dict: the runtime reads them by position and key, and their repr would name
+    a class the generated module does not know)."""
+    node = gast.parse(repr(_plain(value))).body[0].value
     annotate_prims(node)
     return node
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        items = [_plain(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 def axes_spec(axes):

@@ -129,7 +129,7 @@ class CallNormalizer:
             head = self.static(deco.func)          # @tp.vmap(in_axes=...) is not JAX's
             transform = None if head is None else head
         if isinstance(transform, Static) and \
-                self.callees.transformation(transform.value) not in (None, "jvp"):
+                self.callees.transformation(transform.value) not in (None, "jvp", "vjp"):
             return self.apply_transformation(transform.value, fn, [], options, deco)
         raise self.error(deco, "this decorator cannot be applied to a nested function in "
                          "transformed code: only transpile's transformations can (tp.grad, "
@@ -241,6 +241,8 @@ class CallNormalizer:
     def call(self, callee, node, stmts):
         if isinstance(callee, Static) and _is_add_at(callee.value):
             return self.add_at(node, stmts)
+        if isinstance(callee, Static) and _is_namedtuple_class(callee.value):
+            return self.namedtuple_of(callee.value, node, stmts)
         if isinstance(callee, LocalPartial):
             # a call of its function with the bound arguments first (functions among them
             # too: a callee that calls them is normalized for them, as for f(g, x))
@@ -258,6 +260,12 @@ class CallNormalizer:
         kind = self.callees.transformation(callee.value) if isinstance(callee, Static) else None
         if kind == "jvp":
             return self.jvp_call(node, stmts)
+        if kind == "vjp":
+            raise self.error(node, "tp.vjp inside transformed code is not supported: its "
+                             "pullback is a function value, which transformed code cannot "
+                             "hold.", "differentiate with tp.grad (of the function summed "
+                             "against the cotangent, for a vector output), tp.jacrev or "
+                             "tp.jvp there, or call tp.vjp outside.")
         if kind is not None:
             return self.transformation(callee.value, node)
         if isinstance(callee, LocalTransformed):
@@ -353,6 +361,32 @@ class CallNormalizer:
             not third_party_function(value) and \
             self.callees.transformed_call(value) is None and \
             self.callees.transformation(value) is None
+
+    def namedtuple_of(self, cls, node, stmts):
+        """Point(x, y=v), a namedtuple class called: its fields as a tuple, given the class
+        by rt.to_like of an instance holding None (a constant of the generated module), so
+        that derivatives and vmap see a tuple made into a Point."""
+        if any(isinstance(a, gast.Starred) for a in node.args):
+            raise self.error(node, f"{cls.__name__}(*items) is not supported in transformed "
+                             "code.", f"write {cls.__name__}._make(items) outside, or pass "
+                             "the fields one by one.")
+        try:
+            bound = inspect.signature(cls).bind(*node.args, **{k.arg: k.value
+                                                               for k in node.keywords})
+        except TypeError as e:
+            raise self.error(node, f"{cls.__name__}(...): {e}.") from None
+        defaults = getattr(cls, "_field_defaults", {})
+        items = []
+        for field in cls._fields:
+            if field in bound.arguments:
+                items.append(bound.arguments[field])
+            else:
+                items.append(gast.copy_location(
+                    _name(self.program.constant(defaults[field], field)), node))
+        proto = self.program.constant(cls(*[None] * len(cls._fields)), cls.__name__)
+        fields = self.atom(gast.copy_location(gast.Tuple(elts=items, ctx=gast.Load()), node),
+                           stmts, hint="fields")
+        return prim_call("rt.to_like", [fields, _name(proto)])
 
     def add_at(self, node, stmts):
         """np.add.at(a, idx, v), numpy's unbuffered scatter-add (repeated indices add up;
@@ -1177,6 +1211,10 @@ def _method_of_array(found):
     owner = getattr(found.value, "__self__", None) if isinstance(found, Static) else None
     return isinstance(owner, (np.ndarray, np.generic))
 
+
+
+def _is_namedtuple_class(value):
+    return isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
 
 
 def _is_add_at(value):

@@ -293,13 +293,45 @@ class Normalizer(CallNormalizer):
         return self.stmt_Assign(gast.copy_location(
             gast.Assign(targets=[node.target], value=node.value, type_comment=None), node))
 
+    def starred_unpack(self, target, value, stmts, origin):
+        """`first, *rest, last = seq`: seq[0], rt.to_list(seq[1:-1]) (a list, as Python
+        gives), seq[-1], after checking that seq has at least the names without a star."""
+        stars = [i for i, e in enumerate(target.elts) if isinstance(e, gast.Starred)]
+        if len(stars) != 1 or not isinstance(target.elts[stars[0]].value, gast.Name):
+            raise self.error(target, "starred unpacking takes one starred name here.",
+                             "index the elements explicitly.")
+        k = stars[0]
+        after = len(target.elts) - k - 1
+        line = self.src.line_of(origin)
+        stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
+            value, _const(k + after), _const(f"{self.src.filename}:{line} ({self.src.name})"),
+            _const(True), _const("unpacking")])), origin))
+        rest = gast.Slice(lower=_const(k) if k else None,
+                          upper=_const(-after) if after else None, step=None)
+        items = [(e, _const(i)) for i, e in enumerate(target.elts[:k])] + \
+            [(target.elts[k].value, None)] + \
+            [(e, _const(j - after)) for j, e in enumerate(target.elts[k + 1:])]
+        for elt, index in items:
+            if index is None:
+                tmp = self.namer.fresh("rest")
+                stmts.append(_assign(tmp, prim_call("[]", [value, rest]), origin))
+                item = prim_call("rt.to_list", [_name(tmp)])
+            else:
+                item = prim_call("[]", [value, index])
+            if isinstance(elt, gast.Name):
+                stmts.append(_assign(elt.id, item, origin))
+            else:
+                tmp = self.namer.fresh("item")
+                stmts.append(_assign(tmp, item, origin))
+                self.assign_target(elt, _name(tmp), stmts, origin)
+
     def assign_target(self, target, value, stmts, origin):
         if isinstance(target, gast.Name):
             stmts.append(_assign(target.id, value, origin))
         elif isinstance(target, (gast.Tuple, gast.List)):
             if any(isinstance(e, gast.Starred) for e in target.elts):
-                raise self.error(target, "starred unpacking is not supported.",
-                                 "index the elements explicitly.")
+                self.starred_unpack(target, value, stmts, origin)
+                return
             names = [e.id for e in target.elts if isinstance(e, gast.Name)]
             if isinstance(value, gast.Name) and len(names) == len(target.elts) and \
                     len(set(names)) == len(names) and value.id not in names:

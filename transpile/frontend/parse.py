@@ -151,13 +151,7 @@ def _match_lambda(code, candidates, first, col):
     same_args = [c for c in candidates if tuple(a.arg for a in c.args.args) == want_args]
     if len(same_args) == 1:
         return same_args[0]
-    for cand in same_args or candidates:
-        compiled = compile(ast.Expression(cand), "<lambda-match>", "eval")
-        inner = next((c for c in compiled.co_consts if inspect.iscode(c)), None)
-        if inner is not None and inner.co_code == code.co_code and inner.co_consts == code.co_consts:
-            return cand
-    # the bytecode of the same source differs with where it was compiled (a module's
-    # globals load differently): the code's own source positions tell where its body starts
+    # the code's own source positions tell where its body starts: exact, where they exist
     starts = [(line, c) for line, end_line, c, end in getattr(code, "co_positions", tuple)()
               if line is not None and c is not None and (line, c) != (end_line, end)]
     if starts:
@@ -167,6 +161,19 @@ def _match_lambda(code, candidates, first, col):
                 abs(cand.body.col_offset + col - c) <= 1]
         if len(near) == 1:
             return near[0]
+    # else the same bytecode, names and constants, and only one lambda with them (two
+    # lambdas reading different globals, `lambda x: x * a, lambda x: x * b`, differ only
+    # in their names: comparing the bytecode alone took the first for both)
+    same_code = []
+    for cand in same_args or candidates:
+        compiled = compile(ast.Expression(cand), "<lambda-match>", "eval")
+        inner = next((c for c in compiled.co_consts if inspect.iscode(c)), None)
+        if inner is not None and inner.co_code == code.co_code and \
+                inner.co_consts == code.co_consts and inner.co_names == code.co_names and \
+                inner.co_varnames == code.co_varnames:
+            same_code.append(cand)
+    if len(same_code) == 1:
+        return same_code[0]
     raise TransformError(f'File "{code.co_filename}", line {code.co_firstlineno}: several '
                          f"lambdas on one line; cannot tell which one to transform.\n"
                          f"  hint: put the lambda on its own line or use def.")

@@ -95,7 +95,7 @@ def is_literal(value):
     """Values that generated code can spell as a literal instead of a namespace reference."""
     if value is None or isinstance(value, (bool, int, float, complex, str)):
         return not (isinstance(value, float) and not np.isfinite(value))
-    if isinstance(value, tuple):
+    if type(value) is tuple:       # (a namedtuple's repr names its class: a reference)
         return all(is_literal(v) for v in value)
     return False
 
