@@ -318,12 +318,7 @@ class Normalizer(CallNormalizer):
                 item = prim_call("rt.to_list", [_name(tmp)])
             else:
                 item = prim_call("[]", [value, index])
-            if isinstance(elt, gast.Name):
-                stmts.append(_assign(elt.id, item, origin))
-            else:
-                tmp = self.namer.fresh("item")
-                stmts.append(_assign(tmp, item, origin))
-                self.assign_target(elt, _name(tmp), stmts, origin)
+            self._assign_item(elt, item, stmts, origin)
 
     def assign_target(self, target, value, stmts, origin):
         if isinstance(target, gast.Name):
