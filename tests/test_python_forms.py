@@ -977,7 +977,8 @@ def _sgd_step(p, x, lr):
 
 
 def _model_of_w(w, x):
-    return _params_loss(_Params(w, 0.5), x) + np.sum(_scaled(_CFG, w))
+    cfg = _Cfg(0.25)                             # power left to its default
+    return _params_loss(_Params(w, 0.5), x) + np.sum(_scaled(_CFG, w) + _scaled(cfg, w))
 
 
 def _scaled(cfg, w):

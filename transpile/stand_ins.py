@@ -32,6 +32,12 @@ def refuse(nodetype):
         _REFUSED.add(nodetype)
 
 
+def stand_in_class(cls):
+    """The namedtuple standing in for registered dataclass `cls`, else None."""
+    proxied = _PROXIES.get(cls) if isinstance(cls, type) else None
+    return proxied[0] if proxied is not None else None
+
+
 def is_registered(obj):
     """Whether `obj` is an instance of a registered dataclass (a pytree node)."""
     return type(obj) in _PROXIES

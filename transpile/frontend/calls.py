@@ -17,7 +17,7 @@ import operator
 import gast
 import numpy as np
 
-from .. import custom, rules
+from .. import custom, rules, stand_ins
 from ..errors import ArgumentDependent
 from ..ir import anno
 from ..ir.anno import Anno
@@ -243,6 +243,10 @@ class CallNormalizer:
             return self.add_at(node, stmts)
         if isinstance(callee, Static) and _is_namedtuple_class(callee.value):
             return self.namedtuple_of(callee.value, node, stmts)
+        if isinstance(callee, Static) and stand_ins.stand_in_class(callee.value) is not None:
+            # a registered dataclass: transformed code holds its namedtuple stand-in
+            return self.namedtuple_of(callee.value, node, stmts,
+                                      stand_ins.stand_in_class(callee.value))
         if isinstance(callee, LocalPartial):
             # a call of its function with the bound arguments first (functions among them
             # too: a callee that calls them is normalized for them, as for f(g, x))
@@ -362,10 +366,12 @@ class CallNormalizer:
             self.callees.transformed_call(value) is None and \
             self.callees.transformation(value) is None
 
-    def namedtuple_of(self, cls, node, stmts):
+    def namedtuple_of(self, cls, node, stmts, made=None):
         """Point(x, y=v), a namedtuple class called: its fields as a tuple, given the class
         by rt.to_like of an instance holding None (a constant of the generated module), so
-        that derivatives and vmap see a tuple made into a Point."""
+        that derivatives and vmap see a tuple made into a Point. `made`: the namedtuple
+        made instead (a registered dataclass's stand-in)."""
+        made = made or cls
         if any(isinstance(a, gast.Starred) for a in node.args):
             raise self.error(node, f"{cls.__name__}(*items) is not supported in transformed "
                              "code.", f"write {cls.__name__}._make(items) outside, or pass "
@@ -375,17 +381,19 @@ class CallNormalizer:
                                                                for k in node.keywords})
         except TypeError as e:
             raise self.error(node, f"{cls.__name__}(...): {e}.") from None
-        defaults = getattr(cls, "_field_defaults", {})
+        params = inspect.signature(cls).parameters
         items = []
-        for field in cls._fields:
+        for field in made._fields:
             if field in bound.arguments:
-                items.append(bound.arguments[field])
-            else:
-                items.append(gast.copy_location(
-                    _name(self.program.constant(defaults[field], field)), node))
-        proto = self.program.constant(cls(*[None] * len(cls._fields)), cls.__name__)
-        fields = self.atom(gast.copy_location(gast.Tuple(elts=items, ctx=gast.Load()), node),
-                           stmts, hint="fields")
+                items.append(self.atom(bound.arguments[field], stmts))
+                continue
+            default = params[field].default          # (a field left to its default)
+            items.append(_const(default) if is_literal(default) else
+                         _name(self.program.constant(default, field)))
+        proto = self.program.constant(made(*[None] * len(made._fields)), cls.__name__)
+        display = gast.Tuple(elts=items, ctx=gast.Load())
+        anno.set(display, Anno.PRIM, (rules.lookup("tuple"), "tuple"))
+        fields = self.atom_of(display, stmts, "fields")
         return prim_call("rt.to_like", [fields, _name(proto)])
 
     def add_at(self, node, stmts):
