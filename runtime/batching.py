@@ -638,8 +638,10 @@ def align_to_slot(value, slot, index, outer=0):
             raise TransformError(
                 "x[mask] = v, with a boolean mask that differs between examples, where v "
                 f"has one entry per selected element (shape {per_example}): the number "
-                "selected may differ between examples.\n  hint: write x = np.where(mask, "
-                "v, x) with v shaped like x")
+                "selected may differ between examples (or, under vmap of vmap, v differs "
+                "between examples: there only a value the same for all can be written "
+                "through such a mask).\n  hint: write x = np.where(mask, v, x) with v "
+                "shaped like x")
         value = value.reshape(value.shape[:outer + 1] + per_example[1:])
         per_example = per_example[1:]
     elif len(per_example) > len(rest):
