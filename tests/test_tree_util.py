@@ -297,34 +297,34 @@ def test_a_registered_class_given_to_a_transformation_is_refused_clearly():
 
 @tu.register_dataclass
 @dataclasses.dataclass
-class Layer:
+class AffineLayer:
     w: np.ndarray
     b: float = 0.5
 
 
-def _layer_loss(p, x):
+def _affine_loss(p, x):
     return np.sum(np.tanh(x @ p.w + p.b) ** 2)
 
 
-def _layer_step(p, x):
-    g = tp.grad(_layer_loss)(p, x)
-    return Layer(p.w - 0.1 * g.w, b=p.b - 0.1 * g.b)
+def _affine_step(p, x):
+    g = tp.grad(_affine_loss)(p, x)
+    return AffineLayer(p.w - 0.1 * g.w, b=p.b - 0.1 * g.b)
 
 
-def _layer_of_w(w, x):
-    return _layer_loss(Layer(w), x)          # b left to its default
+def _affine_of_w(w, x):
+    return _affine_loss(AffineLayer(w), x)          # b left to its default
 
 
 def test_a_registered_dataclass_made_in_transformed_code():
-    """It was refused ("Layer has no rule in transpile's primitive table")."""
+    """It was refused ("AffineLayer has no rule in transpile's primitive table")."""
     rng = np.random.default_rng(71)
-    p, x = Layer(rng.normal(size=3), 0.2), rng.normal(size=(4, 3))
-    g = tp.grad(_layer_loss)(p, x)
-    for step in (_layer_step, tp.jit(_layer_step)):
+    p, x = AffineLayer(rng.normal(size=3), 0.2), rng.normal(size=(4, 3))
+    g = tp.grad(_affine_loss)(p, x)
+    for step in (_affine_step, tp.jit(_affine_step)):
         got = step(p, x)
-        assert type(got) is Layer
+        assert type(got) is AffineLayer
         np.testing.assert_allclose(got.w, p.w - 0.1 * g.w, rtol=1e-12)
-    check_grads(_layer_of_w, (p.w, x), order=2)
-    out, tangent = tp.jvp(lambda w: Layer(w * 2.0, np.sum(w)), (p.w,), (np.ones(3),))
-    assert type(out) is Layer and type(tangent) is Layer
+    check_grads(_affine_of_w, (p.w, x), order=2)
+    out, tangent = tp.jvp(lambda w: AffineLayer(w * 2.0, np.sum(w)), (p.w,), (np.ones(3),))
+    assert type(out) is AffineLayer and type(tangent) is AffineLayer
     assert np.isclose(tangent.b, 3.0)

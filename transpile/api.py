@@ -604,6 +604,9 @@ class _ApiCallees(Callees):
                 return name
         return None
 
+    def stand_in_class(self, value):
+        return stand_ins.stand_in_class(value)
+
     def transformed_call(self, value):
         if isinstance(value, Jitted):
             value = value.inner

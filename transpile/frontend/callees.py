@@ -34,6 +34,11 @@ class Callees:
         """A TransformedCall for a transformed function, else None."""
         return None
 
+    def stand_in_class(self, value):
+        """The namedtuple transformed code holds in place of registered dataclass `value`
+        (a class), else None."""
+        return None
+
     def jvp_of(self, fn, options):
         """The forward-mode transformed function that `tp.jvp(fn, primals, tangents)`
         inside transformed code calls (a value `transformed_call` knows)."""

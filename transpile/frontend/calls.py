@@ -17,7 +17,7 @@ import operator
 import gast
 import numpy as np
 
-from .. import custom, rules, stand_ins
+from .. import custom, rules
 from ..errors import ArgumentDependent
 from ..ir import anno
 from ..ir.anno import Anno
@@ -243,10 +243,11 @@ class CallNormalizer:
             return self.add_at(node, stmts)
         if isinstance(callee, Static) and _is_namedtuple_class(callee.value):
             return self.namedtuple_of(callee.value, node, stmts)
-        if isinstance(callee, Static) and stand_ins.stand_in_class(callee.value) is not None:
+        stand_in = self.callees.stand_in_class(callee.value) \
+            if isinstance(callee, Static) else None
+        if stand_in is not None:
             # a registered dataclass: transformed code holds its namedtuple stand-in
-            return self.namedtuple_of(callee.value, node, stmts,
-                                      stand_ins.stand_in_class(callee.value))
+            return self.namedtuple_of(callee.value, node, stmts, stand_in)
         if isinstance(callee, LocalPartial):
             # a call of its function with the bound arguments first (functions among them
             # too: a callee that calls them is normalized for them, as for f(g, x))
