@@ -531,10 +531,10 @@ def jacobian_rows(cotangents, y, x, outer=0):
     """jacrev's Jacobian from the vjps of every output element (`cotangents`: shaped like
     x, each leaf with one leading row per element of out's leaves): JAX's layout, y's
     structure holding x's, each block of shape out_leaf.shape + x_leaf.shape."""
+    if not is_container(y) and not is_container(x):
+        return np.reshape(cotangents, np.shape(y) + np.shape(x)[outer:])
     lead, out_shapes = _lead_and_sizes(y, outer)
     _, x_shapes = _lead_and_sizes(x, outer)
-    if not is_container(y) and not is_container(x):
-        return np.reshape(cotangents, lead + out_shapes[0] + x_shapes[0])
     blocks = _blocks(tree_leaves(cotangents), out_shapes, outer)   # [x leaf][y leaf]
     per_out = iter([
         _rebuild_leaves(x, [np.reshape(blocks[i][j], lead + out_shapes[j] + x_shapes[i])
@@ -562,10 +562,10 @@ def jacobian_rows_adj(d, cotangents, y, x, outer=0):
 def jacobian_columns(columns, y, x, outer=0):
     """jacfwd's Jacobian from the jvps along every basis tangent of x (`columns`: shaped
     like y, each leaf with one leading row per element of x's leaves): as jacobian_rows."""
+    if not is_container(y) and not is_container(x):
+        return np.reshape(np.moveaxis(columns, outer, -1), np.shape(y) + np.shape(x)[outer:])
     lead, out_shapes = _lead_and_sizes(y, outer)
     _, x_shapes = _lead_and_sizes(x, outer)
-    if not is_container(y) and not is_container(x):
-        return np.reshape(np.moveaxis(columns, outer, -1), lead + out_shapes[0] + x_shapes[0])
     blocks = _blocks(tree_leaves(columns), x_shapes, outer)      # [y leaf][x leaf]
     per_out = iter([
         _rebuild_leaves(x, [np.reshape(np.moveaxis(blocks[j][i], outer, -1),
@@ -664,6 +664,8 @@ def check_jacobian_dtype(x, transform, role, holomorphic=False):
     arguments only for a holomorphic f (then df/dx is f'(z)). jacrev takes complex
     arguments (rows of grad's gradients) but not complex outputs, unless holomorphic. With
     holomorphic=True, arguments and outputs are complex."""
+    if type(x) is np.ndarray and x.dtype.kind == ("c" if holomorphic else "f"):
+        return                             # (the usual case, at every call: kept short)
     for leaf in tree_leaves(x):
         _check_jacobian_leaf(leaf)
         kind = np.result_type(leaf).kind if not isinstance(leaf, numbers.Number) else \

@@ -130,6 +130,21 @@ def decide_helpers(fdef, inference):
             return all(is_float_input(i) for i in a.items)
         return False
 
+    def jacobian_dtype_known_right(call):
+        """rt.check_jacobian_dtype(x, transform, role[, holomorphic]) of an x whose leaves
+        are known real arrays (complex ones, for holomorphic): it passes."""
+        args = call.args
+        holomorphic = len(args) > 3 and isinstance(args[3], gast.Constant) and \
+            args[3].value is True
+        if call.keywords or not args or not isinstance(args[0], gast.Name) or \
+                len(args) > 3 and not holomorphic:
+            return False
+        def right(a):
+            if isinstance(a, Array):
+                return a.dtype.kind == ("c" if holomorphic else "f")
+            return isinstance(a, Sequence) and all(right(i) for i in a.items)
+        return right(inference.of(args[0]))
+
     def visit(stmts):
         out = []
         for s in stmts:
@@ -139,6 +154,11 @@ def decide_helpers(fdef, inference):
                     is_float_input(inference.of(s.value.args[0])):
                 changes.count += 1
                 continue                      # its kind is known to be right
+            if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
+                    dotted(s.value.func) == "rt.check_jacobian_dtype" and \
+                    jacobian_dtype_known_right(s.value):
+                changes.count += 1
+                continue                      # a real (or, holomorphic, complex) array
             if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
                     dotted(s.value.func) == "rt.check_iterable" and s.value.args and \
                     isinstance(inference.of(s.value.args[0]), Sequence):
