@@ -328,3 +328,99 @@ def test_a_registered_dataclass_made_in_transformed_code():
     out, tangent = tp.jvp(lambda w: AffineLayer(w * 2.0, np.sum(w)), (p.w,), (np.ones(3),))
     assert type(out) is AffineLayer and type(tangent) is AffineLayer
     assert np.isclose(tangent.b, 3.0)
+
+
+Pair = namedtuple("Pair", "w b")
+
+
+@dataclasses.dataclass
+class _Scaled:
+    value: float
+    scale: float
+
+
+tu.register_dataclass(_Scaled, data_fields=["value"], meta_fields=["scale"])
+
+
+class _Opaque:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+tu.register_pytree_node(_Opaque, lambda o: ((o.a, o.b), None), lambda aux, ch: _Opaque(*ch))
+
+
+class _Named:
+    def __init__(self, left, right):
+        self.left, self.right = left, right
+
+
+tu.register_pytree_with_keys(
+    _Named, lambda n: ([(tu.GetAttrKey("left"), n.left), (tu.GetAttrKey("right"), n.right)],
+                       None), lambda aux, ch: _Named(*ch))
+
+
+def _path_tree(rng):
+    from collections import OrderedDict
+    return {"b": [rng.normal(), (rng.normal(size=3), None)], "a": Pair(rng.normal(), rng.normal()),
+            "c": OrderedDict([("z", rng.normal()), ("y", rng.normal())]),
+            "d": _Scaled(rng.normal(), 2.0), "e": _Opaque(rng.normal(), rng.normal()),
+            "f": _Named(rng.normal(), rng.normal())}
+
+
+def test_paths_name_every_leaf_as_jax_does():
+    rng = np.random.default_rng()
+    tree = _path_tree(rng)
+    pairs, treedef = tu.tree_flatten_with_path(tree)
+    assert treedef == tu.tree_structure(tree)
+    leaves = tu.tree_leaves(tree)
+    assert len(pairs) == len(leaves) and all(p[1] is x for p, x in zip(pairs, leaves))
+    assert [tu.keystr(p) for p, _ in pairs] == [
+        "['a'].w", "['a'].b", "['b'][0]", "['b'][1][0]", "['c']['z']", "['c']['y']",
+        "['d'].value", "['e'][<flat index 0>]", "['e'][<flat index 1>]", "['f'].left",
+        "['f'].right"]
+    path = pairs[3][0]
+    assert path == (tu.DictKey("b"), tu.SequenceKey(1), tu.SequenceKey(0))
+    assert tu.keystr(path, simple=True, separator="/") == "b/1/0"
+    assert tu.tree_flatten_with_path(None) == ([], tu.tree_structure(None))
+    assert tu.tree_leaves_with_path(2.5) == [((), 2.5)]
+    # is_leaf stops the walk: the list is one leaf at its path
+    assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(
+        tree, is_leaf=lambda x: isinstance(x, list))][2] == "['b']"
+
+
+def test_tree_map_with_path_gives_each_leaf_its_path():
+    rng = np.random.default_rng()
+    a, b = rng.normal(size=4), rng.normal(size=4)
+    tree = {"w": [a[0], a[1]], "v": (a[2], a[3])}
+    other = {"w": [b[0], b[1]], "v": (b[2], b[3])}
+    named = tu.tree_map_with_path(lambda p, x: (tu.keystr(p), x), tree)
+    assert named == {"w": [("['w'][0]", a[0]), ("['w'][1]", a[1])],
+                     "v": (("['v'][0]", a[2]), ("['v'][1]", a[3]))}
+    # weight decay on the leaves whose path says "w", as optimizers choose by name
+    decayed = tu.tree_map_with_path(
+        lambda p, x, y: x - 0.1 * y if p[0] == tu.DictKey("w") else x, tree, other)
+    assert decayed["w"] == [a[0] - 0.1 * b[0], a[1] - 0.1 * b[1]]
+    assert decayed["v"] == (a[2], a[3])
+
+
+def test_paths_match_jax():
+    jtu = pytest.importorskip("jax.tree_util")
+    rng = np.random.default_rng()
+    tree = {"b": [rng.normal(), (rng.normal(), None)], "a": Pair(rng.normal(), rng.normal())}
+    ours = [(tu.keystr(p), x) for p, x in tu.tree_leaves_with_path(tree)]
+    theirs = [(jtu.keystr(p), x) for p, x in jtu.tree_leaves_with_path(tree)]
+    assert ours == theirs
+
+
+def test_paths_are_refused_in_transformed_code():
+    def loss(params):
+        total = 0.0
+        for path, leaf in tu.tree_leaves_with_path(params):
+            total = total + np.sum(leaf ** 2)
+        return total
+
+    with pytest.raises(tp.TransformError, match="tree_leaves_with_path runs in plain code "
+                       "only") as info:
+        tp.grad(loss)({"a": np.ones(2)})
+    assert "test_tree_util.py" in str(info.value)

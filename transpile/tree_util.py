@@ -21,23 +21,78 @@ from . import stand_ins
 
 __all__ = ["PyTreeDef", "tree_map", "tree_leaves", "tree_flatten", "tree_unflatten",
            "tree_structure", "tree_transpose", "register_pytree_node", "register_dataclass",
-           "all_leaves"]
+           "register_pytree_with_keys", "all_leaves", "tree_flatten_with_path",
+           "tree_leaves_with_path", "tree_map_with_path", "keystr", "DictKey", "SequenceKey",
+           "GetAttrKey", "FlattenedIndexKey"]
 
 _NODES = {}      # registered class -> (flatten: x -> (children, aux), unflatten: (aux, children) -> x)
+_KEYS = {}       # registered class -> x -> the keys of its children (paths name them)
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """A step of a path into a dict's entry: `['a']`."""
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """A step of a path into a tuple's or list's item: `[0]`."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """A step of a path into a namedtuple's or dataclass's field: `.w`."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """A step of a path into a registered class's child, by its place among the children
+    its flatten function gives (the class said nothing better)."""
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
     """Make instances of `nodetype` pytree nodes: flatten_func(x) -> (children, aux_data),
     unflatten_func(aux_data, children) -> x (JAX's signature)."""
     _NODES[nodetype] = (flatten_func, unflatten_func)
+    _KEYS.setdefault(nodetype, lambda x: [FlattenedIndexKey(i)
+                                          for i in range(len(list(flatten_func(x)[0])))])
     if nodetype is not collections.OrderedDict:     # (a dict to the transformations)
         stand_ins.refuse(nodetype)
     return nodetype
 
 
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """register_pytree_node whose children have names for paths: flatten_with_keys(x) ->
+    ([(key, child), ...], aux_data) (JAX's signature; keys such as GetAttrKey("w"))."""
+    if flatten_func is None:
+        def flatten_func(x):
+            pairs, aux = flatten_with_keys(x)
+            return [child for _, child in pairs], aux
+    register_pytree_node(nodetype, flatten_func, unflatten_func)
+    _KEYS[nodetype] = lambda x: [key for key, _ in flatten_with_keys(x)[0]]
+    return nodetype
+
+
 # an OrderedDict's children in insertion order, as JAX gives them (a dict's: by key)
-register_pytree_node(collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
-                     lambda keys, children: collections.OrderedDict(zip(keys, children)))
+register_pytree_with_keys(collections.OrderedDict,
+                          lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)),
+                          lambda keys, children: collections.OrderedDict(zip(keys, children)))
 
 
 def register_dataclass(nodetype, data_fields=None, meta_fields=None):
@@ -60,7 +115,9 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None):
 
     if not meta_fields:
         stand_ins.register(nodetype, data_fields)
-    return register_pytree_node(nodetype, flatten, unflatten)
+    register_pytree_node(nodetype, flatten, unflatten)
+    _KEYS[nodetype] = lambda x: [GetAttrKey(n) for n in data_fields]
+    return nodetype
 
 
 class PyTreeDef:
@@ -153,6 +210,66 @@ def tree_flatten(tree, is_leaf=None):
 
     treedef = walk(tree)
     return leaves, treedef
+
+
+def _child_keys(x, kind, aux, children):
+    """The path steps to the children of a node `x` that _node gave (kind, aux, children)."""
+    if kind in _KEYS:
+        return _KEYS[kind](x)
+    if kind is dict:
+        return [DictKey(k) for k in aux]
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return [GetAttrKey(n) for n in x._fields]
+    return [SequenceKey(i) for i in range(len(children))]
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """([(path, leaf), ...], treedef): tree_flatten's leaves, each with its path from the
+    root, a tuple of DictKey, SequenceKey, GetAttrKey and FlattenedIndexKey steps."""
+    pairs = []
+
+    def walk(x, path):
+        if is_leaf is not None and is_leaf(x):
+            pairs.append((path, x))
+            return
+        kind, aux, children = _node(x)
+        if kind == "leaf":
+            pairs.append((path, x))
+            return
+        for key, child in zip(_child_keys(x, kind, aux, children), children):
+            walk(child, path + (key,))
+
+    walk(tree, ())
+    return pairs, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """[(path, leaf), ...]: tree_flatten_with_path's first result."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None):
+    """f(path, leaf, *other_leaves) for each leaf of `tree`, in `tree`'s structure."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    others = [_flatten_up_to(treedef, r) for r in rest]
+    return tree_unflatten(treedef, [f(path, x, *xs)
+                                    for (path, x), *xs in zip(pairs, *others)])
+
+
+# Paths are objects made while flattening; transformed code reads trees by structure only.
+for _fn in (tree_flatten_with_path, tree_leaves_with_path, tree_map_with_path):
+    _fn.__transpile_plain_only__ = (
+        "call it outside the transformed function and pass in what the paths decide (or "
+        "use tree_leaves / tree_map, which run in transformed code).")
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """A path as text: "['a'][0].w", or with simple=True and separator="/", "a/0/w"."""
+    if not simple:
+        return separator.join(str(k) for k in keys)
+    plain = {DictKey: "key", SequenceKey: "idx", GetAttrKey: "name", FlattenedIndexKey: "key"}
+    return separator.join(str(getattr(k, plain[type(k)])) if type(k) in plain else str(k)
+                          for k in keys)
 
 
 def tree_unflatten(treedef, leaves):

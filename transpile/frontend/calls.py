@@ -304,6 +304,11 @@ class CallNormalizer:
                                  for k in node.keywords])
         if isinstance(callee, Static) and id(callee.value) in CALLED_INSTEAD:
             callee = Static(CALLED_INSTEAD[id(callee.value)][1])
+        plain_only = getattr(callee.value, "__transpile_plain_only__", None) \
+            if isinstance(callee, Static) else None
+        if plain_only is not None:
+            raise self.error(node, f"{callee.value.__module__}.{callee.value.__name__} runs "
+                             "in plain code only, not in transformed code.", plain_only)
         variant = getattr(callee.value, "__transpile_variant__", None) \
             if isinstance(callee, Static) else None
         if variant is not None:
