@@ -10,6 +10,7 @@ module imports from elsewhere is exported only where that module lists it in `RE
 
     backend          numpy or cupy for an array (`array_module`)
     errors           TransformError and where generated code raised it
+    ragged           vmap: x[mask] for a mask that differs between examples
     trees            containers of arrays: add, zeros, stacks of saved values
     adjoints         reverse/forward mode helpers: unbroadcast, expand, seeds, in-place updates
     linalg_helpers   adjoints of linear algebra, einsum and dot
@@ -28,7 +29,7 @@ module imports from elsewhere is exported only where that module lists it in `RE
 """
 import importlib as _importlib
 
-_MODULES = ["backend", "errors", "trees", "adjoints", "linalg_helpers", "shape_helpers",
+_MODULES = ["backend", "errors", "ragged", "trees", "adjoints", "linalg_helpers", "shape_helpers",
             "batching", "lanes_shape", "lanes_linalg", "lanes_adjoint", "collectives", "kernels",
             "special", "fft_helpers", "scipy_linalg", "statistics", "stats", "signal"]
 

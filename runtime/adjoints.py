@@ -12,11 +12,14 @@ import numpy as np
 from .backend import array_module
 from .batching import MaskIndex
 from .errors import TransformError, located
+from .ragged import Ragged, ragged_error, unbroadcast_to_ragged
 from .trees import add, is_container, tree_leaves, tree_map, zeros_like
 
 
 def unbroadcast(g, x):
     """Sum `g` over the axes that broadcasting added to `x`, giving `x`'s shape."""
+    if type(g) is Ragged or type(x) is Ragged:
+        return _unbroadcast_ragged(g, x)
     try:
         gs, xs = g.shape, x.shape
         if gs == xs:                # the common case, kept fast: no broadcasting happened
@@ -77,6 +80,17 @@ def shape_only(value):
             _STAND_INS.clear()
         stand_in = _STAND_INS[key] = np.broadcast_to(np.zeros((), value.dtype), value.shape)
     return stand_in
+
+
+def _unbroadcast_ragged(g, x):
+    """unbroadcast in code that vmap made, where x or g is a selection of a mask that
+    differs between examples (a Ragged: all examples' elements in a row)."""
+    if isinstance(x, Ragged):
+        return unbroadcast_to_ragged(g, x)
+    if np.ndim(x) > len(g.element_shape):
+        raise ragged_error("an adjoint")
+    # x broadcast over every element of every example (an unbatched value)
+    return unbroadcast(g.values, x)
 
 
 def unbroadcast_to(g, shape):
@@ -157,6 +171,8 @@ def _describe(x):
 
 def expand(g, x, axis=None, keepdims=False):
     """Adjoint of a reduction over `axis`: broadcast `g` back to `x`'s shape."""
+    if isinstance(x, Ragged):
+        return _expand_ragged(g, x, axis, keepdims)
     shape = np.shape(x)
     xp = array_module(g)
     if axis is None and np.ndim(g) == 0:
@@ -167,8 +183,47 @@ def expand(g, x, axis=None, keepdims=False):
     return xp.broadcast_to(g, shape)
 
 
+def _expand_ragged(g, x, axis, keepdims):
+    """expand under vmap, to a selection x (batched axes: 1 the selected elements, 2, ...
+    an element's axes): g broadcast back over them."""
+    if axis is None:
+        raise ragged_error("a reduction over the examples")
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    axes = sorted({int(a) % x.ndim for a in axes})
+    element = tuple(a - 1 for a in axes if a >= 2)       # axes of x.values
+    if 1 in axes:
+        xp = array_module(g)
+        g = xp.asarray(g)
+        if keepdims:
+            g = g.reshape(g.shape[:1] + g.shape[2:])
+        values = g[x.lanes]
+    else:
+        values = g.values
+        if keepdims:
+            return x.like(array_module(values).broadcast_to(values, x.values.shape))
+    if element and not keepdims:
+        values = array_module(values).expand_dims(values, element)
+    return x.like(array_module(values).broadcast_to(values, x.values.shape))
+
+
+def _reduced_size_ragged(x, axis):
+    """reduced_size under vmap of a selection x: over its elements (batched axis 1), each
+    example's own count, given to each of its elements (a Ragged)."""
+    if axis is None:
+        raise ragged_error("a reduction over the examples")
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    axes = {int(a) % x.ndim for a in axes}
+    per_element = int(np.prod([x.element_shape[a - 2] for a in axes if a >= 2]))
+    if 1 not in axes:
+        return per_element
+    sizes = x.counts[x.lanes] * per_element
+    return x.like(sizes.reshape(sizes.shape + (1,) * len(x.element_shape)))
+
+
 def reduced_size(x, axis=None):
     """How many elements a reduction over `axis` combines (for mean, var, std)."""
+    if isinstance(x, Ragged):
+        return _reduced_size_ragged(x, axis)
     shape = np.shape(x)
     if axis is None:
         return int(np.size(x))
@@ -204,6 +259,7 @@ def index_add(dx, x, idx, dy):
         else:
             out[idx] = add(out[idx], dy)
         return out if isinstance(x, list) else tuple(out)
+    dy = _masked_values(dy, idx)
     xp = array_module(x, dy)
     out = xp.zeros(np.shape(x), dtype=_adjoint_dtype(x, dy)) if dx is None \
         else xp.array(dx, dtype=_adjoint_dtype(dx, dy), copy=True)
@@ -211,8 +267,19 @@ def index_add(dx, x, idx, dy):
     return out
 
 
+def _masked_values(v, idx):
+    """A selection's elements (rt.Ragged, under vmap) written or added through a mask that
+    differs between examples: as many per example, in order."""
+    if not isinstance(v, Ragged):
+        return v
+    if not isinstance(idx, MaskIndex):
+        raise ragged_error("writing the selection other than through a boolean mask")
+    v.same_counts(Ragged.gather(idx[0], idx[0]), "x[mask] = values")
+    return v.values
+
+
 def _add_at(xp, out, idx, dy):
-    if _is_basic_index(idx):
+    if _is_basic_index(idx) or isinstance(idx, MaskIndex):     # (a mask repeats nothing)
         out[idx] += dy
     else:
         xp.add.at(out, idx, dy)
@@ -245,6 +312,7 @@ def _adjoint_dtype(x, dy):
 def index_update(x, idx, v):
     """`x[idx] = v` without changing `x`: a new array (used when the old `x` is still needed)."""
     out = x.copy()
+    v = _masked_values(v, idx)
     if isinstance(idx, MaskIndex) and np.shape(v) == out.shape:
         v = v[idx]                   # spread over x, as rt.written_part gives it
     out[idx] = v
@@ -348,6 +416,13 @@ def inside(a, lo, hi):
     """d np.clip(a, lo, hi) / da (either bound may be None): 1 where lo < a < hi, 0 outside,
     and 0.5 where `a` equals a bound, as np.minimum(np.maximum(a, lo), hi) shares a tie
     (JAX's jnp.clip): the two one-sided derivatives there are 0 and 1."""
+    if any(isinstance(v, Ragged) for v in (a, lo, hi)):
+        # under vmap, a selection (rt.Ragged) and numbers (or selections as long)
+        like = next(v for v in (a, lo, hi) if isinstance(v, Ragged))
+        parts = [like._operand(v, "np.clip") for v in (a, lo, hi)]
+        share = clip_share(*parts, xp=array_module(like.values))
+        return like.like(share.astype(like.values.dtype if like.values.dtype.kind in "fc"
+                                      else np.float64))
     share = clip_share(a, lo, hi, array_module(a, lo, hi))
     return share.astype(getattr(a, "dtype", np.float64)) if np.ndim(share) else float(share)
 
@@ -438,6 +513,9 @@ def written_part(g, idx, lanes=False):
 
 def broadcast_like(t, out):
     """A tangent broadcast to the shape of the result it belongs to (forward mode of `+`)."""
+    if type(out) is Ragged:            # under vmap, a selection of a mask
+        values = out._operand(t, "a tangent")
+        return out.like(array_module(out.values).broadcast_to(values, out.values.shape) * 1)
     try:
         if t.shape == out.shape:
             return t

@@ -16,6 +16,7 @@ import numpy as np
 
 from .backend import array_module, to_host
 from .errors import TransformError
+from .ragged import Ragged, ragged_error, unbroadcast_ragged, unbroadcast_to_ragged
 from .trees import rebuild_like as _rebuild, tree_map
 
 
@@ -215,14 +216,33 @@ def unsum_batch(d, like, have=False, outer=0):
 def align(x, y, outer=0):
     """Batched `x` reshaped so its per-example axes line up with those of unbatched `y`
     under broadcasting: (n, 3) against a (4, 3) array stays, (n,) becomes (n, 1, 1)."""
+    if isinstance(x, Ragged) or isinstance(y, Ragged):
+        # a selection lines up with numbers and with what rt.reduced_size gives for it
+        return x if isinstance(x, Ragged) or np.ndim(x) == 0 else y.per_element(x, outer)
     return _expand(x, np.ndim(y) - outer, outer)
 
 
 def align_lanes(x, y, outer=0):
     """Like `align`, against another batched value (None: nothing to align with)."""
-    if y is None:
+    if y is None or isinstance(x, Ragged):
         return x
+    if isinstance(y, Ragged):       # a per-example value against each selected element
+        return y.per_element(x, outer)
     return _expand(x, np.ndim(y) - 1 - outer, outer)
+
+
+def align_adj(d, x, outer=0):
+    """The adjoint of rt.align and rt.align_lanes, which only reshape: `d` in `x`'s shape;
+    where they spread `x` over each example's selected elements (a Ragged), summed over
+    them per example."""
+    if (isinstance(x, Ragged) or isinstance(d, Ragged)) and outer:
+        raise ragged_error("vmap of vmap")
+    if isinstance(x, Ragged):
+        return unbroadcast_to_ragged(d, x)
+    if isinstance(d, Ragged):
+        shape = np.shape(x)
+        return np.reshape(unbroadcast_ragged(d, shape[1:]), shape)
+    return np.reshape(d, np.shape(x))
 
 
 def _expand(x, rank, outer=0):
@@ -270,6 +290,8 @@ def select(cond, then, otherwise, outer=0, nested=False):
         like = otherwise if type(then).__name__ == "ZeroList" else then
         return _rebuild(like, (select(cond, a, b, outer, True)
                                for a, b in zip(then, otherwise)))
+    if isinstance(then, Ragged) or isinstance(otherwise, Ragged):
+        return _select_ragged(cond, then, otherwise, outer)
     xp = array_module(then, otherwise)
     c = xp.asarray(cond)
     lead = c.ndim
@@ -295,6 +317,51 @@ def select(cond, then, otherwise, outer=0, nested=False):
             "(a slice like x[:i] in a loop has a shape that changes with i).") from None
 
 
+def _select_ragged(cond, then, otherwise, outer):
+    """select of selections (rt.Ragged): each example's elements from the path it took."""
+    xp = array_module(cond)
+    c = xp.asarray(cond)
+    if outer or c.ndim != 1:
+        raise ragged_error("vmap of vmap")
+    if not (isinstance(then, Ragged) and isinstance(otherwise, Ragged)):
+        if bool(xp.all(c)):
+            return then
+        if not bool(xp.any(c)):
+            return otherwise
+        raise ragged_error("a value that is such a selection on one path only")
+    if then.element_shape != otherwise.element_shape:
+        raise ragged_error("joining selections of different element shapes")
+    keep_then, keep_other = c[then.lanes], ~c[otherwise.lanes]
+    lanes = xp.concatenate([then.lanes[keep_then], otherwise.lanes[keep_other]])
+    values = xp.concatenate([then.values[keep_then], otherwise.values[keep_other]])
+    order = xp.argsort(lanes, kind="stable")      # example by example, each in its order
+    counts = xp.where(c, then.counts, otherwise.counts)
+    mask = None
+    if then.mask is not None and otherwise.mask is not None and \
+            then.mask.shape == otherwise.mask.shape:
+        mask = xp.where(c.reshape(c.shape + (1,) * (then.mask.ndim - 1)), then.mask,
+                        otherwise.mask)
+    joined = not bool(xp.all(then.counts == otherwise.counts))
+    return Ragged(values[order], lanes[order], counts, mask, joined)
+
+
+def _select_adj_ragged(c, d, taken, like):
+    """select_adj where the adjoint `d` or the branch `like` is a selection (rt.Ragged):
+    `like`'s elements, d's where the example took this path (the same count there),
+    zeros in the others."""
+    if like is None or not isinstance(like, Ragged):
+        like = d
+    if not isinstance(d, Ragged):
+        raise ragged_error("an adjoint")
+    xp = array_module(d.values)
+    c = xp.asarray(c).reshape(-1).astype(bool)
+    take_d = c[d.lanes] == taken
+    take_like = c[like.lanes] == taken
+    out = xp.zeros(like.values.shape, dtype=d.values.dtype)
+    out[take_like] = d.values[take_d]
+    return like.like(out)
+
+
 def _structure(x):
     if isinstance(x, (tuple, list)):
         return f"{type(x).__name__} of {len(x)}"
@@ -313,6 +380,10 @@ def select_adj(cond, dout, taken, outer=0, like=None):
     def part(d, lk=None):
         if d is None:
             return None
+        if isinstance(d, Ragged) or isinstance(lk, Ragged):
+            if outer:
+                raise ragged_error("vmap of vmap")
+            return _select_adj_ragged(cond, d, taken, lk)
         xp = array_module(d)
         c = xp.asarray(cond)
         if lk is not None and np.ndim(lk) >= c.ndim and np.ndim(d) >= c.ndim and \
@@ -559,6 +630,15 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
     parts = _as_tuple(index)
     n = next(np.shape(p)[0] for p in parts if not isinstance(p, slice) and np.ndim(p))
     shape = ((n,) if x_batched else ()) + np.shape(x)[1 if x_batched else 0:]
+    if isinstance(dout, Ragged):
+        if not _is_lane_mask(parts):
+            raise ragged_error("an adjoint")
+        mask = parts[0]
+        dx = array_module(dout.values).zeros((n,) + np.shape(x)[1 if x_batched else 0:],
+                                            dtype=np.result_type(dout.values, np.float32))
+        dout.same_counts(Ragged.gather(dx, mask), "x[mask]")
+        dx[mask] = dout.values           # each element once: a mask selects no repeats
+        return dx if x_batched else dx.sum(axis=0).reshape(shape)
     dx = np.zeros((n,) + np.shape(x)[1 if x_batched else 0:],
                   dtype=np.result_type(dout, np.float32))
     np.add.at(dx, _lane_positions(index, n), dout)
@@ -588,7 +668,16 @@ def lane_gather(x, index, x_batched, outer=0):
                              "cannot be batched; stack the list into an array first")
     if not x_batched:
         x = np.broadcast_to(x, (n,) + np.shape(x))
+    if _is_lane_mask(parts):
+        return Ragged.gather(x, parts[0])
     return x[_lane_positions(index, n)]
+
+
+def _is_lane_mask(parts):
+    """A batched boolean mask, alone or followed by full slices (`x[m]`, `x[m, :]`)."""
+    head = parts[0] if parts else None
+    return getattr(head, "dtype", None) == bool and np.ndim(head) >= 2 and \
+        all(isinstance(p, slice) and p == slice(None) for p in parts[1:])
 
 
 def lane_key(g, key, n, outer=0):
@@ -625,6 +714,8 @@ def align_to_slot(value, slot, index, outer=0):
     of each example repeated over the elements its mask selects, in the order the mask
     selects them (as numpy broadcasts one example's value over its selection). `outer`:
     axes of enclosing vmaps (Jacobians) that `value` and `slot` lead with, not `index`."""
+    if isinstance(value, Ragged):
+        return _ragged_to_slot(value, index, outer)
     if not isinstance(index, MaskIndex):
         return align_lanes(value, slot, outer)
     mask = index[0]
@@ -652,8 +743,19 @@ def align_to_slot(value, slot, index, outer=0):
     return full[(slice(None),) * outer + (mask,)]
 
 
+def _ragged_to_slot(value, index, outer):
+    """The elements of a selection written through a mask (`y[m] = f(y[m])`): as many in
+    each example, in order."""
+    if outer or not isinstance(index, MaskIndex):
+        raise ragged_error("writing the selection other than through a boolean mask")
+    value.same_counts(Ragged.gather(index[0], index[0]), "x[mask] = values")
+    return value.values
+
+
 def align_to_slot_adj(d, value, index, outer=0):
     """The adjoint of align_to_slot: a MaskIndex's selected adjoints summed per example."""
+    if isinstance(value, Ragged):
+        return value.like(array_module(d).reshape(d, value.values.shape))
     if not isinstance(index, MaskIndex):
         return np.reshape(d, np.shape(value))
     mask = index[0]

@@ -9,9 +9,10 @@ import numbers
 
 import numpy as np
 
-from .adjoints import check_scalar_output, clip_share
+from .adjoints import check_scalar_output, clip_share, inside
 from .backend import array_module, read_only
 from .errors import TransformError
+from .ragged import Ragged, RaggedShape, unbroadcast_ragged, unbroadcast_to_ragged
 from .trees import is_float_leaf, rebuild_like, tree_leaves
 
 
@@ -29,6 +30,8 @@ def example_shape(x, outer=0):
     tuple, list or dict (a container stored whole, which rt.unbroadcast leaves alone)."""
     if isinstance(x, (tuple, list, dict)):
         return None
+    if isinstance(x, Ragged):
+        return RaggedShape(x)
     return tuple(np.shape(x)[outer + 1:])
 
 
@@ -54,6 +57,10 @@ def lane_unbroadcast(g, shape, outer=0):
     container, left as it is)."""
     if shape is None:
         return g
+    if isinstance(shape, RaggedShape):
+        return unbroadcast_to_ragged(g, shape.ragged)
+    if isinstance(g, Ragged):
+        return unbroadcast_ragged(g, shape)
     return _unbroadcast_lanes(g, outer + 1, shape)
 
 
@@ -273,6 +280,8 @@ def lane_tree_scale(x, s, outer=0):
 
 def lane_inside(a, lo, hi):
     """rt.inside with all three broadcast together (1 inside, 0.5 on a bound, 0 outside)."""
+    if any(isinstance(v, Ragged) for v in (a, lo, hi)):
+        return inside(a, lo, hi)
     xp = array_module(a)
     shape = np.broadcast_shapes(np.shape(a), np.shape(lo) if lo is not None else (),
                                 np.shape(hi) if hi is not None else ())

@@ -11,7 +11,8 @@ import numpy as np
 
 from .backend import array_module
 from .errors import TransformError
-from .adjoints import unbroadcast
+from .adjoints import expand, unbroadcast
+from .ragged import Ragged, ragged_error
 
 
 def _axes(axis, ndim):
@@ -36,6 +37,10 @@ def extremum_share(a, out, axis=None, keepdims=False):
     1 where `a` equals the reduced value (`out`), split evenly between ties, 0 elsewhere.
     Piecewise constant in `a`, so it has no derivative (marked nondiff).
     """
+    if isinstance(a, Ragged):           # under vmap, a selection: ties counted per example
+        hit = a.like(a.values == expand(out, a, axis, keepdims).values)
+        count = expand(np.sum(hit, axis=axis, keepdims=keepdims), a, axis, keepdims)
+        return a.like((hit.values / count.values).astype(_float_dtype(a.values)))
     xp = array_module(a)
     shape = np.shape(a)
     axes = _axes(axis, len(shape))
@@ -64,6 +69,8 @@ def prod_others(a, axis=None):
     """Element i: the product of the other elements of its slice of `np.prod(a, axis)`
     (the derivative of the product by a[i]), from products to the left and to the right,
     so exact where elements are zero (out / a is not)."""
+    if isinstance(a, Ragged):
+        return _prod_others_ragged(a, axis)
     xp = array_module(a)
     a = xp.asarray(a)
     axes = tuple(range(a.ndim)) if axis is None else \
@@ -77,6 +84,23 @@ def prod_others(a, axis=None):
                                    axis=-1), -1)
     others = xp.reshape(left * right, moved.shape)
     return xp.transpose(others, tuple(np.argsort(rest + axes).tolist()))
+
+
+def _prod_others_ragged(a, axis):
+    """prod_others under vmap of a selection: along the selected elements (batched axis 1)
+    one example at a time."""
+    if axis is None:
+        raise ragged_error("a product over the examples")
+    axes = sorted({int(k) % a.ndim for k in ((axis,) if np.ndim(axis) == 0 else axis)})
+    element = tuple(k - 1 for k in axes if k >= 2)
+    if 1 not in axes:
+        return a.like(prod_others(a.values, element))
+    xp = array_module(a.values)
+    out = xp.empty_like(a.values)
+    for i in range(a.counts.shape[0]):
+        mine = a.lanes == i
+        out[mine] = prod_others(a.values[mine], (0,) + element)
+    return a.like(out)
 
 
 def sum_adj(g, xs):

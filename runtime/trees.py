@@ -271,16 +271,35 @@ def _finish_tree(g, x):
     return _finish_leaf(g, x)
 
 
-def check_iterable(seq, where):
-    """Refuse a `for` loop of transformed code over a dict or set: the loop is lowered to
-    `seq[i]` for i in range(len(seq)), which gives a dict's values (or fails) where Python
-    gives its keys."""
-    if isinstance(seq, (dict, set, frozenset)) or type(seq).__name__ in (
-            "dict_keys", "dict_values", "dict_items"):
-        raise located(where, f"a for loop over a {type(seq).__name__} is not supported in "
-                      "transformed code (it would be walked by index).",
-                      "loop over a list: `for k in list(d)` for a dict's keys, "
-                      "`for k in sorted(s)` for a set.")
+def _keyed(seq):
+    """A dict, set or keys view: Python's loop over it gives keys, its indexing (if any)
+    does not."""
+    return isinstance(seq, (dict, set, frozenset)) or type(seq).__name__ == "dict_keys"
+
+
+def loop_sequence(seq, where):
+    """What a `for` loop of transformed code walks: it is lowered to `seq[i]` for i in
+    range(len(seq)), so a dict, set or keys view is walked as the list of what Python's
+    loop gives (keys, in its order); anything else as it is."""
+    if _keyed(seq):
+        return list(seq)
+    if type(seq).__name__ in ("dict_values", "dict_items"):
+        raise located(where, f"a for loop over a {type(seq).__name__} object passed in is not "
+                      "supported in transformed code.",
+                      "pass the dict and loop over d.values() or d.items() in the function.")
+    return seq
+
+
+def loop_sequence_adj(g, seq):
+    """The adjoint of loop_sequence: `g` for what is walked as it is; none (zero) for a
+    dict's keys or a set's items."""
+    return None if _keyed(seq) else g
+
+
+def loop_sequence_tangent(t, seq):
+    """The tangent of loop_sequence: `t`, or for the keys of a dict (or a set's items), one
+    None per key (keys carry no tangent, and the loop reads one per trip)."""
+    return [None] * len(seq) if _keyed(seq) else t
 
 
 def check_length(seq, n, where, at_least=False, what="zip"):

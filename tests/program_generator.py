@@ -780,11 +780,14 @@ class FunctionBody:
     def mask_write(self, scope, var):
         """`v[v > t] = value` (elements) or `v[np.sum(d, axis=1) > t] = row` (rows of a
         matrix): what each example selects differs under vmap, the value written does not
-        depend on how many."""
+        depend on how many. Or the selection read too (each example its own number of
+        elements under vmap: runtime/ragged.py): `v[m] *= s`, `v[m] = np.tanh(v[m]) * s`,
+        `v[m] += np.sum(d[m] ** 2)`."""
         self.w.features.add("mask write")
         shape = var.shape
         op = self.w.choice((">", "<"))
-        if len(shape) == 2 and self.w.chance(0.5):
+        rows = len(shape) == 2 and self.w.chance(0.5)
+        if rows:
             source = self.w.data_expr(scope, shape, 1)
             mask = f"np.sum({source.text}, axis=1) {op} {self.w.choice(THRESHOLDS)}"
             value = self.w.bounded(scope, shape[1:], 2)
@@ -792,7 +795,18 @@ class FunctionBody:
             source = self.w.data_expr(scope, shape, 1) if self.w.chance(0.5) else Expr(var.name)
             mask = f"{source.operand()} {op} {self.w.choice(THRESHOLDS)}"
             value = self.w.bounded(scope, (), 2)
-        return [f"{var.name}[{mask}] = {value.text}"]
+        form = int(self.w.rng.integers(4))
+        if form == 0:
+            return [f"{var.name}[{mask}] = {value.text}"]
+        self.w.features.add("mask read")
+        scale = self.w.bounded(scope, (), 2)
+        if form == 1:
+            return [f"{var.name}[{mask}] *= (1.0 + 0.5 * {scale.text})"]
+        if form == 2:
+            return [f"{var.name}[{mask}] = np.tanh({var.name}[{mask}]) * "
+                    f"(1.0 + 0.5 * {scale.text})"]
+        data = self.w.data_expr(scope, shape, 1)
+        return [f"{var.name}[{mask}] += 0.1 * np.sum(np.sin({data.operand()}[{mask}]) ** 2)"]
 
     def scatter_add(self, scope, var):
         """np.add.at(v, [i, j, i, ...], values): rows given more than once add up."""

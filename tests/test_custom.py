@@ -719,3 +719,47 @@ def test_vmap_of_grad_through_custom_jvp_of_a_namedtuple():
     np.testing.assert_allclose(got.y, pts.x ** 2, rtol=1e-13)
     np.testing.assert_allclose(tp.jit(tp.vmap(tp.grad(point_product)))(pts).x, got.x,
                                rtol=1e-13)
+
+
+# ---------------------------------------------------------------- defjvps (JAX's per-argument form)
+
+@tp.custom_jvp
+def _scaled_sine(x, y):
+    return np.sin(x) * y
+
+
+_scaled_sine.defjvps(lambda x_dot, out, x, y: np.cos(x) * x_dot * y,
+                     lambda y_dot, out, x, y: np.sin(x) * y_dot)
+
+
+@tp.custom_jvp
+def _only_first(x, n):
+    return x ** 3 * n
+
+
+_only_first.defjvps(lambda x_dot, out, x, n: 3 * x ** 2 * x_dot * n, None)
+
+
+def test_defjvps_rules_add_up_in_every_mode():
+    rng = np.random.default_rng()
+    x, y = rng.normal(size=4), rng.normal(size=4)
+    dx, dy = rng.normal(size=4), rng.normal(size=4)
+    out, tangent = tp.jvp(_scaled_sine, (x, y), (dx, dy))
+    np.testing.assert_allclose(out, np.sin(x) * y)
+    np.testing.assert_allclose(tangent, np.cos(x) * dx * y + np.sin(x) * dy)
+
+    def loss(x, y):
+        return np.sum(_scaled_sine(x, y) ** 2)
+
+    gx, gy = tp.grad(loss, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 2 * np.sin(x) * y * np.cos(x) * y)
+    np.testing.assert_allclose(gy, 2 * np.sin(x) * y * np.sin(x))
+    check_grads(loss, (x, y), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.vmap(tp.grad(loss))(x[:, None], y[:, None]),
+                               [tp.grad(loss)(a[None], b[None]) for a, b in zip(x, y)])
+    # None: no derivative through that argument
+    s = float(rng.uniform(1, 2))
+    assert tp.grad(lambda n: _only_first(s, n))(2.5) == 0.0
+    np.testing.assert_allclose(tp.grad(_only_first)(s, 2.5), 3 * s ** 2 * 2.5)
+    with pytest.raises(tp.TransformError, match="2 rules for 1 arguments|1 rules for 2"):
+        _only_first.defjvps(lambda t, out, x, n: t)

@@ -316,3 +316,16 @@ def test_vjp_inside_transformed_code_is_refused_clearly():
     with pytest.raises(tp.TransformError, match="tp.vjp inside transformed code is not "
                        "supported"):
         tp.grad(g)(0.3)
+
+
+def calls_an_undefined_name(x):
+    return helper_never_defined(x) * 2.0  # MARK  # noqa: F821
+
+
+def test_calling_an_undefined_name_says_so():
+    # Python's NameError, not "a function held in a variable"
+    for transform in (tp.grad, tp.jit, tp.vmap):
+        with pytest.raises(tp.TransformError, match="name 'helper_never_defined' is not "
+                           "defined") as e:
+            transform(calls_an_undefined_name)(np.ones(3) if transform is tp.vmap else 1.0)
+        _check_message(e, calls_an_undefined_name, ["# MARK"])

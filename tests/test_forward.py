@@ -621,3 +621,47 @@ def test_jvp_inside_transformed_code_of_a_function_with_defaults():
     np.testing.assert_allclose(tp.jvp(_jvp_inside, (a,), (np.ones(4),))[1], np.sum(want),
                                rtol=1e-12)
     check_grads(_scaled_sine, (a,), order=3, modes=("fwd", "rev"))
+
+
+# ---------------------------------------------------------------- linearize, linear_transpose
+
+def test_linearize_gives_the_jvp_at_the_primals():
+    rng = np.random.default_rng()
+    x, w = rng.normal(size=5), rng.normal(size=(3, 5))
+
+    def f(x, w):
+        return np.tanh(w @ np.sin(x))
+
+    out, f_jvp = tp.linearize(f, x, w)
+    np.testing.assert_allclose(out, f(x, w))
+    for _ in range(2):
+        dx, dw = rng.normal(size=5), rng.normal(size=(3, 5))
+        np.testing.assert_allclose(f_jvp(dx, dw), tp.jvp(f, (x, w), (dx, dw))[1])
+        eps = 1e-6
+        fd = (f(x + eps * dx, w + eps * dw) - f(x - eps * dx, w - eps * dw)) / (2 * eps)
+        np.testing.assert_allclose(f_jvp(dx, dw), fd, rtol=1e-6, atol=1e-9)
+    with pytest.raises(TypeError, match="takes 2 tangents"):
+        f_jvp(dx)
+    out, f_jvp, aux = tp.linearize(lambda x: (np.sum(x ** 3), x[0]), x, has_aux=True)
+    assert aux == x[0]
+    np.testing.assert_allclose(f_jvp(np.ones(5)), np.sum(3 * x ** 2))
+
+
+def test_linear_transpose_is_the_adjoint():
+    rng = np.random.default_rng()
+    a = rng.normal(size=(4, 3))
+
+    def f(x, y):
+        return a @ x + 2.0 * np.cumsum(y)[:4]
+
+    f_t = tp.linear_transpose(f, np.zeros(3), np.zeros(6))
+    u, x, y = rng.normal(size=4), rng.normal(size=3), rng.normal(size=6)
+    tx, ty = f_t(u)
+    # <u, f(x, y)> = <f^T u, (x, y)>
+    np.testing.assert_allclose(u @ f(x, y), tx @ x + ty @ y)
+    np.testing.assert_allclose(tx, a.T @ u)
+
+    class Spec:                      # shapes and dtypes only, as jax.ShapeDtypeStruct
+        shape, dtype = (3,), np.float64
+    g_t = tp.linear_transpose(lambda x: 3.0 * x[::-1], Spec())
+    np.testing.assert_allclose(g_t(u[:3])[0], 3.0 * u[:3][::-1])

@@ -93,7 +93,7 @@ def test_controlflow_leaves_one_return_at_the_end():
     assert len(returns) == 1 and fir.node.body[-1] is returns[0]
     assert not any(isinstance(n, (gast.Break, gast.Continue)) for n in gast.walk(fir.node))
     generated = emit.function_source(fir.node)
-    namespace = {"np": np, "rt": rt}        # rt.check_iterable guards the loop over xs
+    namespace = {"np": np, "rt": rt}        # rt.loop_sequence: what the loop over xs walks
     exec(compile(generated, "<test>", "exec"), namespace)   # noqa: S102
     for xs in ([1.0, 0.5, 3.0, 4.0], [1.0, 0.25]):
         assert namespace["early_exit"](xs) == early_exit(xs)

@@ -1059,3 +1059,53 @@ def test_starred_unpacking():
     assert np.isclose(tp.jit(_first_middle_last)(v), _first_middle_last(v))
     with pytest.raises(tp.TransformError, match="not enough values to unpack"):
         tp.grad(_first_middle_last)(v[:1])
+
+
+# ---------------------------------------------------------------- loops over dicts and sets
+
+def _dict_loss(params, x):
+    total = 0.0
+    for name in params:                       # keys, in the dict's order
+        total = total + np.sum(np.tanh(params[name] * x) ** 2) * len(name)
+    for i, name in enumerate(params):
+        total = total + i * np.sum(params[name])
+    for name, scale in zip(params.keys(), [1.0, 2.0, 3.0]):
+        total = total + scale * np.sum(params[name] ** 3)
+    return total
+
+
+def _set_loss(x, picks):
+    total = 0.0
+    for k in picks:                           # a set's items, in Python's order
+        total = total + x[k] ** 2 * (k + 1)
+    return total
+
+
+def test_loops_over_dicts_and_sets_walk_what_python_walks():
+    rng = np.random.default_rng()
+    params = {"wb": rng.normal(size=3), "a": rng.normal(size=3), "ccc": rng.normal(size=3)}
+    x = rng.normal(size=3)
+    grads = tp.grad(_dict_loss)(params, x)
+    assert list(grads) == list(params)
+    check_grads(_dict_loss, (params, x), order=2, modes=("rev", "fwd"))
+    np.testing.assert_allclose(tp.jit(_dict_loss)(params, x), _dict_loss(params, x))
+    jitted = tp.jit(tp.grad(_dict_loss))(params, x)
+    for k in params:
+        np.testing.assert_allclose(jitted[k], grads[k], rtol=1e-12)
+    xs = rng.normal(size=(4, 3))
+    per_example = tp.vmap(tp.grad(_dict_loss), in_axes=(None, 0))(params, xs)
+    for i in range(4):
+        want = tp.grad(_dict_loss)(params, xs[i])
+        for k in params:
+            np.testing.assert_allclose(per_example[k][i], want[k], rtol=1e-12)
+    batched = {k: rng.normal(size=(4, 3)) for k in params}
+    np.testing.assert_allclose(tp.vmap(_dict_loss, in_axes=(0, None))(batched, x),
+                               [_dict_loss({k: v[i] for k, v in batched.items()}, x)
+                                for i in range(4)])
+    picks = {4, 0, 2}
+    x = rng.normal(size=5)
+    g = tp.grad(_set_loss)(x, picks)
+    np.testing.assert_allclose(g, [2 * x[k] * (k + 1) if k in picks else 0.0
+                                   for k in range(5)])
+    np.testing.assert_allclose(tp.vmap(_set_loss, in_axes=(0, None))(xs[:, :3].repeat(2, 1)[:, :5], picks),
+                               [_set_loss(r, picks) for r in xs[:, :3].repeat(2, 1)[:, :5]])

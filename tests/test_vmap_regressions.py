@@ -849,7 +849,7 @@ def test_loop_whose_carried_value_changes_shape_with_a_batched_break(leave_at):
 
 # ---------------------------------------------------------------- writes through a boolean
 # mask that differs between examples: `y[mask] = v` writes in place, whatever each example's
-# count (reading y[mask] is ragged and stays refused)
+# count (reading y[mask] gives each example its own selection: tests/test_vmap_ragged.py)
 
 def mask_clip(y):
     y = y * 1.0

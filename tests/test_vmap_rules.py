@@ -970,11 +970,18 @@ def test_per_example_index_followed_by_a_slice():
     _close(got, _loop(_ix_mixed, (x, i), (0, 0)), "x[i, 1:3]")
 
 
-def test_boolean_mask_index_raises_clearly():
+def _ix_mask_sorted(x): return np.sort(x[x > 0])[-1]
+
+
+def test_boolean_mask_read_is_batched_and_its_ragged_uses_raise():
+    # a sum over each example's selection (tests/test_vmap_ragged.py has the rest); a
+    # result shaped by the selection has no batched form
     rng = np.random.default_rng([SEED, 29])
+    x = P.N(rng, NEX, 3, 4)
+    _close(tp.vmap(_ix_mask)(x), _loop(_ix_mask, (x,), (0,)), "np.sum(x[x > 0])")
     from transpile.errors import TransformError
     with pytest.raises(TransformError, match="ragged"):
-        tp.vmap(_ix_mask)(P.N(rng, NEX, 3, 4))
+        tp.vmap(_ix_mask_sorted)(x)
 
 
 def _ix_inner_loss(x): return np.sum(np.sin(x[1:, ::2]) * x[0, 1]) + np.sum(x[[0, 2], 1:3] ** 3)

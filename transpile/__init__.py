@@ -4,7 +4,8 @@
     g = tp.grad(loss)        # a new Python function; print(g.source) shows it
 """
 from . import rules  # noqa: F401  (importing it registers the primitive table)
-from .api import Jitted, Transformed, elementwise_grad, grad, jit, jvp, transform, value_and_grad, vjp, vmap
+from .api import (Jitted, Transformed, elementwise_grad, grad, jit, jvp, linear_transpose,
+                  linearize, transform, value_and_grad, vjp, vmap)
 from .custom import custom_jvp, custom_vjp
 from .errors import TransformError
 from .jacobians import hessian, hessian_vector_product, jacfwd, jacrev

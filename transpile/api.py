@@ -9,9 +9,11 @@ import functools
 import inspect
 import threading
 
+import numpy as np
+
 from runtime.backend import cupy_module, device_arrays_possible
 from runtime.kernels import device_put as rt_device_put
-from runtime.trees import tangent_zeros, tree_leaves
+from runtime.trees import tangent_zeros, tree_leaves, tree_map
 from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
@@ -464,6 +466,40 @@ def _jvp(f, primals, tangents, has_aux):
     zeros_before = tuple(tangent_zeros(v) for v in root.prefix)
     zeros_after = tuple(tangent_zeros(v) for v in extra)
     return gen.entry(*args, *zeros_before, *tangents, *zeros_after)
+
+
+def linearize(f, *primals, has_aux=False):
+    """(f(*primals), f_jvp), as JAX's jax.linearize: f_jvp(*tangents) is the jvp of f at
+    `primals` (tangents shaped like them). f_jvp runs f's forward-mode code again on each
+    call, the primal part included (JAX keeps only the linear part); the numbers are the
+    same. With has_aux=True, f returns (out, aux) and linearize returns (out, f_jvp, aux).
+    """
+    primals = tuple(primals)
+    result = f(*primals)
+    out, aux = result if has_aux else (result, None)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"linearize: f_jvp takes {len(primals)} tangents (one per "
+                            f"primal), got {len(tangents)}")
+        return jvp(f, primals, tangents, has_aux=has_aux)[1]
+
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def linear_transpose(f, *primals):
+    """The transpose of a linear function f, as JAX's jax.linear_transpose: f_transpose(
+    cotangent) returns a tuple of one cotangent per argument. `primals` give the arguments'
+    shapes and dtypes (arrays, or objects with .shape and .dtype); f is read at zeros of
+    them. f must be linear: transpile does not check it (for an affine f the result is the
+    transpose of its linear part; where f is not linear it is the vjp at zero)."""
+    zeros = tree_map(lambda p: np.zeros(np.shape(p), getattr(p, "dtype", np.float64)),
+                     primals)
+
+    def f_transpose(cotangent):
+        return vjp(f, *zeros)[1](cotangent)
+
+    return f_transpose
 
 
 def _for_arguments(t, primals, params):

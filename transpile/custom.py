@@ -104,6 +104,26 @@ class custom_jvp(CustomRule):  # noqa: N801
         self.rules_changed()
         return rule
 
+    def defjvps(self, *jvps):
+        """One rule per argument, as JAX's defjvps: jvps[i](tangent_i, out, *primals) is
+        the output tangent's part from argument i (None: it has none); their sum is the
+        jvp. Made into a defjvp rule that calls them by name."""
+        names = positional_names(len(self.signature.parameters))
+        if len(jvps) != len(names):
+            raise TransformError(f"defjvps of {self.__name__}: {len(jvps)} rules for "
+                                 f"{len(names)} arguments (give None for an argument "
+                                 "without a derivative)")
+        args = ", ".join(names)
+        parts = [f"jvp_{i}(t_{i}, out, {args})" for i, j in enumerate(jvps) if j is not None]
+        env = {"fn": self.fn, "np": np, **{f"jvp_{i}": j for i, j in enumerate(jvps)}}
+        name = f"{identifier(self.__name__)}_jvps"
+        text = (f"def {name}(primals, tangents):\n"
+                f"    {args}, = primals\n"
+                f"    {', '.join(f't_{i}' for i in range(len(names)))}, = tangents\n"
+                f"    out = fn({args})\n"
+                f"    return out, {' + '.join(parts) if parts else 'np.zeros_like(out)'}\n")
+        return self.defjvp(file_backed(text, env, name))
+
 
 def file_backed(text, env, name):
     """Compile generated helper source so that inspect (and so transpile) can read it."""

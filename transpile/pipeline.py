@@ -22,6 +22,8 @@ import inspect
 import gast
 
 from runtime.backend import allocating_with
+from runtime.ragged import Ragged, ragged_error
+from runtime.trees import tree_leaves
 from . import batching, emit, forward
 from .emit import located
 from .errors import TransformError
@@ -36,13 +38,22 @@ def _located_call(entry):
     (an argument of np.reshape that differs between examples is found when it runs)."""
     def call(t, args):
         try:
-            return entry(*args)
+            return _not_ragged(entry(*args))
         except TransformError as exc:
             new = located(exc)
             if new is exc:
                 raise
             raise new from None
     return call
+
+
+def _not_ragged(result):
+    """`result`, unless vmapped code would return a selection of a mask that differs
+    between examples (runtime.ragged.Ragged: it has no batched array)."""
+    if type(result) is Ragged or isinstance(result, (tuple, list, dict)) and \
+            any(type(leaf) is Ragged for leaf in tree_leaves(result)):
+        raise ragged_error("a result made")
+    return result
 
 
 _UNBOUND = object()
@@ -81,6 +92,8 @@ class Generated:
         self.extra = extra or {}
         if kind == "vmap":
             self.call = _located_call(entry)
+        elif kind in ("jit", "pmap"):       # (code vmap made, maybe)
+            self.call = lambda t, args, _entry=entry: _not_ragged(_entry(*args))
         elif kind != "vjp":
             self.call = lambda t, args, _entry=entry: _entry(*args)
 

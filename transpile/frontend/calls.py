@@ -163,6 +163,8 @@ class CallNormalizer:
                 return self.method_of_argument(func, "__call__", node, stmts)
             else:
                 self.check_argument_dependent(func)
+                if isinstance(func, gast.Name) and func.id not in self.locals:
+                    self.expr_Name(func, [])     # a name nothing binds: its own error
                 raise self.error(func, "calling a function held in a variable is not supported.",
                                  "call the function by its name.")
         return self.call(callee, node, stmts)

@@ -523,10 +523,8 @@ class Normalizer(CallNormalizer):
         elif fn is builtins.enumerate or fn is builtins.zip:
             if it.keywords:
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
-            seqs = [self._pinned(self.atom(a, stmts, hint="seq"), node, stmts)
+            seqs = [self._walked(self.atom(a, stmts, hint="seq"), it, stmts)
                     for a in it.args]
-            for s in seqs:
-                stmts.append(self._checked_iterable(s, it))
             if fn is builtins.enumerate and len(it.args) != 1:
                 raise self.error(it, "enumerate(xs, start) is not supported.",
                                  "add the offset to the index in the loop body.")
@@ -557,8 +555,7 @@ class Normalizer(CallNormalizer):
                 for elt, item in zip(target.elts, items):
                     self._assign_item(elt, item, prefix, node)
         else:
-            seq = self._pinned(self.atom(it, stmts, hint="seq"), node, stmts)
-            stmts.append(self._checked_iterable(seq, it))
+            seq = self._walked(self.atom(it, stmts, hint="seq"), it, stmts)
             n = self.namer.fresh("n")
             stmts.append(_assign(n, prim_call("len", [seq]), it))
             bounds = [_name(n)]
@@ -646,14 +643,18 @@ class Normalizer(CallNormalizer):
                     self.local_fns[name] = before
         return stmts
 
-    def _checked_iterable(self, seq, where):
-        """`rt.check_iterable(seq, ...)`: the loop below walks `seq` by index, which a dict
-        (whose iteration gives keys, its indexing values) or a set would get wrong."""
+    def _walked(self, seq, where, stmts):
+        """The sequence a lowered `for` loop walks by index (`seq[i]`), under a name of its
+        own: `rt.loop_sequence(seq, ...)`, which is `seq` itself, or a dict's keys, a set's
+        items, as a list in the order Python's loop gives them (a dict's indexing gives
+        values). Its own name also keeps what the header saw when the body rebinds the
+        name (Python iterates over that object)."""
         line = self.src.line_of(where)
-        check = gast.Expr(value=prim_call("rt.check_iterable", [
-            seq, _const(f"{self.src.filename}:{line} ({self.src.name})")]))
-        gast.copy_location(check, where)
-        return check
+        walked = self.namer.fresh("seq")
+        self.locals.add(walked)
+        stmts.append(_assign(walked, prim_call("rt.loop_sequence", [
+            seq, _const(f"{self.src.filename}:{line} ({self.src.name})")]), where))
+        return _name(walked)
 
     def _length_checked(self, seq_expr, n, loop, stmts, at_least=False):
         """The sequence `seq_expr` of an unrolled zip, under a name the lowered loop reads
@@ -854,7 +855,9 @@ class Normalizer(CallNormalizer):
             return Static(value)
         if hasattr(builtins, name):
             return Static(getattr(builtins, name))
-        raise self.error(node, f"name '{name}' is not defined.")
+        raise self.error(node, f"name '{name}' is not defined.",
+                         "define it (or import it) before the transformed function is first "
+                         "called: its code is generated then.")
 
     def static(self, node):
         """The statically known value of `node`, or None."""

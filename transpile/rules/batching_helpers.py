@@ -15,7 +15,7 @@ import runtime as rt  # noqa: F401
 
 @rev("rt.align")
 def align(dout, out, x, y, outer=0):
-    dx = np.reshape(dout, np.shape(x))
+    dx = rt.align_adj(dout, x, outer)
 
 
 @fwd("rt.align")
@@ -25,12 +25,22 @@ def align_fwd(out, x, y, outer=0):
 
 @rev("rt.align_lanes")
 def align_lanes(dout, out, x, y, outer=0):
-    dx = np.reshape(dout, np.shape(x))
+    dx = rt.align_adj(dout, x, outer)
 
 
 @fwd("rt.align_lanes")
 def align_lanes_fwd(out, x, y, outer=0):
     dout = rt.align_lanes(dx, y, outer)
+
+
+@rev("rt.align_adj")
+def align_adj(dout, out, d, x, outer=0):
+    dd = rt.align_adj(dout, d, outer)
+
+
+@fwd("rt.align_adj")
+def align_adj_fwd(out, d, x, outer=0):
+    dout = rt.align_adj(dd, x, outer)
 
 
 @rev("rt.align_to_slot")
@@ -315,6 +325,7 @@ batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per o
 nondiff("rt.each_lane")
 set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
+                    "rt.align_adj": ("d", "x"),
                     "rt.align_to_slot": ("value", "slot"),
                     "rt.align_to_slot_adj": ("d", "value"),
                     "rt.select": ("cond", "then", "otherwise"),

@@ -194,9 +194,42 @@ batch_same("rt.zeros_like")
 batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
-nondiff("rt.check_iterable", "rt.check_length", "rt.check_jacobian_dtype", side_effect=True)
-batch_same("rt.check_iterable", "rt.check_length", "rt.check_jacobian_dtype",
-           out_batched=False)
+nondiff("rt.check_length", "rt.check_jacobian_dtype", side_effect=True)
+batch_same("rt.check_length", "rt.check_jacobian_dtype", out_batched=False)
+
+
+# the sequence a lowered `for` loop walks: itself, or a dict's keys (they carry nothing)
+@rev("rt.loop_sequence")
+def loop_sequence(dout, out, seq, where):
+    dseq = rt.loop_sequence_adj(dout, seq)
+
+
+@fwd("rt.loop_sequence")
+def loop_sequence_fwd(out, seq, where):
+    dout = rt.loop_sequence_tangent(dseq, seq)
+
+
+@rev("rt.loop_sequence_adj")
+def loop_sequence_adj(dout, out, g, seq):
+    dg = rt.loop_sequence_adj(dout, seq)
+
+
+@fwd("rt.loop_sequence_adj")
+def loop_sequence_adj_fwd(out, g, seq):
+    dout = rt.loop_sequence_adj(dg, seq)
+
+
+@rev("rt.loop_sequence_tangent")
+def loop_sequence_tangent(dout, out, t, seq):
+    dt = rt.loop_sequence_adj(dout, seq)
+
+
+@fwd("rt.loop_sequence_tangent")
+def loop_sequence_tangent_fwd(out, t, seq):
+    dout = rt.loop_sequence_tangent(dt, seq)
+
+
+batch_same("rt.loop_sequence", "rt.loop_sequence_adj", "rt.loop_sequence_tangent")
 batch_same("rt.check_float_input", "rt.check_complex_input")
 # what a custom_vjp's fwd and bwd returned (transpile/custom.py), checked before unpacking
 nondiff("rt.check_vjp_rule_result", side_effect=True)

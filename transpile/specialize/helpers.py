@@ -159,11 +159,6 @@ def decide_helpers(fdef, inference):
                     jacobian_dtype_known_right(s.value):
                 changes.count += 1
                 continue                      # a real (or, holomorphic, complex) array
-            if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and \
-                    dotted(s.value.func) == "rt.check_iterable" and s.value.args and \
-                    isinstance(inference.of(s.value.args[0]), Sequence):
-                changes.count += 1
-                continue                      # a tuple or list: walked by index as Python
             s = Simplify().visit(s)
             for field in ("body", "orelse"):
                 inner = getattr(s, field, None)

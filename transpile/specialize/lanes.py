@@ -166,6 +166,40 @@ def align_decide(nodes, args, lits):
     return nodes[0] if shape == args[0].shape else _np("reshape", nodes[0], const(shape))
 
 
+def align_adj_kind(args, lits):
+    d, x = (_array(a) for a in args)
+    if d is None or x is None or d.size != x.size:
+        return None
+    return Array(x.shape, d.dtype)
+
+
+def align_adj_decide(nodes, args, lits):
+    """rt.align_adj(d, x): d reshaped to x's shape (a selection of a mask, which would sum,
+    has no known shape)."""
+    if align_adj_kind(args, lits) is None:
+        return None
+    return nodes[0] if args[0].shape == args[1].shape else \
+        _np("reshape", nodes[0], const(args[1].shape))
+
+
+def loop_sequence_kind(args, lits):
+    """rt.loop_sequence(seq, where): a tuple, list or array is walked as it is."""
+    return args[0] if isinstance(args[0], (Sequence, Array)) else None
+
+
+def loop_sequence_decide(nodes, args, lits):
+    return nodes[0] if loop_sequence_kind(args, lits) is not None else None
+
+
+def loop_sequence_adj_kind(args, lits):
+    """rt.loop_sequence_adj(g, seq) and _tangent: `g` itself where seq is walked as it is."""
+    return args[0] if isinstance(args[1], (Sequence, Array)) else None
+
+
+def loop_sequence_adj_decide(nodes, args, lits):
+    return nodes[0] if isinstance(args[1], (Sequence, Array)) else None
+
+
 def align_lanes_kind(args, lits):
     if lits[1] is None:
         return args[0]
@@ -498,6 +532,10 @@ RULES = {
     "rt.axis_size": Rule((5,), axis_size_kind, axis_size_decide),
     "rt.align": Rule((2,), align_kind, align_decide),
     "rt.align_lanes": Rule((2,), align_lanes_kind, align_lanes_decide),
+    "rt.align_adj": Rule((2,), align_adj_kind, align_adj_decide),
+    "rt.loop_sequence": Rule((2,), loop_sequence_kind, loop_sequence_decide),
+    "rt.loop_sequence_adj": Rule((2,), loop_sequence_adj_kind, loop_sequence_adj_decide),
+    "rt.loop_sequence_tangent": Rule((2,), loop_sequence_adj_kind, loop_sequence_adj_decide),
     "rt.lane_axis": Rule((2,), _from_decision(lane_axis_decide), lane_axis_decide),
     "rt.lane_broadcast_to_shape": Rule((2,), lane_broadcast_kind, lane_broadcast_decide),
     "rt.lane_expand_to": Rule((2,), lane_expand_kind, lane_expand_decide),

@@ -216,6 +216,10 @@ def _decide(fdef, inferred, ctx):
     for _ in range(4):
         inference = inferred()
         changed = decide_helpers(fdef, inference)
+        if changed:
+            # a helper decided into the name it was given (`seq = rt.loop_sequence(xs)`
+            # -> `seq = xs`): one name again, so that inference follows the list
+            propagate_copies(fdef)
         changed = fold_filled(fdef, inference) or changed
         changed = _specialize_calls(fdef, inference, ctx) or changed
         if not changed:

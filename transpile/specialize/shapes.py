@@ -614,7 +614,8 @@ def stack_names(fdef):
 
 # calls that only read the list passed at `position` (its structure and items)
 _READS_LIST = {"len": 0, "rt.zeros_like": 0, "rt.index_add": 1, "rt.index_add_into": 1,
-               "rt.as_grad": 1, "rt.check_float_input": 0, "rt.check_iterable": 0,
+               "rt.as_grad": 1, "rt.check_float_input": 0, "rt.loop_sequence": 0,
+               "rt.loop_sequence_adj": 1, "rt.loop_sequence_tangent": 1,
                "rt.check_length": 0, "rt.check_jacobian_dtype": 0}
 
 
