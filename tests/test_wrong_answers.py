@@ -1622,3 +1622,47 @@ def test_check_grads_tries_the_imaginary_direction_of_complex_inputs():
     check_grads(lambda w: np.exp(w) * w, (z,), order=2, modes=("fwd", "rev"))
     with pytest.raises(tp.TransformError, match=r"write np\.real\(x\)"):
         tp.grad(lambda w: np.sum(np.sin(w.real)))(z)      # refused, saying what to write
+
+
+# ---------------------------------------------------------------- containers of mixed specs
+# A tuple whose elements are batched differently (in_axes=((0, None), None), or the tangent
+# tuple of `x = a, b` when only a's tangent is batched), indexed by a key that is not a
+# literal: the element read was taken as batched whatever it was, so the unbatched one gave
+# each example one entry of it (Tangent's passthru_pack, found by running its test functions).
+
+def _pick_sum(p, i):
+    return np.sum(p[i])
+
+
+def _pick_squares(p, i):
+    return np.sum(p[i] * p[i])
+
+
+def _pack_and_pick(a, b, i):
+    x = a, b
+    return x[i]
+
+
+def test_a_tuple_of_mixed_specs_indexed_by_an_argument():
+    rng = np.random.default_rng()
+    ta, tb = rng.normal(size=4), rng.normal(size=4)
+    for i in (0, 1):
+        got = tp.vmap(_pick_sum, in_axes=((0, None), None))((ta, tb), i)
+        np.testing.assert_allclose(got, [_pick_sum((a, tb), i) for a in ta])
+        grads = tp.vmap(tp.grad(_pick_squares), in_axes=((0, None), None))((ta, tb), i)
+        want = [tp.grad(_pick_squares)((a, tb), i) for a in ta]
+        np.testing.assert_allclose(grads[0], [w[0] for w in want])
+        np.testing.assert_allclose(grads[1], np.stack([w[1] for w in want]))
+
+    def directional(t, a, b, tb, i):
+        return np.sum(tp.jvp(_pack_and_pick, (a, b, i), (t, tb, 0))[1])
+
+    b = rng.normal(size=4)
+    got = tp.vmap(directional, in_axes=(0, None, None, None, None))(ta, 1.0, b, tb, 1)
+    np.testing.assert_allclose(got, [directional(t, 1.0, b, tb, 1) for t in ta])
+    # jacfwd by an argument the element picked does not depend on: zeros, as jacrev
+    assert tp.jacfwd(_pack_and_pick, argnums=0)(1.5, 2.5, 1) == 0.0
+    np.testing.assert_array_equal(tp.jacfwd(_pack_and_pick, argnums=0)(b[:3], b[1:], 1),
+                                  np.zeros((3, 3)))
+    np.testing.assert_array_equal(tp.jacfwd(_pack_and_pick, argnums=0)(b[:3], b[1:], 0),
+                                  np.eye(3))

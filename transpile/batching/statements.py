@@ -87,6 +87,14 @@ class Batching(CallRules, ControlFlowRules):
         while changed:
             self.changed = False
             self._visit(stmts, False)
+            for n in self.uniform_needed:
+                # a container indexed by a key not known while transforming (`p[i]`), whose
+                # elements have specs of their own: made batched throughout, since which
+                # element a read gives is not known here (a parameter too: it is never
+                # assigned, so contribute() does not see it)
+                if self.of(n) is not True and batched(self.of(n)):
+                    self.spec[n] = True
+                    self.changed = True
             changed = self.changed
         self._find_arrays(stmts)
         self.seqs = _maybe_sequences(stmts)
@@ -300,15 +308,22 @@ class Batching(CallRules, ControlFlowRules):
         return pre, (new if new is not None else v)
 
     def _element_of(self, v, spelling):
-        """The spec of `rt.getitem(g, k)` (how forward mode spells `g[k]`) for a literal k
-        and a container `g` whose elements have their own specs, else None."""
+        """The spec of `rt.getitem(g, k)` (how forward mode spells `g[k]`) for a container
+        `g` whose elements have their own specs: element k's for a literal k; for another
+        k, as for `g[k]`, `g` is made batched throughout (uniform_needed). Else None."""
         if spelling != "rt.getitem" or len(v.args) != 2 or v.keywords:
             return None
         g, k = v.args
         spec = self.expr_spec(g)
-        if not isinstance(spec, tuple) or not isinstance(k, gast.Constant) or \
-                type(k.value) is not int or not -len(spec) <= k.value < len(spec):
+        if not isinstance(spec, tuple):
             return None
+        if not isinstance(k, gast.Constant) or type(k.value) is not int or \
+                not -len(spec) <= k.value < len(spec):
+            if not batched(spec) or batched(self.expr_spec(k)):
+                return None
+            if isinstance(g, gast.Name):
+                self.uniform_needed.add(g.id)
+            return True
         return spec[k.value]
 
     def _part_of(self, v, spelling):

@@ -726,6 +726,12 @@ class CallNormalizer:
         raise self.unsupported_method(name, node)
 
     def unsupported_method(self, name, node):
+        if name in _LIST_AND_DICT_METHODS:
+            return self.error(node, f"method '.{name}()' of a list or dict is not supported in "
+                              "transformed code.",
+                              "lists support append and a read by index or slice "
+                              "(`last = xs[-1]; xs = xs[:-1]` for pop); dicts keys(), "
+                              "values(), items(), get() and writes `d[k] = v`.")
         return self.error(node, f"method '.{name}()' is not supported in transformed code.",
                           "call the numpy function instead (np.<name>(x, ...)); supported "
                           "methods: " + ", ".join(sorted(ARRAY_METHODS) +
@@ -1193,6 +1199,11 @@ class CallNormalizer:
         self.program.functions[name] = inner.normalize(fdef)
         params = [a.id for a in fdef.args.args]
         return LocalFunction(name, params + free, free, defaults)
+
+
+# methods that only lists and dicts have (an array's are in ARRAY_METHODS)
+_LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count", "reverse",
+                          "clear", "update", "setdefault", "popitem"}
 
 
 def fixed_hint(fn):
