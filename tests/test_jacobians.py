@@ -571,3 +571,33 @@ def test_argnums_out_of_order():
     assert_tree_close(got, ref, rtol=1e-12)
     with pytest.raises(tp.TransformError, match="names an argument twice"):
         tp.jacfwd(f, argnums=(0, 0))
+
+
+SCALE = 2.0
+
+
+def _scaled_cube(x):
+    return np.sum(SCALE * x ** 3)
+
+
+def test_jacobians_made_again_reuse_their_code_and_see_new_values():
+    """`tp.hessian(f)(x)` in a loop made a new wrapper each time, and generated its code
+    anew (a quarter second per Newton step); the same wrapper now comes back, and a
+    closure or global that names another value makes a new one."""
+    global SCALE
+    rng = np.random.default_rng()
+    x = rng.normal(size=3)
+    first = tp.hessian(_scaled_cube)
+    assert first.source == tp.hessian(_scaled_cube).source
+    assert tp.jacrev(_scaled_cube).target is tp.jacrev(_scaled_cube).target
+    np.testing.assert_allclose(tp.hessian(_scaled_cube)(x), np.diag(6 * SCALE * x))
+    try:
+        SCALE = 5.0
+        np.testing.assert_allclose(tp.hessian(_scaled_cube)(x), np.diag(30 * x))
+    finally:
+        SCALE = 2.0
+    for c in (1.5, -0.5):
+        def f(y):
+            return np.sum(c * np.sin(y))
+        np.testing.assert_allclose(tp.jacfwd(tp.jacrev(f))(x), np.diag(-c * np.sin(x)))
+        np.testing.assert_allclose(tp.hessian_vector_product(f)(x, x), -c * np.sin(x) * x)

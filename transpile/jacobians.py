@@ -16,6 +16,7 @@ by composition (a vmap of the jvp of vmapped code).
 Arguments and outputs are arrays, Python floats or pytrees of them (tuples, lists, dicts):
 the Jacobian then has JAX's layout, out's structure holding x's (rt.jacobian_rows).
 """
+import collections
 import itertools
 
 from . import api
@@ -23,6 +24,28 @@ from .custom import file_backed
 from .errors import ArgumentDependent, TransformError
 
 _counter = itertools.count()
+
+# Wrappers made before, by what they are made of: `tp.hessian(f)(x)` in a loop (Newton's
+# method) makes the same wrapper function each time, so the code generated for it (and for
+# jacfwd of it) is found in the caches, which know functions by their code. A key holds the
+# generated code's identity and those of the values the wrapper's module binds (closure
+# values, bound arguments); the entry keeps them alive, so no id is reused meanwhile.
+_WRAPPERS = collections.OrderedDict()
+_WRAPPERS_KEPT = 256
+
+
+def _wrapper(key, values, make):
+    """The wrapper function made for `key` before, or make() now."""
+    key = key + tuple(id(v) for v in values)
+    found = _WRAPPERS.get(key)
+    if found is not None:
+        _WRAPPERS.move_to_end(key)
+        return found[0]
+    fn = make()
+    _WRAPPERS[key] = (fn, tuple(values))
+    if len(_WRAPPERS) > _WRAPPERS_KEPT:
+        _WRAPPERS.popitem(last=False)
+    return fn
 
 
 def _argnums(f, argnums):
@@ -93,9 +116,13 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
             f"    else:\n"
             f"        cotangents = f_bwd_batched(saved, rt.basis_of(out))\n"
             f"    return rt.jacobian_rows({rows}, out, {x})\n")
-    env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"],
-           "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)), **prefix, **extra}
-    return api.Transformed(file_backed(text, env, name), "transform")
+    def make():
+        env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"],
+               "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)), **prefix,
+               **extra}
+        return file_backed(text, env, name)
+    fn = _wrapper(("jacrev", gen, text), [gen, *prefix.values(), *extra.values()], make)
+    return api.Transformed(fn, "transform")
 
 
 def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
@@ -120,9 +147,12 @@ def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
             f"    basis = rt.basis_of({x})\n"
             f"    out, columns = f_jvp_batched({', '.join(primals)}, {tangents})\n"
             f"    return rt.jacobian_columns(columns, out, {x})\n")
-    env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),
-           **prefix, **extra}
-    return api.Transformed(file_backed(text, env, name), "transform")
+    def make():
+        env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),
+               **prefix, **extra}
+        return file_backed(text, env, name)
+    fn = _wrapper(("jacfwd", gen, text), [gen, *prefix.values(), *extra.values()], make)
+    return api.Transformed(fn, "transform")
 
 
 def hessian(f, argnums=0, holomorphic=False, *, argnum=None):
@@ -152,8 +182,10 @@ def hessian_vector_product(f, argnums=0, *, argnum=None):
     text = (f"def {name}({', '.join(params + [vector])}):\n"
             f"    _, product = gradient_jvp({', '.join(primals)}, {vector})\n"
             f"    return product\n")
-    env = {"gradient_jvp": gen.entry, **prefix, **extra}
-    return api.Transformed(file_backed(text, env, name), "transform")
+    def make():
+        return file_backed(text, {"gradient_jvp": gen.entry, **prefix, **extra}, name)
+    fn = _wrapper(("hvp", gen, text), [gen, *prefix.values(), *extra.values()], make)
+    return api.Transformed(fn, "transform")
 
 
 # transformed code may apply them too: `tp.grad(lambda x: np.sum(jacrev(f)(x)))`
