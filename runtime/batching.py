@@ -362,6 +362,32 @@ def _select_adj_ragged(c, d, taken, like):
     return like.like(out)
 
 
+def lane_guard(x, mask, outer=0):
+    """`x` itself, read by a path of an `if` whose condition differs between examples (the
+    examples in `mask` take it): reverse mode keeps its adjoint there only
+    (lane_guard_adj)."""
+    return x
+
+
+def lane_guard_adj(d, mask, outer=0):
+    """The adjoint of rt.lane_guard: `d` in the examples the path runs for, zero in the
+    others whatever it is there (the path computes for every example; where it does not
+    run, its values may be nan, and their partials times a zero adjoint are nan)."""
+    def keep(g):
+        if g is None:
+            return None
+        if isinstance(g, Ragged):
+            return g.like(array_module(g.values).where(
+                array_module(mask).asarray(mask).reshape(-1)[g.lanes].reshape(
+                    (-1,) + (1,) * len(g.element_shape)), g.values, 0))
+        xp = array_module(g, mask)
+        m = xp.asarray(mask)
+        g = xp.asarray(g)
+        return xp.where(m.reshape(m.shape + (1,) * (g.ndim - m.ndim)), g,
+                        xp.zeros((), g.dtype))
+    return tree_map(keep, d)
+
+
 def _structure(x):
     if isinstance(x, (tuple, list)):
         return f"{type(x).__name__} of {len(x)}"

@@ -1666,3 +1666,58 @@ def test_a_tuple_of_mixed_specs_indexed_by_an_argument():
                                   np.zeros((3, 3)))
     np.testing.assert_array_equal(tp.jacfwd(_pack_and_pick, argnums=0)(b[:3], b[1:], 0),
                                   np.eye(3))
+
+
+# ---------------------------------------------------------------- grad of vmap, paths that
+# are not defined for the examples that do not take them. vmap runs each path for every
+# example and selects; reverse mode of that code multiplied the paths' partials (nan where
+# np.sqrt(a) of a negative a runs for an example that takes the other path) by the zero
+# adjoints of those examples: 0 * nan gave nan in every example (Tangent's numpy_sqrt and
+# gradgrad_pow). The paths' reads now go through rt.lane_guard, whose adjoint is kept in
+# the path's examples only.
+
+def _sqrt_either_side(a):
+    if a >= 0:
+        r = np.sqrt(a)
+    else:
+        r = np.sqrt(-a)
+    return r
+
+
+def _power_either_side(a, b):
+    if a >= 0:
+        a = a ** b
+    else:
+        a = (-a) ** b
+    return a
+
+
+def _shrink_until_small(x):
+    while x > 0.3:
+        x = np.sqrt(x) - 0.6           # negative for the examples that are done
+    return x * 2.0
+
+
+def test_grad_of_vmap_through_paths_undefined_elsewhere():
+    rng = np.random.default_rng()
+    a = np.concatenate([-rng.uniform(0.2, 2.0, 3), rng.uniform(0.2, 2.0, 3)])
+    b = rng.uniform(0.3, 1.7, 6)
+    x = np.concatenate([rng.uniform(0.05, 0.25, 2), rng.uniform(0.5, 8.0, 4)])
+    cases = [(_sqrt_either_side, (a,)), (_power_either_side, (a, b)),
+             (_shrink_until_small, (x,))]
+    totals = {1: lambda fn: (lambda a: np.sum(tp.vmap(fn)(a))),
+              2: lambda fn: (lambda a, b: np.sum(tp.vmap(fn)(a, b)))}
+    for fn, args in cases:
+        argnums = tuple(range(len(args)))
+        total = totals[len(args)](fn)
+
+        want = [tp.grad(fn, argnums=argnums)(*(float(v[i]) for v in args))
+                for i in range(len(args[0]))]
+        for got in (tp.grad(total, argnums=argnums)(*args),
+                    tp.jit(tp.grad(total, argnums=argnums))(*args),
+                    tp.vjp(tp.vmap(fn), *args)[1](np.ones(len(args[0])))):
+            for k in argnums:
+                np.testing.assert_allclose(got[k], [w[k] for w in want], rtol=1e-12)
+        per_example = tp.vmap(tp.grad(fn, argnums=argnums))(*args)
+        for k in argnums:
+            np.testing.assert_allclose(per_example[k], [w[k] for w in want], rtol=1e-12)

@@ -19,6 +19,65 @@ from ..ir.templates import dotted
 from .specs import batched
 
 
+class _RenameReads(gast.NodeVisitor):
+    """Reads of names in the values of simple statements (not the stacks' pushes and
+    pops) renamed: {old: new}."""
+
+    def __init__(self, renames):
+        self.renames = renames
+
+    def visit_all(self, stmts):
+        if not self.renames:
+            return
+        for s in walk_simple(stmts):
+            if is_push(s) or is_pop(s):
+                continue
+            if isinstance(s, (gast.Assign, gast.Expr)):
+                self.visit(s.value)
+                if is_update(s):
+                    self.visit(s.targets[0].slice)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.renames:
+            node.id = self.renames[node.id]
+
+
+# numpy functions whose derivative is finite wherever they are (at a finite point)
+_TAME = {"np.sin", "np.cos", "np.tanh", "np.abs", "np.absolute", "np.square", "np.where",
+         "np.maximum", "np.minimum", "np.clip", "np.sign", "np.sum", "np.mean", "np.dot",
+         "np.matmul", "np.max", "np.min", "np.amax", "np.amin", "np.prod", "np.reshape",
+         "np.transpose", "np.stack", "np.concatenate", "np.zeros_like", "np.ones_like",
+         "np.full_like", "np.negative", "np.add", "np.subtract", "np.multiply", "np.outer",
+         "np.einsum", "np.cumsum", "np.arctan", "np.tensordot", "np.expand_dims",
+         "np.squeeze", "np.broadcast_to", "np.logical_and", "np.logical_or",
+         "np.logical_not", "np.zeros", "np.ones", "np.array", "np.asarray", "np.copy"}
+
+
+def _may_blow_up(stmts):
+    """Whether a path computes something whose partial derivative can be infinite or nan at
+    a finite point (np.sqrt, np.log, np.exp, a division, a non-integer power, a function
+    of the user's), so that a zero adjoint times it is not zero."""
+    for s in walk_simple(stmts):
+        for n in gast.walk(s):
+            if isinstance(n, gast.BinOp) and isinstance(n.op, (gast.Div, gast.FloorDiv,
+                                                                gast.Mod)):
+                return True
+            if isinstance(n, gast.BinOp) and isinstance(n.op, gast.Pow) and not (
+                    isinstance(n.right, gast.Constant) and type(n.right.value) is int and
+                    n.right.value >= 0):
+                return True
+            if isinstance(n, gast.Call):
+                if anno.get(n, Anno.CALLEE):
+                    return True
+                found = anno.get(n, Anno.PRIM)
+                spelling = found[1] if found else dotted(n.func) or ""
+                if not spelling.startswith("rt.") and spelling not in _TAME and \
+                        spelling not in ("[]", "tuple", "list", "len", "range", "float",
+                                         "int", "abs", "min", "max"):
+                    return True
+    return False
+
+
 class ControlFlowRules:
     """How `Batching` rewrites if/for/while (see the module docstring)."""
 
@@ -127,12 +186,52 @@ class ControlFlowRules:
 
     def _path(self, mask, stmts):
         """One path of a batched `if`, run with `mask` as the examples that take it."""
+        guards = self._lane_guarded(mask, stmts)
         outer, self.mask = self.mask, mask
         try:
-            body = self.block(stmts)
+            body = guards + self.block(stmts)
         finally:
             self.mask = outer
         return self._guarded(name(mask), body, stmts)
+
+    def _lane_guarded(self, mask, stmts):
+        """Statements that start a path of a batched `if` (or a trip of a batched loop),
+        run for every example though `mask` says which take it: `x_in = rt.lane_guard(x,
+        mask)` for each batched array from before that the path computes with, the path
+        then reading x_in until it assigns x (in place: the analysis knows statements by
+        identity). The guard is x itself; reverse mode keeps its adjoint in the examples
+        of the mask only. Elsewhere the path's values may be nan (np.sqrt(x) where x < 0
+        takes the other path), and grad of vmap multiplies their partials by the zero
+        adjoints there: without the guard, 0 * nan reached x's adjoint in every example.
+        Only paths with an operation whose partial can be infinite at a finite point
+        (sqrt, log, exp, division, a power, a function of the user's) are guarded.
+        Unbatched values are read as they are."""
+        if not _may_blow_up(stmts):
+            return []
+        candidates = {v for v in set().union(set(), *(names_in(s) for s in walk_simple(stmts)))
+                      if self.of(v) is True and v not in self.stacks}
+        renames = {}
+        for s in stmts:
+            live = {v for v in candidates if v not in renames or renames[v] is not None}
+            if not live:
+                break
+            inner = live - assigned_in([s]) if isinstance(s, (gast.If, gast.For, gast.While)) \
+                else live
+            for v in inner:
+                if v not in renames and v in names_in(s):
+                    renames[v] = self.namer.fresh(v + "_in")
+            _RenameReads({v: renames[v] for v in inner if renames.get(v)}).visit_all([s])
+            for v in assigned_in([s]) & live:
+                renames.setdefault(v, None)
+                if renames[v] is not None:
+                    candidates = candidates - {v}
+        prologue = []
+        for v, g in sorted((v, g) for v, g in renames.items() if g is not None):
+            self.spec[g] = True
+            if v in self.arrays:
+                self.arrays.add(g)
+            prologue.append(assign(g, call("rt.lane_guard", [name(v), name(mask)])))
+        return prologue
 
     def _guarded(self, mask, stmts, original):
         """`stmts` run only if some example takes this path. A path that saves values on a
@@ -171,6 +270,8 @@ class ControlFlowRules:
             orig[v] = self.namer.fresh(v + "_before")
             trip.append(assign(orig[v], call("rt.copy", [name(v)]) if v in written
                                else name(v)))
+        # (examples that are done run the trip too, on values that may be nan for them)
+        trip += self._lane_guarded(active, s.body)
         saved, self.mask = self.mask, active
         try:
             trip += self.block(s.body)

@@ -43,6 +43,26 @@ def align_adj_fwd(out, d, x, outer=0):
     dout = rt.align_adj(dd, x, outer)
 
 
+@rev("rt.lane_guard")
+def lane_guard(dout, out, x, mask, outer=0):
+    dx = rt.lane_guard_adj(dout, mask, outer)
+
+
+@fwd("rt.lane_guard")
+def lane_guard_fwd(out, x, mask, outer=0):
+    dout = dx
+
+
+@rev("rt.lane_guard_adj")
+def lane_guard_adj(dout, out, d, mask, outer=0):
+    dd = rt.lane_guard_adj(dout, mask, outer)
+
+
+@fwd("rt.lane_guard_adj")
+def lane_guard_adj_fwd(out, d, mask, outer=0):
+    dout = rt.lane_guard_adj(dd, mask, outer)
+
+
 @rev("rt.align_to_slot")
 def align_to_slot(dout, out, value, slot, index, outer=0):
     dvalue = rt.align_to_slot_adj(dout, value, index, outer)
@@ -325,7 +345,8 @@ batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per o
 nondiff("rt.each_lane")
 set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
-                    "rt.align_adj": ("d", "x"),
+                    "rt.align_adj": ("d", "x"), "rt.lane_guard": ("x", "mask"),
+                    "rt.lane_guard_adj": ("d", "mask"),
                     "rt.align_to_slot": ("value", "slot"),
                     "rt.align_to_slot_adj": ("d", "value"),
                     "rt.select": ("cond", "then", "otherwise"),
