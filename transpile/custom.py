@@ -105,7 +105,7 @@ class custom_jvp(CustomRule):  # noqa: N801
         return rule
 
     def defjvps(self, *jvps):
-        """One rule per argument, as JAX's defjvps: jvps[i](tangent_i, out, *primals) is
+        """One rule per argument, as JAX's defjvps: `jvps[i](tangent_i, out, *primals)` is
         the output tangent's part from argument i (None: it has none); their sum is the
         jvp. Made into a defjvp rule that calls them by name."""
         names = positional_names(len(self.signature.parameters))

@@ -264,7 +264,8 @@ for _fn in (tree_flatten_with_path, tree_leaves_with_path, tree_map_with_path):
 
 
 def keystr(keys, *, simple=False, separator=""):
-    """A path as text: "['a'][0].w", or with simple=True and separator="/", "a/0/w"."""
+    """A path as text: `"['a'][0].w"`, or with `simple=True` and `separator="/"`,
+    `"a/0/w"`."""
     if not simple:
         return separator.join(str(k) for k in keys)
     plain = {DictKey: "key", SequenceKey: "idx", GetAttrKey: "name", FlattenedIndexKey: "key"}
