@@ -307,7 +307,12 @@ def check_length(seq, n, where, at_least=False, what="zip"):
     lowered to zip(seq[0], seq[1], seq[2]), which is Python's loop only for such a `seq`
     (with another length Python's unpacking fails too, unless the loop never runs).
     at_least: `zip(layers, params)` unrolled once per layer, which needs as many params.
-    what="unpacking": `a, *rest, b = seq`, read as seq[0], seq[1:-1], seq[-1], needs two."""
+    what="unpacking": `a, *rest, b = seq`, read as seq[0], seq[1:-1], seq[-1], needs two.
+    what="jvp": tp.jvp(f, primals, tangents) in transformed code, one of them a tuple
+    whose length the other gives (read as primals[0], ..., primals[n-1])."""
+    if what == "jvp" and len(seq) != n:
+        raise located(where, f"tp.jvp got {len(seq)} primals or tangents where the other "
+                      f"tuple has {n}.", "give one tangent for each primal.")
     if what == "unpacking" and len(seq) < n:
         raise located(where, f"not enough values to unpack (expected at least {n}, got "
                       f"{len(seq)})", "unpack a sequence with an item for each name without "

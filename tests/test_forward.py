@@ -665,3 +665,30 @@ def test_linear_transpose_is_the_adjoint():
         shape, dtype = (3,), np.float64
     g_t = tp.linear_transpose(lambda x: 3.0 * x[::-1], Spec())
     np.testing.assert_allclose(g_t(u[:3])[0], 3.0 * u[:3][::-1])
+
+
+def _quadratic_sine(x, y):
+    return np.sum(np.sin(x) * y ** 2)
+
+
+def test_jvp_inside_code_of_a_tuple_given_whole():
+    """JAX's hvp_revfwd: the primals a parameter (a tuple), the tangents a closure's tuple;
+    each is read item by item, as many as the other has (checked when the code runs)."""
+    rng = np.random.default_rng()
+    x, y, dx, dy = (rng.normal(size=3) for _ in range(4))
+
+    def hvp_revfwd(f, primals, tangents):
+        g = lambda primals: tp.jvp(f, primals, tangents)[1]     # noqa: E731
+        return tp.grad(g)(primals)
+
+    got = hvp_revfwd(_quadratic_sine, (x, y), (dx, dy))
+    hessian = tp.hessian(lambda v: _quadratic_sine(v[:3], v[3:]))(np.concatenate([x, y]))
+    want = hessian @ np.concatenate([dx, dy])
+    np.testing.assert_allclose(np.concatenate(got), want, rtol=1e-12)
+
+    def wrong_count(p):
+        return tp.jvp(_quadratic_sine, p, (dx, dy))[1]
+
+    with pytest.raises(tp.TransformError, match="got 3 primals or tangents where the other "
+                       "tuple has 2"):
+        tp.grad(wrong_count)((x, y, x))

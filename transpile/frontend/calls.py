@@ -9,6 +9,7 @@ own; it uses the normalizer's `atom`, `expr`, `static`, `static_atom`, `error` a
 `function_ir`. What the objects above the front end are (a transformation, a transformed
 function) it asks `self.callees` (callees.py).
 """
+import copy
 import builtins
 import functools
 import inspect
@@ -1102,13 +1103,59 @@ class CallNormalizer:
         raise self.error(where, f"{transform.__name__}() needs a function known while "
                          "transforming.")
 
+    def _jvp_tuples_spelled(self, node, stmts):
+        """tp.jvp(f, primals, tangents) with the tuple(s) not written out spelled as
+        (t[0], ..., t[n-1]), n from the other one (a display, or a tuple known while
+        transforming); a tuple only known when the code runs is checked to have n."""
+        n = None
+        for a in node.args[1:]:
+            found = self.static(a) if not isinstance(a, (gast.Tuple, gast.List)) else None
+            if isinstance(a, (gast.Tuple, gast.List)):
+                n = len(a.elts)
+            elif isinstance(found, Static) and isinstance(found.value, (tuple, list)):
+                n = len(found.value)
+            elif isinstance(a, gast.Name) and a.id in self.lifted and a.id in self.cells:
+                # a closure's tuple passed as a parameter: its length now (the code made
+                # for it checks the length when it runs, since it may be called again
+                # with another tuple)
+                value = self.cells[a.id].cell_contents
+                if isinstance(value, (tuple, list)):
+                    n = len(value)
+        if n is None:
+            return node
+        args = list(node.args)
+        for k in (1, 2):
+            a = args[k]
+            if isinstance(a, (gast.Tuple, gast.List)):
+                continue
+            if not isinstance(self.static(a), Static):
+                seq = self.atom(a, stmts, hint="primals" if k == 1 else "tangents")
+                line = self.src.line_of(node)
+                stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_length", [
+                    seq, _const(n), _const(f"{self.src.filename}:{line} ({self.src.name})"),
+                    _const(False), _const("jvp")])), node))
+                a = seq
+            elts = [gast.copy_location(gast.Subscript(value=copy.deepcopy(a), slice=_const(i),
+                                                      ctx=gast.Load()), node)
+                    for i in range(n)]
+            args[k] = gast.copy_location(gast.Tuple(elts=elts, ctx=gast.Load()), node)
+        return gast.copy_location(gast.Call(func=node.func, args=args,
+                                            keywords=node.keywords), node)
+
     def jvp_call(self, node, stmts):
-        """`tp.jvp(f, (x, y), (dx, dy))` inside transformed code: a call of f's jvp function."""
+        """`tp.jvp(f, (x, y), (dx, dy))` inside transformed code: a call of f's jvp function.
+        One of the two tuples may be a name (a parameter, a closure's tuple) where the
+        other is written out or known while transforming: it is read item by item."""
+        if len(node.args) == 3 and not all(isinstance(a, (gast.Tuple, gast.List))
+                                           for a in node.args[1:]):
+            node = self._jvp_tuples_spelled(node, stmts)
         if len(node.args) != 3 or not all(isinstance(a, (gast.Tuple, gast.List))
                                           for a in node.args[1:]) or \
                 any(k.arg != "has_aux" for k in node.keywords):
-            raise self.error(node, "tp.jvp inside transformed code needs literal tuples: "
-                             "tp.jvp(f, (x, ...), (dx, ...)).")
+            raise self.error(node, "tp.jvp inside transformed code needs tuples whose length "
+                             "is known while transforming: tp.jvp(f, (x, ...), (dx, ...)), "
+                             "or one of them a tuple known then (a closure's).",
+                             "write the primals or the tangents as a tuple display.")
         options = {k.arg: _literal(k.value) for k in node.keywords}
         target = self.static(node.args[0])
         if target is None and isinstance(node.args[0], gast.Call):   # tp.jvp(tp.grad(f), ...)
