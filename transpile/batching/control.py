@@ -19,9 +19,15 @@ from ..ir.templates import dotted
 from .specs import batched
 
 
+def _loaded(s):
+    """Names a statement (with what it holds) reads."""
+    return {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and
+            isinstance(n.ctx, gast.Load)}
+
+
 class _RenameReads(gast.NodeVisitor):
-    """Reads of names in the values of simple statements (not the stacks' pushes and
-    pops) renamed: {old: new}."""
+    """Reads of names renamed, {old: new}, in batched code: in the values of simple
+    statements, the indices of writes, and the tests of branches and loops."""
 
     def __init__(self, renames):
         self.renames = renames
@@ -30,12 +36,15 @@ class _RenameReads(gast.NodeVisitor):
         if not self.renames:
             return
         for s in walk_simple(stmts):
-            if is_push(s) or is_pop(s):
-                continue
             if isinstance(s, (gast.Assign, gast.Expr)):
                 self.visit(s.value)
-                if is_update(s):
-                    self.visit(s.targets[0].slice)
+                for t in getattr(s, "targets", ()):
+                    if isinstance(t, gast.Subscript):
+                        self.visit(t.slice)
+            elif isinstance(s, (gast.If, gast.While)):
+                self.visit(s.test)
+            elif isinstance(s, gast.For):
+                self.visit(s.iter)
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.renames:
@@ -186,52 +195,45 @@ class ControlFlowRules:
 
     def _path(self, mask, stmts):
         """One path of a batched `if`, run with `mask` as the examples that take it."""
-        guards = self._lane_guarded(mask, stmts)
         outer, self.mask = self.mask, mask
         try:
-            body = guards + self.block(stmts)
+            body = self._lane_guarded(mask, stmts, self.block(stmts))
         finally:
             self.mask = outer
         return self._guarded(name(mask), body, stmts)
 
-    def _lane_guarded(self, mask, stmts):
-        """Statements that start a path of a batched `if` (or a trip of a batched loop),
-        run for every example though `mask` says which take it: `x_in = rt.lane_guard(x,
-        mask)` for each batched array from before that the path computes with, the path
-        then reading x_in until it assigns x (in place: the analysis knows statements by
-        identity). The guard is x itself; reverse mode keeps its adjoint in the examples
-        of the mask only. Elsewhere the path's values may be nan (np.sqrt(x) where x < 0
-        takes the other path), and grad of vmap multiplies their partials by the zero
-        adjoints there: without the guard, 0 * nan reached x's adjoint in every example.
-        Only paths with an operation whose partial can be infinite at a finite point
-        (sqrt, log, exp, division, a power, a function of the user's) are guarded.
-        Unbatched values are read as they are."""
+    def _lane_guarded(self, mask, stmts, body):
+        """`body` (the batched code of a path of a batched `if`, or of a trip of a batched
+        loop, made from `stmts`), which runs for every example though `mask` says which
+        take it, led by `x_in = rt.lane_guard(x, mask)` for each batched value from before
+        that it reads, and reading x_in until it assigns x. The guard is x itself; reverse
+        mode keeps its adjoint in the examples of the mask only. Elsewhere the path's
+        values may be nan (np.sqrt(x) where x < 0 takes the other path), and grad of vmap
+        multiplies their partials by the zero adjoints there: without the guard, 0 * nan
+        reached x's adjoint in every example. Only paths with an operation whose partial
+        can be infinite at a finite point (sqrt, log, exp, division, a power, a function of
+        the user's) are guarded; unbatched values are read as they are. (The batched code
+        is renamed in a copy: the IR it is made from is batched again for other specs.)"""
         if not _may_blow_up(stmts):
-            return []
+            return body
+        body = _copy.deepcopy(body)
         candidates = {v for v in set().union(set(), *(names_in(s) for s in walk_simple(stmts)))
                       if self.of(v) is True and v not in self.stacks}
-        renames = {}
-        for s in stmts:
-            live = {v for v in candidates if v not in renames or renames[v] is not None}
+        renames, done = {}, set()
+        for s in body:
+            live = candidates - done
             if not live:
                 break
             inner = live - assigned_in([s]) if isinstance(s, (gast.If, gast.For, gast.While)) \
                 else live
-            for v in inner:
-                if v not in renames and v in names_in(s):
+            for v in sorted(inner):
+                if v not in renames and v in _loaded(s):
                     renames[v] = self.namer.fresh(v + "_in")
-            _RenameReads({v: renames[v] for v in inner if renames.get(v)}).visit_all([s])
-            for v in assigned_in([s]) & live:
-                renames.setdefault(v, None)
-                if renames[v] is not None:
-                    candidates = candidates - {v}
-        prologue = []
-        for v, g in sorted((v, g) for v, g in renames.items() if g is not None):
-            self.spec[g] = True
-            if v in self.arrays:
-                self.arrays.add(g)
-            prologue.append(assign(g, call("rt.lane_guard", [name(v), name(mask)])))
-        return prologue
+            _RenameReads({v: renames[v] for v in inner if v in renames}).visit_all([s])
+            done |= assigned_in([s])
+        prologue = [assign(g, call("rt.lane_guard", [name(v), name(mask)]))
+                    for v, g in sorted(renames.items())]
+        return prologue + body
 
     def _guarded(self, mask, stmts, original):
         """`stmts` run only if some example takes this path. A path that saves values on a
@@ -270,11 +272,10 @@ class ControlFlowRules:
             orig[v] = self.namer.fresh(v + "_before")
             trip.append(assign(orig[v], call("rt.copy", [name(v)]) if v in written
                                else name(v)))
-        # (examples that are done run the trip too, on values that may be nan for them)
-        trip += self._lane_guarded(active, s.body)
         saved, self.mask = self.mask, active
         try:
-            trip += self.block(s.body)
+            # (examples that are done run the trip too, on values that may be nan there)
+            trip += self._lane_guarded(active, s.body, self.block(s.body))
         finally:
             self.mask = saved
         for v in merged:
