@@ -200,3 +200,47 @@ def test_dynamic_slice_clamps_as_jax_does():
     np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, -2, 2), x[0:2])
     np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, 1, 1, axis=1), x[:, 1:2])
     np.testing.assert_array_equal(lax.dynamic_index_in_dim(x, 7, keepdims=False), x[5])
+
+
+def _square(x):
+    return x * x
+
+
+_BRANCHES = (np.sin, np.cos)
+
+
+def _switched(i, x, w):
+    return np.sum(lax.switch(i, [np.sin, _square, lambda v: np.tanh(v * w)], x))
+
+
+def _switched_two(i, x, w):
+    return lax.switch(i, [lambda a, b: np.sum(a * b), lambda a, b: np.sum(a - b) ** 2], x, w)
+
+
+def test_switch_in_transformed_code():
+    """In transformed code a switch is an if/elif chain over its branches (written in the
+    call); under vmap each example takes its own branch, the index clipped as in JAX."""
+    rng = np.random.default_rng()
+    x, w = rng.normal(size=4), float(rng.uniform(0.5, 1.5))
+    for i in (-2, 0, 1, 2, 5):
+        check_grads(lambda x: _switched(i, x, w), (x,), order=2, modes=("rev", "fwd"))
+        np.testing.assert_allclose(tp.jit(_switched)(i, x, w), _switched(i, x, w))
+        np.testing.assert_allclose(tp.grad(_switched_two, argnums=(1, 2))(i, x, x[::-1])[0],
+                                   tp.grad(lambda a: _switched_two(i, a, x[::-1]))(x))
+    index = np.array([0, 2, 1, 7, -1])
+    xs = rng.normal(size=(5, 4))
+    want = [_switched(i, v, w) for i, v in zip(index, xs)]
+    np.testing.assert_allclose(tp.vmap(_switched, in_axes=(0, 0, None))(index, xs, w), want)
+    per_example = tp.vmap(tp.grad(_switched, argnums=1), in_axes=(0, 0, None))(index, xs, w)
+    np.testing.assert_allclose(per_example, [tp.grad(_switched, argnums=1)(i, v, w)
+                                             for i, v in zip(index, xs)])
+
+    assert tp.grad(lambda x: lax.switch(1, _BRANCHES, x))(0.5) == -np.sin(0.5)
+
+    def operands_given_whole(i, ops):
+        return lax.switch(i, [np.sin, np.cos], *ops)
+
+    with pytest.raises(tp.TransformError, match="number of arguments must be known"):
+        tp.grad(lambda x: operands_given_whole(0, (x,)))(0.5)
+    with pytest.raises(tp.TransformError, match="list of functions written in the call"):
+        tp.grad(lambda x: lax.switch(0, x, x))(np.ones(2))

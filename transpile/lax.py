@@ -12,12 +12,13 @@ takes a Python bool. Under vmap a predicate that differs between examples runs b
 branches and selects per example, as JAX's does.
 
 `cond` takes any number of operands; in transformed code it is one of the fixed-arity
-versions below (up to four operands), chosen by `__transpile_variant__`. `switch` runs in
-plain code; in transformed code write its branches as an if/elif chain.
+versions below (up to four operands), chosen by `__transpile_variant__`; so is `switch`
+(up to three operands), whose list of branches must be known while transforming.
 """
 import numpy as np
 
 import runtime as rt
+from .custom import file_backed
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "select",
            "stop_gradient", "dynamic_slice_in_dim", "dynamic_index_in_dim"]
@@ -105,6 +106,37 @@ def switch(index, branches, *operands):
     """`branches[clip(index, 0, len(branches) - 1)](*operands)`."""
     index = int(np.clip(index, 0, len(branches) - 1))
     return branches[index](*operands)
+
+
+# In transformed code, `switch(i, [f, g, h], x)` is a call of `switch_3_1(i, f, g, h, x)`:
+# an if/elif chain over the branches, each example of a vmap taking its own. The branches
+# are spread into arguments (calls.py, __transpile_spread__) so that each is a function
+# known while transforming, as cond's are.
+_SWITCHES = {}
+
+
+def _switch_of(n_branches, n_operands):
+    """The if/elif chain of `n_branches` branches taking `n_operands` operands."""
+    key = (n_branches, n_operands)
+    if key not in _SWITCHES:
+        branches = [f"branch_{k}" for k in range(n_branches)]
+        operands = [f"operand_{k}" for k in range(n_operands)]
+        call = ", ".join(operands)
+        lines = [f"def switch_{n_branches}_{n_operands}({', '.join(['index'] + branches + operands)}):",
+                 f"    i = np.clip(index, 0, {n_branches - 1})"]
+        for k, b in enumerate(branches):
+            if k == n_branches - 1:
+                lines.append("    else:" if n_branches > 1 else "    if True:")
+            else:
+                lines.append(f"    {'if' if k == 0 else 'elif'} i == {k}:")
+            lines.append(f"        out = {b}({call})")
+        lines.append("    return out")
+        name = f"switch_{n_branches}_{n_operands}"
+        _SWITCHES[key] = file_backed("\n".join(lines) + "\n", {"np": np}, name)
+    return _SWITCHES[key]
+
+
+switch.__transpile_spread__ = (1, _switch_of)
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):

@@ -307,6 +307,32 @@ class CallNormalizer:
                                  for k in node.keywords])
         if isinstance(callee, Static) and id(callee.value) in CALLED_INSTEAD:
             callee = Static(CALLED_INSTEAD[id(callee.value)][1])
+        spread = getattr(callee.value, "__transpile_spread__", None) \
+            if isinstance(callee, Static) else None
+        if spread is not None:
+            # a list of functions written in the call (lax.switch's branches) passed as
+            # that many arguments, to a function made for their number
+            position, make = spread
+            listed = node.args[position] if len(node.args) > position else None
+            known = self.static(listed) if listed is not None else None
+            if isinstance(known, Static) and isinstance(known.value, (tuple, list)):
+                # a list of functions known while transforming (a global's): each under a
+                # name of its own that the front end knows
+                names = []
+                for item in known.value:
+                    names.append(self.namer.fresh("branch"))
+                    self.local_fns[names[-1]] = Static(item)
+                listed = gast.Tuple(elts=[gast.copy_location(_name(n), listed) for n in names],
+                                    ctx=gast.Load())
+            if not isinstance(listed, (gast.List, gast.Tuple)) or node.keywords or \
+                    any(isinstance(a, gast.Starred) for a in node.args):
+                raise self.error(node, f"{callee.value.__name__} in transformed code needs "
+                                 "its list of functions written in the call (or known while "
+                                 "transforming), and its operands as positional arguments.",
+                                 f"{callee.value.__name__}(i, [f, g], x)")
+            args = node.args[:position] + listed.elts + node.args[position + 1:]
+            node = gast.copy_location(gast.Call(func=node.func, args=args, keywords=[]), node)
+            callee = Static(make(len(listed.elts), len(args) - position - len(listed.elts)))
         plain_only = getattr(callee.value, "__transpile_plain_only__", None) \
             if isinstance(callee, Static) else None
         if plain_only is not None:
