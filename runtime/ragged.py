@@ -206,17 +206,19 @@ def _reduce(name, a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         raise ragged_error(f"np.{name} over the examples")
     options = {"dtype": dtype} if dtype is not None and name not in _NO_DTYPE else {}
     if name == "mean":
-        total = _reduce("sum", a, axes, dtype=dtype, keepdims=keepdims)
+        # numpy's dtype: float64 for integers, the float's own otherwise (or `dtype`)
+        want = np.mean(a.values[:1], axis=0, dtype=dtype).dtype
+        total = _reduce("sum", a, axes, dtype=want, keepdims=keepdims)
         kept = int(np.prod([a.element_shape[k - 2] for k in axes if k >= 2]))
         if 1 not in axes:
-            return total / kept
+            return a.like((total.values / kept).astype(want, copy=False))
         xp = array_module(a.values)
         counts = a.counts.reshape(a.counts.shape + (1,) * (np.ndim(total) - 1)) * kept
         with np.errstate(invalid="ignore", divide="ignore"):
             if not bool(xp.all(counts)):
                 import warnings
                 warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
-            return total / counts
+            return (total / counts).astype(want, copy=False)
     func = _REDUCTIONS[name]
     element_axes = tuple(k - 1 for k in axes if k >= 2)
     values = a.values

@@ -208,3 +208,21 @@ def test_vmap_of_vmap_and_hessian_refuse_clearly():
     x, s = _inputs(np.random.default_rng())
     with pytest.raises(tp.TransformError, match="ragged"):
         tp.vmap(tp.vmap(sum_of_selected))(x[None], s[None])
+
+
+def test_reductions_keep_numpy_dtypes():
+    rng = np.random.default_rng()
+    x = rng.normal(size=(4, 6))
+    x[:, 0] = np.abs(x[:, 0]) + 0.2          # something selected in every example
+    for dtype in (np.float32, np.float64, np.int64):
+        xs = (x * 10).astype(dtype)
+
+        def stats(v):
+            sel = v[v > 0]
+            return np.mean(sel), np.sum(sel), np.max(sel), np.mean(v[v > -100] > 0)
+
+        got = tp.vmap(stats)(xs)
+        want = [stats(v) for v in xs]
+        for k in range(4):
+            assert got[k].dtype == np.asarray(want[0][k]).dtype, (dtype, k)
+            np.testing.assert_allclose(got[k], [w[k] for w in want], rtol=1e-6)
