@@ -317,6 +317,12 @@ def test_vjp_inside_transformed_code_is_refused_clearly():
                        "supported"):
         tp.grad(g)(0.3)
 
+    def called_where_made(z, w):        # it said "a function held in a variable"
+        return tp.vjp(np.sin, z)[1](w)[0]
+    with pytest.raises(tp.TransformError, match="tp.vjp inside transformed code is not "
+                       "supported"):
+        tp.vmap(called_where_made)(np.ones((3, 2)), np.ones((3, 2)))
+
 
 def calls_an_undefined_name(x):
     return helper_never_defined(x) * 2.0  # MARK  # noqa: F821

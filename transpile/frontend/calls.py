@@ -166,6 +166,12 @@ class CallNormalizer:
                 self.check_argument_dependent(func)
                 if isinstance(func, gast.Name) and func.id not in self.locals:
                     self.expr_Name(func, [])     # a name nothing binds: its own error
+                made = func.value if isinstance(func, gast.Subscript) else None
+                maker = self.static(made.func) if isinstance(made, gast.Call) else None
+                if isinstance(maker, Static) and \
+                        self.callees.transformation(maker.value) == "vjp":
+                    # tp.vjp(f, x)[1](g): the pullback, called where it is made
+                    raise self.error(made, *_VJP_IN_CODE)
                 raise self.error(func, "calling a function held in a variable is not supported.",
                                  "call the function by its name.")
         return self.call(callee, node, stmts)
@@ -269,11 +275,7 @@ class CallNormalizer:
         if kind == "jvp":
             return self.jvp_call(node, stmts)
         if kind == "vjp":
-            raise self.error(node, "tp.vjp inside transformed code is not supported: its "
-                             "pullback is a function value, which transformed code cannot "
-                             "hold.", "differentiate with tp.grad (of the function summed "
-                             "against the cotangent, for a vector output), tp.jacrev or "
-                             "tp.jvp there, or call tp.vjp outside.")
+            raise self.error(node, *_VJP_IN_CODE)
         if kind is not None:
             return self.transformation(callee.value, node)
         if isinstance(callee, LocalTransformed):
@@ -1273,6 +1275,11 @@ class CallNormalizer:
         params = [a.id for a in fdef.args.args]
         return LocalFunction(name, params + free, free, defaults)
 
+
+_VJP_IN_CODE = ("tp.vjp inside transformed code is not supported: its pullback is a "
+                "function value, which transformed code cannot hold.",
+                "differentiate with tp.grad (of the function summed against the cotangent, "
+                "for a vector output), tp.jacrev or tp.jvp there, or call tp.vjp outside.")
 
 # methods that only lists and dicts have (an array's are in ARRAY_METHODS)
 _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count", "reverse",
