@@ -18,6 +18,7 @@ TransformError, since a batched result of it would be ragged: a Ragged has no `_
 and no `shape`, so no helper can read it as an array by mistake.
 """
 import numbers
+import warnings
 
 import numpy as np
 
@@ -216,7 +217,6 @@ def _reduce(name, a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         counts = a.counts.reshape(a.counts.shape + (1,) * (np.ndim(total) - 1)) * kept
         with np.errstate(invalid="ignore", divide="ignore"):
             if not bool(xp.all(counts)):
-                import warnings
                 warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
             return (total / counts).astype(want, copy=False)
     func = _REDUCTIONS[name]
@@ -291,8 +291,8 @@ def unbroadcast_to_ragged(g, like):
     g = xp.asarray(g)
     if g.ndim >= mask.ndim and g.shape[:mask.ndim] == mask.shape:
         return like.like(xp.broadcast_to(g[mask], like.values.shape))
-    return like.per_element(g).like(xp.broadcast_to(like.per_element(g).values,
-                                                    like.values.shape))
+    spread = like.per_element(g)
+    return like.like(xp.broadcast_to(spread.values, like.values.shape))
 
 
 def _restricted(g, like):

@@ -33,12 +33,14 @@ from .ir.program import FunctionIR, Program, Snapshot, is_literal
 from .reverse import gradients
 
 
-def _located_call(entry):
+def _located_call(entry, selects):
     """Call vmapped code; a TransformError it raises names the user's line it comes from
-    (an argument of np.reshape that differs between examples is found when it runs)."""
+    (an argument of np.reshape that differs between examples is found when it runs).
+    selects: the code reads through per-example masks, so its result is checked."""
     def call(t, args):
         try:
-            return _not_ragged(entry(*args))
+            out = entry(*args)
+            return _not_ragged(out) if selects else out
         except TransformError as exc:
             new = located(exc)
             if new is exc:
@@ -90,9 +92,11 @@ class Generated:
         self.nprefix = nprefix
         self.nuser = nuser
         self.extra = extra or {}
+        # only code that gathers per example can return a selection (runtime.ragged)
+        selects = "rt.lane_gather(" in text
         if kind == "vmap":
-            self.call = _located_call(entry)
-        elif kind in ("jit", "pmap"):       # (code vmap made, maybe)
+            self.call = _located_call(entry, selects)
+        elif kind in ("jit", "pmap") and selects:
             self.call = lambda t, args, _entry=entry: _not_ragged(_entry(*args))
         elif kind != "vjp":
             self.call = lambda t, args, _entry=entry: _entry(*args)

@@ -217,7 +217,7 @@ class ControlFlowRules:
         if not _may_blow_up(stmts):
             return body
         body = _copy.deepcopy(body)
-        candidates = {v for v in set().union(set(), *(names_in(s) for s in walk_simple(stmts)))
+        candidates = {v for v in set().union(*(names_in(s) for s in walk_simple(stmts)))
                       if self.of(v) is True and v not in self.stacks}
         renames, done = {}, set()
         for s in body:
