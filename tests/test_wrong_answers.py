@@ -4,6 +4,7 @@ Each test names the bug it pins down. Everything is checked against plain numpy 
 differences (`check_grads`), never against values written down by hand.
 """
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -1721,3 +1722,42 @@ def test_grad_of_vmap_through_paths_undefined_elsewhere():
         per_example = tp.vmap(tp.grad(fn, argnums=argnums))(*args)
         for k in argnums:
             np.testing.assert_allclose(per_example[k], [w[k] for w in want], rtol=1e-12)
+
+
+def _scaled_sqrt_either_side(w, a):
+    if a >= 0:
+        r = w * np.sqrt(a)
+    else:
+        r = w * np.sqrt(-a)
+    return r
+
+
+def _shrink_scaled_until_small(w, x):
+    while x > 0.3:
+        x = w * np.log(x)              # nan for the examples that are done
+    return x
+
+
+def test_grad_of_vmap_by_a_weight_shared_by_paths_undefined_elsewhere():
+    """The weight's gradient sums over every example, the ones that take the other path
+    included: their nan partials reached it (nan, with the per-example gradients right)
+    until each example outside a path reads the values of one inside it."""
+    rng = np.random.default_rng()
+    w = rng.uniform(0.4, 0.9)
+    a = np.concatenate([-rng.uniform(0.2, 2.0, 3), rng.uniform(0.2, 2.0, 3)])
+    x = np.concatenate([rng.uniform(0.05, 0.25, 2), rng.uniform(1.5, 30.0, 4)])
+    for fn, batch in ((_scaled_sqrt_either_side, a), (_shrink_scaled_until_small, x)):
+        batched = tp.vmap(fn, in_axes=(None, 0))
+
+        def total(w, batch):
+            return np.sum(batched(w, batch))
+        want = [tp.grad(fn, argnums=(0, 1))(w, float(v)) for v in batch]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")      # and no nan computed on the way
+            for got in (tp.grad(total, argnums=(0, 1))(w, batch),
+                        tp.jit(tp.grad(total, argnums=(0, 1)))(w, batch)):
+                np.testing.assert_allclose(got[0], sum(g[0] for g in want), rtol=1e-12)
+                np.testing.assert_allclose(got[1], [g[1] for g in want], rtol=1e-12)
+            np.testing.assert_allclose(
+                tp.vmap(fn, in_axes=(None, 0))(w, batch), [fn(w, v) for v in batch],
+                rtol=1e-14)

@@ -87,6 +87,7 @@ class Reverse:
         ret = body[-1]
         self.body = freeze_branch_tests(split_self_assignments(body[:-1], self.namer),
                                          self.namer)
+        _reverse_sweep_spellings(self.body)
         self.out = ret.value
         self.active = varied(self.body, self.wrt)
         # Lists this function pops are stacks: their adjoints are stacks too. Lists it only
@@ -529,6 +530,19 @@ class RestoreMarker(gast.AST):
     def __init__(self, stmt):
         super().__init__()
         self.stmt = stmt
+
+
+def _reverse_sweep_spellings(stmts):
+    """Calls whose rule names another helper for reverse mode's forward sweep
+    (rules.core.reverse_sweep_calls) call that one. (The pass works on its own copy of
+    the IR.)"""
+    for s in stmts:
+        for node in gast.walk(s):
+            found = anno.get(node, Anno.PRIM) if isinstance(node, gast.Call) else None
+            if found and found[0] is not None and found[0].in_reverse:
+                instead = _call(found[0].in_reverse, [])
+                node.func = instead.func
+                anno.set(node, Anno.PRIM, anno.get(instead, Anno.PRIM))
 
 
 def _has_code(stmts):

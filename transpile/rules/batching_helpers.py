@@ -6,7 +6,7 @@ enclosing vmap batches them with `batch_lanes` (core.py): its unbatched array ar
 are viewed along the batch and `outer` goes up by one (see runtime/batching.py).
 """
 from .core import (batch_elementwise, batch_lanes, batch_same, BatchRule, fwd, nondiff, rev,
-                   set_batch_rule)
+                   reverse_sweep_calls, set_batch_rule)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -51,6 +51,19 @@ def lane_guard(dout, out, x, mask, outer=0):
 @fwd("rt.lane_guard")
 def lane_guard_fwd(out, x, mask, outer=0):
     dout = dx
+
+
+@rev("rt.lane_borrow")
+def lane_borrow(dout, out, x, mask, outer=0):
+    dx = rt.lane_guard_adj(dout, mask, outer)
+
+
+@fwd("rt.lane_borrow")
+def lane_borrow_fwd(out, x, mask, outer=0):
+    dout = rt.lane_borrow(dx, mask, outer)
+
+
+reverse_sweep_calls("rt.lane_guard", "rt.lane_borrow")
 
 
 @rev("rt.lane_guard_adj")
@@ -345,7 +358,7 @@ batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per o
 nondiff("rt.each_lane")
 set_batch_rule("rt.each_lane", BatchRule("unsupported"))
 for _s, _arrays in {"rt.align": ("x", "y"), "rt.align_lanes": ("x", "y"),
-                    "rt.align_adj": ("d", "x"), "rt.lane_guard": ("x", "mask"),
+                    "rt.align_adj": ("d", "x"), "rt.lane_guard": ("x", "mask"), "rt.lane_borrow": ("x", "mask"),
                     "rt.lane_guard_adj": ("d", "mask"),
                     "rt.align_to_slot": ("value", "slot"),
                     "rt.align_to_slot_adj": ("d", "value"),

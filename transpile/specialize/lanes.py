@@ -535,6 +535,7 @@ RULES = {
     "rt.align_adj": Rule((2,), align_adj_kind, align_adj_decide),
     "rt.loop_sequence": Rule((2,), loop_sequence_kind, loop_sequence_decide),
     "rt.lane_guard": Rule((2,), lambda args, lits: args[0], lambda nodes, args, lits: nodes[0]),
+    "rt.lane_borrow": Rule((2,), lambda args, lits: args[0]),
     "rt.loop_sequence_adj": Rule((2,), loop_sequence_adj_kind, loop_sequence_adj_decide),
     "rt.loop_sequence_tangent": Rule((2,), loop_sequence_adj_kind, loop_sequence_adj_decide),
     "rt.lane_axis": Rule((2,), _from_decision(lane_axis_decide), lane_axis_decide),
