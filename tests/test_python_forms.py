@@ -195,6 +195,49 @@ def test_vmap_raises_only_when_an_example_takes_the_branch(rng):
         tp.vmap(tp.grad(_checked))(xs)
 
 
+def _log_of_positive(x):
+    if x <= 0:
+        raise ValueError("x must be positive")
+    return np.log(x)
+
+
+def _log_where_positive(x):
+    if x > 0:
+        y = _log_of_positive(x) * x
+    else:
+        y = x
+    return y
+
+
+def _sum_down_to_one(k, a, step):
+    if k == 1:                  # examples past their base case would never meet it again
+        return a
+    return _sum_down_to_one(k - 1, a + k * step, step)
+
+
+def test_vmap_of_a_path_calling_a_function_the_other_examples_would_break(rng):
+    """A path that calls a function of the user's runs it for every example; those that
+    take the other path read the values of one that takes this one, so a check their own
+    values fail does not raise and a recursion they have left ends."""
+    x = np.concatenate([rng.uniform(0.5, 2.0, 3), -rng.uniform(0.5, 2.0, 2)])
+    rng.shuffle(x)
+    want = [_log_where_positive(v) for v in x]
+    np.testing.assert_allclose(tp.vmap(_log_where_positive)(x), want, rtol=1e-14)
+    np.testing.assert_allclose(tp.jit(tp.vmap(_log_where_positive))(x), want, rtol=1e-14)
+    grads = [tp.grad(_log_where_positive)(v) for v in x]
+    np.testing.assert_allclose(tp.vmap(tp.grad(_log_where_positive))(x), grads, rtol=1e-14)
+    np.testing.assert_allclose(tp.grad(lambda x: np.sum(tp.vmap(_log_where_positive)(x)))(x),
+                               grads, rtol=1e-14)
+    k = rng.integers(1, 9, size=6)
+    step = rng.uniform(0.1, 1.0)
+    sums = tp.vmap(_sum_down_to_one, in_axes=(0, None, None))(k, 1.0, step)
+    np.testing.assert_allclose(sums, [_sum_down_to_one(int(n), 1.0, step) for n in k],
+                               rtol=1e-14)
+    by_step = tp.vmap(tp.grad(_sum_down_to_one, argnums=2), in_axes=(0, None, None))
+    np.testing.assert_allclose(by_step(k, 1.0, step), [n * (n + 1) / 2 - 1 for n in k],
+                               rtol=1e-12)
+
+
 # ---------------------------------------------------------------- untransformable code in branches
 
 def _plots_when_asked(x, ax=None, verbose=False):
@@ -1109,3 +1152,63 @@ def test_loops_over_dicts_and_sets_walk_what_python_walks():
                                    for k in range(5)])
     np.testing.assert_allclose(tp.vmap(_set_loss, in_axes=(0, None))(xs[:, :3].repeat(2, 1)[:, :5], picks),
                                [_set_loss(r, picks) for r in xs[:, :3].repeat(2, 1)[:, :5]])
+
+
+# ---------------------------------------------------------------- nested functions that call
+# themselves. The nested def's own name was lifted as a free variable of itself: the call
+# passed a `fact` that does not exist (NameError), and the recursive call, refused as a
+# call of a value, became a raise in its branch (Myia's test_fact, test_recursive_closure).
+
+def _nested_factorial(x):
+    def fact(n):
+        if n <= 1:
+            return 1.0
+        else:
+            return n * fact(n - 1)
+    return fact(x)
+
+
+def _nested_recursion_reading_the_enclosing_scope(x):
+    def f(k):
+        if k <= 0:
+            return x
+        else:
+            return f(k - 1) * np.sin(x)
+    return f(3)
+
+
+def _nested_lambda_recursion(x):
+    fact = lambda n: 1.0 if n <= 1 else n * fact(n - 1)   # noqa: E731
+    return fact(x) * x
+
+
+def _nested_tail_call(x, a0):
+    def fsum(k, a):
+        if k == 1:
+            return a
+        return fsum(k - 1, a + k * a0)
+    return fsum(x, np.cos(a0))
+
+
+def _nested_gcd(a, b):
+    def gcd(a, b):
+        return a if not b else gcd(b, a % b)
+    return gcd(b, a) if a < b else gcd(a, b)
+
+
+def test_nested_functions_that_call_themselves(rng):
+    x = rng.uniform(2.5, 4.5)
+    for f in (_nested_factorial, _nested_recursion_reading_the_enclosing_scope,
+              _nested_lambda_recursion):
+        check_grads(f, (x,), order=2, modes=("rev", "fwd"))
+        assert np.isclose(tp.jit(f)(x), f(x), rtol=1e-14)
+        xs = rng.uniform(0.5, 4.5, 5)
+        np.testing.assert_allclose(tp.vmap(f)(xs), [f(v) for v in xs], rtol=1e-14)
+        np.testing.assert_allclose(tp.vmap(tp.grad(f))(xs), [tp.grad(f)(v) for v in xs],
+                                   rtol=1e-14)
+    a0 = rng.uniform(0.1, 1.0)
+    check_grads(lambda a: _nested_tail_call(6, a), (a0,), order=2, modes=("rev", "fwd"))
+    ks = rng.integers(1, 8, size=5)
+    np.testing.assert_allclose(tp.vmap(_nested_tail_call, in_axes=(0, None))(ks, a0),
+                               [_nested_tail_call(int(k), a0) for k in ks], rtol=1e-14)
+    assert tp.jit(_nested_gcd)(84, 36) == 12

@@ -87,6 +87,16 @@ def _may_blow_up(stmts):
     return False
 
 
+def _calls_user_code(stmts):
+    """Whether a path calls a function of the user's. Its batched variant runs for every
+    example and knows nothing of the path's mask: for the examples that take the other
+    path it could raise (a check that their values fail) or recurse without end (`if n ==
+    1:` a base case they have passed), so those examples borrow the values of one that
+    takes the path (rt.lane_borrow) even in plain vmapped code."""
+    return any(isinstance(n, gast.Call) and anno.get(n, Anno.CALLEE)
+               for s in walk_simple(stmts) for n in gast.walk(s))
+
+
 class ControlFlowRules:
     """How `Batching` rewrites if/for/while (see the module docstring)."""
 
@@ -206,14 +216,18 @@ class ControlFlowRules:
         """`body` (the batched code of a path of a batched `if`, or of a trip of a batched
         loop, made from `stmts`), which runs for every example though `mask` says which
         take it, led by `x_in = rt.lane_guard(x, mask)` for each batched value from before
-        that it reads, and reading x_in until it assigns x. The guard is x itself; reverse
-        mode keeps its adjoint in the examples of the mask only. Elsewhere the path's
-        values may be nan (np.sqrt(x) where x < 0 takes the other path), and grad of vmap
-        multiplies their partials by the zero adjoints there: without the guard, 0 * nan
-        reached x's adjoint in every example. Only paths with an operation whose partial
-        can be infinite at a finite point (sqrt, log, exp, division, a power, a function of
-        the user's) are guarded; unbatched values are read as they are. (The batched code
-        is renamed in a copy: the IR it is made from is batched again for other specs.)"""
+        that it reads, and reading x_in until it assigns x. Elsewhere the path's values may
+        be nan (np.sqrt(x) where x < 0 takes the other path), and grad of vmap multiplies
+        their partials by the zero adjoints there: 0 * nan reached x's adjoint in every
+        example, and the gradient of every unbatched value the path reads. The guard is x
+        itself in vmapped code; reverse mode's forward sweep calls rt.lane_borrow instead
+        (the examples outside the mask read the values of one inside it, where the path is
+        defined) and keeps x's adjoint in the examples of the mask only. A path that calls
+        a function of the user's borrows in vmapped code too (_calls_user_code). Only paths
+        with an operation whose partial can be infinite at a finite point (sqrt, log, exp,
+        division, a power, a function of the user's) are guarded; unbatched values are read
+        as they are. (The batched code is renamed in a copy: the IR it is made from is
+        batched again for other specs.)"""
         if not _may_blow_up(stmts):
             return body
         body = _copy.deepcopy(body)
@@ -231,7 +245,8 @@ class ControlFlowRules:
                     renames[v] = self.namer.fresh(v + "_in")
             _RenameReads({v: renames[v] for v in inner if v in renames}).visit_all([s])
             done |= assigned_in([s])
-        prologue = [assign(g, call("rt.lane_guard", [name(v), name(mask)]))
+        guard = "rt.lane_borrow" if _calls_user_code(stmts) else "rt.lane_guard"
+        prologue = [assign(g, call(guard, [name(v), name(mask)]))
                     for v, g in sorted(renames.items())]
         return prologue + body
 

@@ -1248,10 +1248,13 @@ class CallNormalizer:
         return False
 
     def lift(self, fdef, hint):
-        """Lift a nested def/lambda to an IR function; its free variables become parameters."""
+        """Lift a nested def/lambda to an IR function; its free variables become parameters.
+        One that calls itself by its name (a nested `fact`) calls its own IR function."""
         own = assigned_names(fdef.body) | {a.id for a in fdef.args.args}
         used = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)
                 and isinstance(n.ctx, gast.Load)}
+        recursive = fdef.name in used - own
+        used.discard(fdef.name if recursive else None)
         # local functions it calls are resolved while transforming; what they read from
         # here is read by this one too
         called = [self.local_fns[n] for n in used - own if n in self.local_fns]
@@ -1267,13 +1270,16 @@ class CallNormalizer:
                     raise self.error(d, "default values of nested functions must be constants.")
                 defaults[n] = d.value
             fdef.args.defaults = []
+        params = [a.id for a in fdef.args.args]
+        lifted = LocalFunction(name, params + free, free, defaults)
         inner = type(self)(self.program, self.src, self.globals, self.closure, name,
                            lifted=free)
         inner.local_fns = dict(self.local_fns)
+        if recursive:
+            inner.local_fns[fdef.name] = lifted
         self.program.functions[name] = None  # reserve (recursion)
         self.program.functions[name] = inner.normalize(fdef)
-        params = [a.id for a in fdef.args.args]
-        return LocalFunction(name, params + free, free, defaults)
+        return lifted
 
 
 _VJP_IN_CODE = ("tp.vjp inside transformed code is not supported: its pullback is a "
