@@ -763,3 +763,47 @@ def test_defjvps_rules_add_up_in_every_mode():
     np.testing.assert_allclose(tp.grad(_only_first)(s, 2.5), 3 * s ** 2 * 2.5)
     with pytest.raises(tp.TransformError, match="2 rules for 1 arguments|1 rules for 2"):
         _only_first.defjvps(lambda t, out, x, n: t)
+
+
+# JAX's docs unpack a rule's arguments in one statement. `(x,), (x_dot,) = primals,
+# tangents` made one tuple of both, so reverse mode (which transposes the rule in its
+# tangents) saw `x` as a value to differentiate too, and differentiating the rule's own
+# call `log1pexp(x)` needed the rule being made: it was refused as a cycle.
+
+@tp.custom_jvp
+def log1pexp(x):
+    return np.log(1.0 + np.exp(x))
+
+
+@log1pexp.defjvp
+def log1pexp_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return log1pexp(x), x_dot * (1.0 - 1.0 / (1.0 + np.exp(x)))
+
+
+def test_a_rule_unpacking_primals_and_tangents_in_one_statement():
+    rng = np.random.default_rng()
+    x = rng.normal(size=4)
+    sig = 1.0 / (1.0 + np.exp(-x))
+    np.testing.assert_allclose(tp.grad(lambda x: np.sum(log1pexp(x)))(x), sig, rtol=1e-13)
+    assert tp.grad(log1pexp)(100.0) == 1.0          # the rule's value, where the body's is nan
+    np.testing.assert_allclose(tp.jit(tp.grad(log1pexp))(x[0]), sig[0], rtol=1e-13)
+    np.testing.assert_allclose(tp.vmap(tp.grad(log1pexp))(x), sig, rtol=1e-13)
+    np.testing.assert_allclose(tp.grad(tp.grad(log1pexp))(x[1]), sig[1] * (1 - sig[1]),
+                               rtol=1e-12)
+    check_grads(log1pexp, (x,), order=2, modes=("fwd", "rev"))
+
+
+def _swapped_and_nested(x, y):
+    x, y = y, x                          # reads what it binds: one tuple, then unpacked
+    a, (b, c) = x * 2.0, (y, np.sin(x))
+    f, g = np.sin, np.cos                # functions bound by name, pair by pair
+    return a * b + c + f(g(y))
+
+
+def test_tuple_assignments_of_tuple_literals():
+    rng = np.random.default_rng()
+    x, y = rng.normal(size=2)
+    assert np.isclose(tp.jit(_swapped_and_nested)(x, y), _swapped_and_nested(x, y),
+                      rtol=1e-14)
+    check_grads(_swapped_and_nested, (x, y), order=2, modes=("fwd", "rev"))

@@ -256,10 +256,33 @@ class Normalizer(CallNormalizer):
                 return stmts
             stmts.append(_assign(target, value, node))
             return stmts
+        if self._pairwise(node):
+            for target, value in zip(node.targets[0].elts, node.value.elts):
+                stmts += self.stmt_Assign(gast.copy_location(
+                    gast.Assign(targets=[target], value=value, type_comment=None), node))
+            return stmts
         value = self.atom(node.value, stmts)
         for target in node.targets:
             self.assign_target(target, value, stmts, node)
         return stmts
+
+    @staticmethod
+    def _pairwise(node):
+        """`a, (b, c) = x, y` that reads none of the names it binds: one assignment per
+        pair, as if written so. A tuple of the values would tie them together (the
+        tangents in a custom_jvp rule's `(x,), (x_dot,) = primals, tangents` made `x` a
+        value to differentiate), and a function among them can be bound by its name."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0], (gast.Tuple, gast.List)) \
+                or not isinstance(node.value, (gast.Tuple, gast.List)):
+            return False
+        targets, values = node.targets[0].elts, node.value.elts
+        if len(targets) != len(values) or \
+                any(isinstance(e, gast.Starred) for e in targets + values):
+            return False
+        bound = {n.id for t in targets for n in gast.walk(t)
+                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        read = {n.id for v in values for n in gast.walk(v) if isinstance(n, gast.Name)}
+        return not bound & read
 
     # `it = iter(xs)` ... `next(it)`: the iterator is a position in xs, so every
     # transformation sees plain indexing (`xs[k]`, k counting up)
