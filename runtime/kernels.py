@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from .backend import array_module
+from .trees import rebuild_like
 
 _numba = None
 _numba_checked = False
@@ -300,7 +301,7 @@ def device_put(x, device=None):
     array), else unchanged; device="cpu" (or a CPU device of tp.devices()) brings it back
     as numpy."""
     if isinstance(x, (tuple, list)):
-        return type(x)(device_put(v, device) for v in x)
+        return rebuild_like(x, (device_put(v, device) for v in x))
     if isinstance(x, dict):
         return {k: device_put(v, device) for k, v in x.items()}
     on_gpu = [d for d in devices() if d != "cpu"]

@@ -265,7 +265,7 @@ def _lane_tree_vdot(a, b, outer):
 def lane_tree_scale(x, s, outer=0):
     """rt.tree_scale per example: every leaf of x times its example's scalar `s`."""
     if isinstance(x, (tuple, list)):
-        return type(x)(lane_tree_scale(v, s, outer) for v in x)
+        return rebuild_like(x, (lane_tree_scale(v, s, outer) for v in x))
     if isinstance(x, dict):
         return {k: lane_tree_scale(v, s, outer) for k, v in x.items()}
     if x is None:

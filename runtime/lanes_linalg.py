@@ -25,7 +25,7 @@ from .batching import batch_view, frames
 from .errors import TransformError
 from .linalg_helpers import (NO_ADJOINT, ZERO, einsum_spec, inner_spec, matmul_adj_x1,
                              matmul_adj_x2, solve as _solve, tensordot_spec)
-from .trees import is_container
+from .trees import is_container, rebuild_like
 
 _LETTERS = string.ascii_letters
 
@@ -73,7 +73,7 @@ def lanes_probe(x, outer=0):
     if x is None or isinstance(x, (str, bytes)):
         return x
     if isinstance(x, (tuple, list)):
-        return type(x)(lanes_probe(v, outer) for v in x)
+        return rebuild_like(x, (lanes_probe(v, outer) for v in x))
     if isinstance(x, dict):
         return {k: lanes_probe(v, outer) for k, v in x.items()}
     xp = array_module(x)

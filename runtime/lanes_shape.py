@@ -18,6 +18,7 @@ import numpy as np
 from .backend import array_module
 from .errors import TransformError
 from .lanes_adjoint import lane_unbroadcast
+from .trees import rebuild_like
 from .shape_helpers import diagonal_adj
 
 
@@ -132,7 +133,7 @@ def lane_example(x, outer=0):
     np.isscalar). A batch loses whether an example was a Python number or a 0-d array: an
     example of a batched float array is reported as an np.float64 (a float)."""
     if _is_seq(x):
-        return type(x)(lane_example(v, outer) for v in x)
+        return rebuild_like(x, (lane_example(v, outer) for v in x))
     if isinstance(x, dict):
         return {k: lane_example(v, outer) for k, v in x.items()}
     x = _asarray(x)

@@ -569,7 +569,7 @@ def tree_vdot(a, b):
 def tree_scale(x, s):
     """Every leaf of `x` times the scalar `s`."""
     if isinstance(x, (tuple, list)):
-        return type(x)(tree_scale(v, s) for v in x)
+        return rebuild_like(x, (tree_scale(v, s) for v in x))
     if isinstance(x, dict):
         return {k: tree_scale(v, s) for k, v in x.items()}
     return None if x is None else x * s

@@ -1,6 +1,7 @@
 """tp.tree_util: JAX's pytree functions in plain code, and tree_map inside transformed code
 (derivatives against finite differences, vmap against a loop, jit against the plain call)."""
 import dataclasses
+from typing import NamedTuple
 from collections import namedtuple
 
 import numpy as np
@@ -424,3 +425,30 @@ def test_paths_are_refused_in_transformed_code():
                        "only") as info:
         tp.grad(loss)({"a": np.ones(2)})
     assert "test_tree_util.py" in str(info.value)
+
+
+class _Params(NamedTuple):
+    w: np.ndarray
+    b: np.ndarray
+
+
+def _doubled_params(p):
+    return tp.tree_util.tree_map(lambda a: a * 2.0, p)
+
+
+def test_namedtuples_rebuilt_by_vmap_and_device_put():
+    """Runtime helpers rebuilt tuples with type(x)(generator), which a namedtuple's
+    constructor takes as one argument: vmap of a tree_map over one raised TypeError
+    (JAX's stateful-computations page vmaps an `update` of its Params so)."""
+    rng = np.random.default_rng()
+    p = _Params(rng.normal(size=(3, 2)), rng.normal(size=3))
+    out = tp.vmap(_doubled_params)(p)
+    assert isinstance(out, _Params)
+    np.testing.assert_array_equal(out.w, 2.0 * p.w)
+    np.testing.assert_array_equal(out.b, 2.0 * p.b)
+    per_example = tp.vmap(tp.grad(lambda p: np.sum(_doubled_params(p).w ** 2)))(p)
+    assert isinstance(per_example, _Params)
+    np.testing.assert_allclose(per_example.w, 8.0 * p.w, rtol=1e-14)
+    np.testing.assert_array_equal(per_example.b, 0.0 * p.b)
+    moved = tp.device_put(p)
+    assert isinstance(moved, _Params) and np.array_equal(moved.w, p.w)
