@@ -1212,3 +1212,27 @@ def test_nested_functions_that_call_themselves(rng):
     np.testing.assert_allclose(tp.vmap(_nested_tail_call, in_axes=(0, None))(ks, a0),
                                [_nested_tail_call(int(k), a0) for k in ks], rtol=1e-14)
     assert tp.jit(_nested_gcd)(84, 36) == 12
+
+
+def _scale_and_shift(x, scale=2.0, shift=0.5):
+    return x * scale + shift
+
+
+def test_operators_and_defaults_given_to_transformations(rng):
+    """tp.grad(operator.mul) (Myia's test_grad_prim; jax.grad takes it) is the derivative of
+    `a * b`; jit of a vmap with one int in_axes maps only the arguments passed, as the vmap
+    does (it mapped the defaults too: 'in_axes=0 is out of range for argument scale')."""
+    a, b = rng.normal(size=2)
+    assert tp.grad(operator.mul)(a, b) == b
+    assert tp.grad(operator.mul, argnums=1)(a, b) == a
+    assert tp.grad(operator.truediv)(a, b) == 1.0 / b
+    assert tp.grad(operator.neg)(a) == -1.0
+    m, v = rng.normal(size=(4, 3, 3)), rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(operator.matmul)(m, v), np.einsum("bij,bj->bi", m, v),
+                               rtol=1e-14)
+    x = rng.normal(size=5)
+    for run in (tp.vmap(_scale_and_shift), tp.jit(tp.vmap(_scale_and_shift))):
+        for _ in range(2):                  # the general code, then the specialized one
+            np.testing.assert_allclose(run(x), 2.0 * x + 0.5, rtol=1e-15)
+            np.testing.assert_allclose(run(x, np.full(5, 3.0)), 3.0 * x + 0.5, rtol=1e-15)
+            np.testing.assert_allclose(run(x, shift=np.ones(5)), 2.0 * x + 1.0, rtol=1e-15)

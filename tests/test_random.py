@@ -329,3 +329,16 @@ def test_compiled_paths_give_the_numpy_paths_numbers(monkeypatch):
             jr.bits(key, (5000,), np.uint32)]
     for a, b in zip(fast, slow):
         assert np.array_equal(a, b)
+
+
+def test_draw_functions_given_to_a_transformation_directly():
+    """tp.vmap(tp.random.normal)(keys), as JAX's docs write it: the draw is a call of the
+    function (a table row), not its runtime code transformed (which was refused)."""
+    keys = jr.split(jr.key(42), 5)
+    for draw in (jr.normal, jr.uniform):
+        want = np.stack([draw(k) for k in keys])
+        np.testing.assert_array_equal(tp.vmap(draw)(keys), want)
+        np.testing.assert_array_equal(tp.jit(tp.vmap(draw))(keys), want)
+        np.testing.assert_array_equal(tp.jit(tp.vmap(draw))(keys), want)   # specialized
+    np.testing.assert_array_equal(tp.vmap(jr.normal, in_axes=(0, None))(keys, (2,)),
+                                  np.stack([jr.normal(k, (2,)) for k in keys]))

@@ -94,8 +94,10 @@ class Root:
             params = list(self.signature.parameters.values())[1:]
             self.signature = self.signature.replace(parameters=params)
             return
-        if not inspect.isfunction(target) and primitive_wrapper(target) is not None:
-            target = primitive_wrapper(target)     # np.sin, np.linalg.det: a call of it
+        if primitive_wrapper(target) is not None:
+            # np.sin, np.linalg.det, tp.random.normal, operator.mul: a call of it (a Python
+            # function with a row in the table too: its code is the runtime's, not the user's)
+            target = primitive_wrapper(target)
         if not inspect.isfunction(target):
             if callable(target) and hasattr(type(target), "__call__") and \
                     inspect.isfunction(getattr(type(target), "__call__", None)):
@@ -293,9 +295,9 @@ class Transformed:
         result, self._dependent = _made_for_arguments(self._dependent, arguments, call)
         return result
 
-    def _vmap_of_passed(self, args, kwargs):
+    def _vmap_of_passed(self, args, kwargs, call=True):
         """JAX's reading of an int in_axes: it maps the arguments passed; parameters left
-        to their defaults are the same for every example."""
+        to their defaults are the same for every example. (call=False: that vmap, uncalled.)"""
         passed = set(self.signature.bind(*args, **kwargs).arguments)
         axes = tuple(self._partial_axes if p in passed else None
                      for p in self.signature.parameters)
@@ -304,7 +306,7 @@ class Transformed:
             opts = dict(self.options)
             variants[axes] = vmap(self.target, in_axes=axes, out_axes=opts["out_axes"].value,
                                   axis_name=opts["axis_name"], axis_size=opts["axis_size"])
-        return variants[axes](*args, **kwargs)
+        return variants[axes](*args, **kwargs) if call else variants[axes]
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -599,7 +601,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
       f: a Python function written for one example (or any transformed function).
       in_axes: int, None, or a tuple with one entry per argument; each entry an int (the
         mapped axis of that argument, negative counts from the end), None (not mapped: the
-        same for every example) or a pytree of those matching the argument.
+        same for every example) or a pytree of those matching the argument. A tuple may
+        stop before parameters that have defaults: they are not mapped.
       out_axes: where the batch axis goes in the output(s), likewise.
       axis_name: a name for the mapped axis, for tp.psum/pmean/pmax/pmin/all_gather/
         axis_index inside f.
@@ -615,10 +618,13 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                                 "axis_name": axis_name, "axis_size": axis_size})
     nuser = t._nparams
     if isinstance(in_axes, (tuple, list)):
-        if len(in_axes) != nuser:
+        defaulted = list(t.signature.parameters.values())[len(in_axes):]
+        if len(in_axes) > nuser or not all(p.default is not p.empty for p in defaulted):
             raise ValueError(f"vmap: in_axes has {len(in_axes)} entries but "
                              f"{t.__name__} takes {nuser} arguments")
-        axes = tuple(in_axes)
+        # (one entry per argument passed, as JAX reads it: parameters after them keep
+        # their defaults, the same for every example)
+        axes = tuple(in_axes) + (None,) * (nuser - len(in_axes))
     elif isinstance(in_axes, dict):
         raise TypeError("vmap: in_axes must be a tuple with one entry per argument to map "
                         "a dict argument, e.g. in_axes=({'w': None, 'x': 0},)")
@@ -799,6 +805,9 @@ class Jitted:
         return self._call(*args, **kwargs)
 
     def _call(self, *args, **kwargs):
+        if self.inner._partial_axes is not None and \
+                len(args) + len(kwargs) < self.inner._nparams:
+            return self._jitted_of_passed(args, kwargs)._call(*args, **kwargs)
         if self._dependent:
             return self._jitted_for(args, kwargs)._call(*args, **kwargs)
         try:
@@ -808,6 +817,18 @@ class Jitted:
                 raise        # the Jitted this one was made for asks again
             self._dependent = e.params
             return self._jitted_for(args, kwargs)._call(*args, **kwargs)
+
+    def _jitted_of_passed(self, args, kwargs):
+        """jit of a vmap with one int in_axes, called with parameters left to their
+        defaults: the Jitted of the vmap of the arguments passed (Transformed._vmap_of_passed),
+        not one of every parameter (whose defaults it would map)."""
+        variant = self.inner._vmap_of_passed(args, kwargs, call=False)
+        made = self.__dict__.setdefault("_of_passed", {}).get(id(variant))
+        if made is None:
+            made = Jitted(variant, (), (), self.donate, self.backend, self.cache_size)
+            made.static = self.static
+            self._of_passed[id(variant)] = made
+        return made
 
     def _jitted_for(self, args, kwargs):
         """The Jitted of the code made for the functions or types of the arguments the

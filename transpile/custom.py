@@ -17,6 +17,7 @@ import functools
 import inspect
 import itertools
 import linecache
+import operator
 
 import numpy as np
 
@@ -165,6 +166,13 @@ def primitive_wrapper(obj):
     key = (id(obj.__self__), id(obj.__func__)) if inspect.ismethod(obj) else id(obj)
     if key in _PRIMITIVE_WRAPPERS:
         return _PRIMITIVE_WRAPPERS[key]
+    if _OPERATORS.get(key) is not None:
+        symbol, arity = _OPERATORS[key]
+        params = positional_names(arity)
+        text = (f"def {obj.__name__}_({', '.join(params)}):\n    return "
+                + (f"{symbol}{params[0]}" if arity == 1 else f" {symbol} ".join(params)) + "\n")
+        _PRIMITIVE_WRAPPERS[key] = file_backed(text, {}, obj.__name__ + "_")
+        return _PRIMITIVE_WRAPPERS[key]
     found = rules.lookup_object(obj)
     if found is None:
         return None
@@ -194,6 +202,11 @@ def primitive_wrapper(obj):
 
 
 _PRIMITIVE_WRAPPERS = {}
+# Python's operators as functions (tp.grad(operator.mul)): written as the operator
+_OPERATORS = {id(getattr(operator, name)): (symbol, arity) for name, symbol, arity in (
+    ("add", "+", 2), ("sub", "-", 2), ("mul", "*", 2), ("truediv", "/", 2),
+    ("floordiv", "//", 2), ("mod", "%", 2), ("pow", "**", 2), ("matmul", "@", 2),
+    ("neg", "-", 1), ("pos", "+", 1))}
 
 
 def method_caller(method):
