@@ -367,7 +367,7 @@ def check_float_input(x, name, where):
                 type(w) is np.ndarray and w.dtype.kind in "fc" for w in v) for v in x):
         return   # a list of layers of float arrays: the common case, checked quickly
     for leaf in tree_leaves(x):
-        if not is_float_leaf(leaf):
+        if not is_float_leaf(leaf) and leaf is not None:    # (None: a node without leaves)
             dtype = getattr(leaf, "dtype", None)
             raise located(where, f"argument '{name}' is differentiated but holds a value of "
                           f"type {type(leaf).__name__}"

@@ -404,13 +404,18 @@ def vjp(f, *primals, has_aux=False):
 
     With has_aux=True, f returns (out, aux) and vjp returns (out, vjp_fn, aux).
     """
+    proxies = stand_ins.has_proxies()
+    if proxies:                       # registered dataclasses: as namedtuples inside
+        primals = stand_ins.to_transformable(primals)
     t = Transformed(f, "vjp", {"has_aux": has_aux})
-    gen = t.generated()
+    try:
+        gen = t.generated()
+    except ArgumentDependent as e:     # f calls some of its arguments: code for them
+        t, gen = _for_arguments(t, primals, e.params)
     if gen.device_constants or _on_device(primals):
         gen = gen.on_device(cupy_module())
-    if stand_ins.has_proxies():       # registered dataclasses: as namedtuples inside
-        out, vjp_fn, *aux = gen.call(t, t.full_args(stand_ins.to_transformable(primals), {}),
-                                     nprimals=len(primals))
+    if proxies:
+        out, vjp_fn, *aux = gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
         pullback = functools.wraps(vjp_fn)(lambda *cotangents: stand_ins.from_transformable(
             vjp_fn(*stand_ins.to_transformable(cotangents))))
         return stand_ins.from_transformable((out, pullback, *aux))
@@ -529,6 +534,14 @@ def _made_for_arguments(params, arguments, make):
     """(make(bindings of the arguments of `params`), the parameters used): where the code
     made asks about more of its arguments (it calls them too), again with those."""
     params = tuple(params)
+    unknown = [p for p in params if p not in arguments]
+    if unknown:       # asked by a transformation applied inside the code (tp.jvp(loss, ...))
+        raise TransformError(
+            f"a transformation inside transformed code is applied to a function that calls "
+            f"{' and '.join(map(repr, unknown))} or a method of it: what that does depends on "
+            "the argument, which is not known while the code around it is transformed.\n"
+            "  hint: apply that transformation outside, or call the function or method by its "
+            "name (`Box.grown(b, 0.3)` for `b.grown(0.3)`).")
     while True:
         try:
             return make({p: _binding(arguments[p]) for p in params}), params

@@ -6,6 +6,7 @@ namedtuple of the same fields, so the code reads `p.w` as any namedtuple field, 
 are turned back (`tp.grad` of a `Dense(w, b)` argument is a `Dense`). The API layer
 converts arguments and results only while some dataclass is registered (`has_proxies`).
 """
+import inspect
 from collections import namedtuple
 
 from .errors import TransformError
@@ -19,8 +20,20 @@ _REFUSED = set()
 
 
 def register(nodetype, data_fields):
-    """Give dataclass `nodetype` a namedtuple stand-in of its `data_fields`."""
-    proxy = namedtuple(nodetype.__name__, data_fields)
+    """Give dataclass `nodetype` a namedtuple stand-in of its `data_fields`, with the
+    dataclass's own methods (and its bases'): `p.norm()` in transformed code calls the
+    class's `norm` with the stand-in for `self`, which reads the same fields."""
+    fields = namedtuple(nodetype.__name__, data_fields)
+    methods = {}
+    for cls in reversed(nodetype.__mro__[:-1]):
+        methods.update((name, value) for name, value in vars(cls).items()
+                       if not (name.startswith("__") and name.endswith("__")) and
+                       name not in data_fields and
+                       (inspect.isfunction(value) or
+                        isinstance(value, (staticmethod, classmethod))))
+    proxy = type(nodetype.__name__, (fields,), {"__slots__": (), **methods,
+                                                "__module__": nodetype.__module__,
+                                                "__qualname__": nodetype.__qualname__})
     _PROXIES[nodetype] = (proxy, tuple(data_fields))
     _CLASS_OF_PROXY[proxy] = nodetype
 

@@ -1462,6 +1462,9 @@ def _hint(fn):
     name = fn.__name__
     if name == "<lambda>":
         return "lambda"
-    if name.startswith("__") and "." in fn.__qualname__:     # Dense.__call__ -> Dense_call
-        return fn.__qualname__.split(".")[-2] + "_" + name.strip("_")
+    owner = fn.__qualname__.split(".")[-2] if "." in fn.__qualname__ else "<locals>"
+    if owner != "<locals>":
+        # a method: Dense.__call__ -> Dense_call, Box.grown -> Box_grown (not `grown`, which
+        # the caller may well hold in a local: `grown = box.grown(0.3)`)
+        return owner + "_" + name.strip("_")
     return name
