@@ -1,6 +1,7 @@
 """tp.tree_util: JAX's pytree functions in plain code, and tree_map inside transformed code
 (derivatives against finite differences, vmap against a loop, jit against the plain call)."""
 import dataclasses
+import operator
 from typing import NamedTuple
 from collections import namedtuple
 
@@ -527,3 +528,23 @@ def test_none_in_a_differentiated_tree_is_a_node_without_leaves():
                       in_axes=({"w": 0, "b": None, "pair": None},))(dict(p, w=ws))
     np.testing.assert_allclose(batched["w"], 2.0 * ws, rtol=1e-15)
     assert batched["b"] is None
+
+
+def _reduced_loss(p):
+    squares = tp.tree.map(lambda a: np.sum(a ** 2), p)
+    total = tp.tree.reduce(operator.add, squares, 0.0)
+    return total + tp.tree.reduce(lambda a, b: a * b, tp.tree.leaves(squares))
+
+
+def test_jax_tree_short_names_and_tree_reduce():
+    """`jax.tree.map` and friends (JAX's preferred spelling) are tp.tree's; tree_reduce and
+    tree_all are new, in plain and transformed code."""
+    assert tp.tree.map is tu.tree_map and tp.tree.unflatten is tu.tree_unflatten
+    rng = np.random.default_rng()
+    p = {"w": rng.normal(size=3), "b": (rng.normal(), rng.normal(size=2))}
+    sq = [np.sum(p["b"][0] ** 2), np.sum(p["b"][1] ** 2), np.sum(p["w"] ** 2)]
+    assert np.isclose(_reduced_loss(p), sum(sq) + np.prod(sq), rtol=1e-14)
+    assert np.isclose(tp.jit(_reduced_loss)(p), _reduced_loss(p), rtol=1e-14)
+    check_grads(_reduced_loss, (p,), order=2, modes=("fwd", "rev"))
+    assert tu.tree_reduce(operator.add, [1, (2, 3)]) == 6
+    assert tp.tree.all([True, (1, 2.0)]) and not tp.tree.all({"a": 0, "b": 1})

@@ -15,6 +15,7 @@ are not read again); `tree_unflatten` also takes a PyTreeDef made in plain code.
 """
 import collections
 import dataclasses
+import functools
 
 import runtime as rt
 from . import stand_ins
@@ -23,7 +24,7 @@ __all__ = ["PyTreeDef", "tree_map", "tree_leaves", "tree_flatten", "tree_unflatt
            "tree_structure", "tree_transpose", "register_pytree_node", "register_dataclass",
            "register_pytree_with_keys", "all_leaves", "tree_flatten_with_path",
            "tree_leaves_with_path", "tree_map_with_path", "keystr", "DictKey", "SequenceKey",
-           "GetAttrKey", "FlattenedIndexKey"]
+           "GetAttrKey", "FlattenedIndexKey", "tree_reduce", "tree_all"]
 
 _NODES = {}      # registered class -> (flatten: x -> (children, aux), unflatten: (aux, children) -> x)
 _KEYS = {}       # registered class -> x -> the keys of its children (paths name them)
@@ -312,6 +313,23 @@ def tree_map(f, tree, *rest, is_leaf=None):
     return tree_unflatten(treedef, [f(x, *xs) for x, *xs in zip(leaves, *others)])
 
 
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
+    """function(function(initializer, leaf0), leaf1)... over the leaves of `tree`
+    (functools.reduce; without an initializer the first leaf starts)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIALIZER:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree, is_leaf=None):
+    """Whether every leaf of `tree` is true (all())."""
+    return all(tree_leaves(tree, is_leaf))
+
+
 def _flatten_up_to(treedef, tree):
     out = []
 
@@ -480,6 +498,24 @@ def _one_tree(fixed):
 tree_flatten.__transpile_variant__ = _one_tree(_tree_flatten_1)
 tree_leaves.__transpile_variant__ = _one_tree(_leaves)
 tree_structure.__transpile_variant__ = _one_tree(_tree_structure_1)
+def _tree_reduce_2(function, tree):
+    leaves = _leaves(tree)
+    acc = leaves[0]
+    for leaf in leaves[1:]:
+        acc = function(acc, leaf)
+    return acc
+
+
+def _tree_reduce_3(function, tree, initializer):
+    acc = initializer
+    for leaf in _leaves(tree):
+        acc = function(acc, leaf)
+    return acc
+
+
+tree_reduce.__transpile_variant__ = \
+    lambda n_positional, keywords: None if keywords else \
+    {2: _tree_reduce_2, 3: _tree_reduce_3}.get(n_positional)
 tree_unflatten.__transpile_variant__ = \
     lambda n_positional, keywords: _tree_unflatten_2 if n_positional == 2 and not keywords \
     else None
