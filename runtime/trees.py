@@ -356,6 +356,15 @@ def number_only(value, name, op, other, where, outer=0):
     return value
 
 
+def check_instance(value, cls, where):
+    """A field whose class transformed code took from its annotation (`layer: Layer` of a
+    NamedTuple model, whose `layer.apply` it calls as Layer.apply) holds one."""
+    if not isinstance(value, cls):
+        raise located(where, f"a field annotated {cls.__name__} holds an instance of "
+                      f"{type(value).__name__}: transformed code calls {cls.__name__}'s "
+                      "methods for it.", "make the annotation say the field's class.")
+
+
 def check_float_input(x, name, where):
     """Reject differentiation with respect to a non-float value (ints, bools, strings)."""
     t = type(x)

@@ -4,6 +4,7 @@ and keyword-only parameters, assert/raise, random draws from numpy generators, a
 cannot be transformed in a branch that does not run."""
 import functools
 import operator
+import typing
 
 import numpy as np
 import pytest
@@ -1236,3 +1237,70 @@ def test_operators_and_defaults_given_to_transformations(rng):
             np.testing.assert_allclose(run(x), 2.0 * x + 0.5, rtol=1e-15)
             np.testing.assert_allclose(run(x, np.full(5, 3.0)), 3.0 * x + 0.5, rtol=1e-15)
             np.testing.assert_allclose(run(x, shift=np.ones(5)), 2.0 * x + 1.0, rtol=1e-15)
+
+
+# ---------------------------------------------------------------- objects passed on and held
+# (Myia's test_model and examples: a model of layers given to the cost, a global model given
+# to a helper). Both were refused: "method '.apply()' is not supported".
+
+class _TanhLayer(typing.NamedTuple):
+    W: np.ndarray
+
+    def apply(self, h):
+        return np.tanh(h @ self.W)
+
+
+class _LinearLayer(typing.NamedTuple):
+    W: np.ndarray
+
+    def apply(self, h):
+        return h @ self.W
+
+
+class _TwoLayers(typing.NamedTuple):
+    first: _TanhLayer
+    second: _TanhLayer
+
+    def apply(self, h):
+        return self.second.apply(self.first.apply(h))
+
+
+def _model_cost(model, x):
+    return np.sum(model.apply(x) ** 2)
+
+
+class _Scaler:
+    def __init__(self, w):
+        self.w = w
+
+    def apply(self, x):
+        return np.sin(x * self.w)
+
+
+_GLOBAL_SCALER = _Scaler(np.array([0.5, -1.5, 2.0]))
+
+
+def _cost_of_the_global_model(x):
+    return _model_cost(_GLOBAL_SCALER, x)
+
+
+def test_models_held_by_models_and_passed_to_helpers(rng):
+    net = _TwoLayers(_TanhLayer(rng.normal(size=(3, 4))), _TanhLayer(rng.normal(size=(4, 2))))
+    x = rng.normal(size=3)
+    check_grads(_model_cost, (net, x), order=1, modes=("fwd", "rev"))
+    g = tp.grad(_model_cost)(net, x)
+    assert type(g) is _TwoLayers and type(g.first) is _TanhLayer
+    xs = rng.normal(size=(5, 3))
+    np.testing.assert_allclose(tp.vmap(_model_cost, in_axes=(None, 0))(net, xs),
+                               [_model_cost(net, v) for v in xs], rtol=1e-14)
+    np.testing.assert_allclose(tp.jit(tp.grad(_model_cost, argnums=1))(net, x),
+                               tp.grad(_model_cost, argnums=1)(net, x), rtol=1e-14)
+    # the annotation is what the code calls: a field holding another class is an error
+    other = _TwoLayers(net.first, _LinearLayer(net.second.W))
+    with pytest.raises(tp.TransformError, match="annotated _TanhLayer holds an instance of "
+                       "_LinearLayer"):
+        tp.grad(_model_cost)(other, x)
+    check_grads(_cost_of_the_global_model, (x,), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.grad(_cost_of_the_global_model)(x),
+                               2 * np.sin(x * _GLOBAL_SCALER.w) * np.cos(x * _GLOBAL_SCALER.w)
+                               * _GLOBAL_SCALER.w, rtol=1e-13)

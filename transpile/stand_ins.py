@@ -31,7 +31,12 @@ def register(nodetype, data_fields):
                        name not in data_fields and
                        (inspect.isfunction(value) or
                         isinstance(value, (staticmethod, classmethod))))
-    proxy = type(nodetype.__name__, (fields,), {"__slots__": (), **methods,
+    annotations = {}
+    for cls in reversed(nodetype.__mro__[:-1]):
+        annotations.update(vars(cls).get("__annotations__", {}))
+    proxy = type(nodetype.__name__, (fields,), {
+        "__slots__": (), **methods,
+        "__annotations__": {f: annotations[f] for f in data_fields if f in annotations},
                                                 "__module__": nodetype.__module__,
                                                 "__qualname__": nodetype.__qualname__})
     _PROXIES[nodetype] = (proxy, tuple(data_fields))

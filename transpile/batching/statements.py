@@ -813,7 +813,7 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
                      "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
                      "rt.stop_gradient", "rt.loop_sequence", "rt.loop_sequence_adj", "rt.lane_guard",
                      "rt.lane_borrow", "rt.lane_guard_adj",
-                     "rt.loop_sequence_tangent", "rt.check_length",
+                     "rt.loop_sequence_tangent", "rt.check_length", "rt.check_instance",
                      "rt.check_jacobian_dtype", "rt.attribute",
                      # lists of arrays of np.r_/np.c_, np.select, np.column_stack, np.meshgrid
                      "rt.r_", "rt.c_", "rt.index_concat_lanes", "rt.index_concat_adj",

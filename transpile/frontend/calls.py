@@ -27,7 +27,7 @@ from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted
 from .parse import parse_function
 from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
-                       library_module, third_party_function)
+                       library_module, plain_object, third_party_function)
 from .variadic import call_shape, has_variadic
 
 ARRAY_METHODS = {
@@ -183,11 +183,29 @@ class CallNormalizer:
     # layer generates code per argument function (by identity) or per type of object.
 
     def typed_argument(self, node):
-        """The type of the entry's argument `node` names, if known (None otherwise)."""
+        """The type of the entry's argument `node` names, if known (None otherwise); of a
+        field of one (`self.layer` of a NamedTuple model), the class its annotation names
+        (`layer: Layer`), which the code checks (checked_atom)."""
         if isinstance(node, gast.Name) and node.id in self.argument_types and \
                 self.assignments.get(node.id) == 1:
             return self.argument_types[node.id]
+        if isinstance(node, gast.Attribute):
+            owner = self.typed_argument(node.value)
+            annotated = _annotated_class(owner, node.attr) if owner is not None else None
+            if annotated is not None:
+                return self.callees.stand_in_class(annotated) or annotated
         return None
+
+    def checked_atom(self, node, stmts):
+        """The atom of `node`; where its type is an annotation's (typed_argument), the code
+        first checks the value is one: a method of that class is what the code calls."""
+        atom = self.atom(node, stmts)
+        cls = self.typed_argument(node) if isinstance(node, gast.Attribute) else None
+        if cls is not None:
+            stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_instance", [
+                atom, _name(self.program.constant(cls, cls.__name__)),
+                _const(f"{self.src.filename}:{self.src.line_of(node)} ({self.src.name})")])), node))
+        return atom
 
     def argument_types_of(self, fn, node):
         """Parameter of `fn` -> type, for the arguments of call `node` that are argument
@@ -235,8 +253,9 @@ class CallNormalizer:
             raise self.error(node, f"cannot call {cls.__name__}.{name} (a "
                              f"{type(method).__name__}) in transformed code.",
                              "make it a plain method, or a primitive with derivative rules.")
-        args = [self.atom(obj_node, stmts)] + [self.atom(a, stmts) for a in node.args]
-        keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+        args = [self.checked_atom(obj_node, stmts)] + \
+            [self.checked_atom(a, stmts) for a in node.args]
+        keywords = [(k.arg, self.checked_atom(k.value, stmts)) for k in node.keywords]
         if isinstance(method, custom.CustomRule) or has_variadic(method):
             return self.call_static(method, args, keywords, node, stmts)
         # the method's body, normalized knowing what `self` (and other objects) are
@@ -359,8 +378,8 @@ class CallNormalizer:
                 ir_name, params, defaults = self.function_ir(callee.value, node,
                                                              argument_types=types)
                 return self.user_call(ir_name, params, defaults,
-                                      [self.atom(a, stmts) for a in node.args],
-                                      [(k.arg, self.atom(k.value, stmts))
+                                      [self.checked_atom(a, stmts) for a in node.args],
+                                      [(k.arg, self.checked_atom(k.value, stmts))
                                        for k in node.keywords], node)
         if isinstance(callee, Static) and third_party_function(callee.value) and \
                 rules.lookup_object(callee.value) is None:
@@ -474,7 +493,8 @@ class CallNormalizer:
         return gast.copy_location(_name(fresh), node)
 
     def function_value(self, node, stmts):
-        """The function `node` denotes (Static or LocalFunction), or None for data."""
+        """The function `node` denotes (Static or LocalFunction), or a user object whose
+        methods a callee may call (Static, bound by identity); None for data."""
         if isinstance(node, gast.Lambda):
             return self.expr_Lambda(node, stmts)
         if not isinstance(node, (gast.Name, gast.Attribute)):
@@ -482,8 +502,9 @@ class CallNormalizer:
         found = self.static(node)
         if isinstance(found, LocalFunction):
             return found
-        if isinstance(found, Static) and _is_function(found.value):
-            return found
+        if isinstance(found, Static) and (_is_function(found.value) or
+                                          plain_object(found.value)):
+            return found      # (an object whose methods the callee may call: by identity)
         return None
 
     def dict_view(self, d, view, node, stmts):
@@ -1295,6 +1316,19 @@ _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count",
 def fixed_hint(fn):
     doc = (fn.__doc__ or "").strip().splitlines()
     return f"see {fn.__module__}.{fn.__name__}: {doc[0]}" if doc else None
+
+
+def _annotated_class(owner, field):
+    """The user class that `owner`'s annotation of `field` names (`layer: Layer` in a
+    NamedTuple or dataclass), else None (no annotation, a string one, numpy's, a generic)."""
+    for cls in getattr(owner, "__mro__", ()):
+        annotation = vars(cls).get("__annotations__", {}).get(field)
+        if annotation is not None:
+            if isinstance(annotation, type) and not library_module(
+                    inspect.getmodule(annotation), ("numpy", "builtins", "cupy", "typing")):
+                return annotation
+            return None
+    return None
 
 
 def _is_function(value):

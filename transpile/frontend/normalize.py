@@ -46,7 +46,7 @@ from .callees import Callees
 from .calls import CallNormalizer
 from .parse import parse_function
 from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
-                       library_module)
+                       library_module, plain_object)
 from .generators import as_list_builder, is_generator
 from .variadic import prologue_statements
 
@@ -909,12 +909,12 @@ class Normalizer(CallNormalizer):
                         self.program.global_reads[(id(vars(owner)), node.attr)] = (
                             vars(owner), node.attr, value)
                     return Static(value)
-                users = _plain_object(owner) or _user_object(owner) or \
+                users = plain_object(owner) or _user_object(owner) or \
                     isinstance(owner, type) and not library_module(inspect.getmodule(owner))
                 if not users:
                     return Static(value)     # a library object's (a partial's arguments)
                 if not _is_code(value) and not _holds_code(value) and \
-                        not _plain_object(value):
+                        not plain_object(value):
                     return None      # data on a user's object: read when the code runs
                 # functions, models and user objects held by one (a layer's own weight
                 # parser) are known while transforming, so their methods can be called
@@ -1209,17 +1209,6 @@ def _user_object(value):
         not library_module(inspect.getmodule(type(value)))
 
 
-def _plain_object(value):
-    """An instance of a user's class (a model without __call__, a config): a closure
-    variable holding one stays known while transforming, so its methods can be called;
-    its data attributes are read when the code runs."""
-    if isinstance(value, (np.ndarray, np.generic, numbers.Number, str, bytes, list, tuple,
-                          dict, set, frozenset, type, functools.partial)) or value is None \
-            or inspect.ismodule(value) or callable(value):
-        return False
-    return hasattr(value, "__dict__") and not library_module(inspect.getmodule(type(value)))
-
-
 def _assignment_counts(body, params):
     """How many assignments (parameters and nested defs included) each name of a function
     body has; the bodies of nested functions are their own."""
@@ -1247,7 +1236,7 @@ def _is_data(value):
 def _holds_code(value):
     """A list or tuple of functions or models (a model's layers)."""
     return isinstance(value, (list, tuple)) and bool(value) and \
-        any(callable(v) and not isinstance(v, type) or _plain_object(v) for v in value)
+        any(callable(v) and not isinstance(v, type) or plain_object(v) for v in value)
 
 
 def _is_code(value):
@@ -1385,7 +1374,7 @@ def lifted_closure_names(fn):
     functions transformed code calls as it calls any function it knows."""
     return [name for name, value in closure_values(fn).items()
             if not (callable(value) or inspect.ismodule(value) or _holds_code(value) or
-                    _user_object(value) or _plain_object(value))]
+                    _user_object(value) or plain_object(value))]
 
 
 def defaults_of(fn):

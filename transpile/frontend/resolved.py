@@ -5,9 +5,12 @@ function, a constant), a nested def or lambda lifted to an IR function (`LocalFu
 a transformation applied to one (`LocalTransformed`), a `functools.partial` of either
 (`LocalPartial`). Anything else is a local variable, read at run time.
 """
+import functools
 import inspect
+import numbers
 
 import gast
+import numpy as np
 
 # Modules whose attributes do not change while a program runs (numpy's functions): reading
 # them is not recorded for the check of rebound globals.
@@ -71,3 +74,14 @@ def assigned_names(stmts):
             elif isinstance(n, (gast.FunctionDef,)):
                 names.add(n.name)
     return names
+
+
+def plain_object(value):
+    """An instance of a user's class (a model without __call__, a config): a closure
+    variable holding one stays known while transforming, so its methods can be called;
+    its data attributes are read when the code runs."""
+    if isinstance(value, (np.ndarray, np.generic, numbers.Number, str, bytes, list, tuple,
+                          dict, set, frozenset, type, functools.partial)) or value is None \
+            or inspect.ismodule(value) or callable(value):
+        return False
+    return hasattr(value, "__dict__") and not library_module(inspect.getmodule(type(value)))

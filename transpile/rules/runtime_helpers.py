@@ -194,8 +194,9 @@ batch_same("rt.zeros_like")
 batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
-nondiff("rt.check_length", "rt.check_jacobian_dtype", side_effect=True)
-batch_same("rt.check_length", "rt.check_jacobian_dtype", out_batched=False)
+nondiff("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", side_effect=True)
+batch_same("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance",
+           out_batched=False)
 
 
 # the sequence a lowered `for` loop walks: itself, or a dict's keys (they carry nothing)

@@ -616,7 +616,7 @@ def stack_names(fdef):
 _READS_LIST = {"len": 0, "rt.zeros_like": 0, "rt.index_add": 1, "rt.index_add_into": 1,
                "rt.as_grad": 1, "rt.check_float_input": 0, "rt.loop_sequence": 0,
                "rt.loop_sequence_adj": 1, "rt.loop_sequence_tangent": 1,
-               "rt.check_length": 0, "rt.check_jacobian_dtype": 0}
+               "rt.check_length": 0, "rt.check_jacobian_dtype": 0, "rt.check_instance": 0}
 
 
 def unsafe_lists(fdef):
