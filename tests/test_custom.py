@@ -807,3 +807,68 @@ def test_tuple_assignments_of_tuple_literals():
     assert np.isclose(tp.jit(_swapped_and_nested)(x, y), _swapped_and_nested(x, y),
                       rtol=1e-14)
     check_grads(_swapped_and_nested, (x, y), order=2, modes=("fwd", "rev"))
+
+
+# tp.vjp inside transformed code (JAX's custom_vjp backward rules, its fixed_point example
+# with the function written in; Myia's J): refused until `out, pullback = tp.vjp(...)` and
+# `pullback(ct)` were lowered to tp.grad of <f(x), ct> where the pullback is called.
+
+def _babylonian_step(a, x):
+    return 0.5 * (x + a / x)
+
+
+@tp.custom_vjp
+def _fixed_point_sqrt(a, x_guess):
+    x = x_guess
+    for _ in range(60):
+        x = _babylonian_step(a, x)
+    return x
+
+
+def _fixed_point_fwd(a, x_guess):
+    x_star = _fixed_point_sqrt(a, x_guess)
+    return x_star, (a, x_star)
+
+
+def _fixed_point_rev(saved, x_star_bar):
+    a, x_star = saved
+    _, vjp_a = tp.vjp(lambda a: _babylonian_step(a, x_star), a)
+    u = x_star_bar
+    for _ in range(60):                  # u = x_star_bar + u @ d step / dx at the fixed point
+        _, vjp_x = tp.vjp(lambda x: _babylonian_step(a, x), x_star)
+        u = x_star_bar + vjp_x(u)[0]
+    a_bar, = vjp_a(u)
+    return a_bar, np.zeros_like(x_star)
+
+
+_fixed_point_sqrt.defvjp(_fixed_point_fwd, _fixed_point_rev)
+
+
+def _sqrt_by_fixed_point(a):
+    return _fixed_point_sqrt(a, a)
+
+
+def _uses_a_pullback(x, y):
+    out, pullback, aux = tp.vjp(lambda x, y: (np.sin(x) * y, np.sum(y)), x, y, has_aux=True)
+    dx, dy = pullback(np.cos(out))
+    again = tp.vjp(np.tanh, x)[1](y)[0]          # called where it is made
+    return np.sum(dx * x) + np.sum(dy ** 2) * aux + np.sum(again)
+
+
+def test_vjp_inside_transformed_code():
+    rng = np.random.default_rng()
+    a = rng.uniform(1.0, 5.0)
+    assert np.isclose(tp.grad(_sqrt_by_fixed_point)(a), 0.5 / np.sqrt(a), rtol=1e-13)
+    assert np.isclose(tp.grad(tp.grad(_sqrt_by_fixed_point))(a), -0.25 * a ** -1.5,
+                      rtol=1e-10)
+    batch = rng.uniform(1.0, 5.0, 4)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_sqrt_by_fixed_point))(batch),
+                               0.5 / np.sqrt(batch), rtol=1e-13)
+    assert np.isclose(tp.jit(tp.grad(_sqrt_by_fixed_point))(a), 0.5 / np.sqrt(a), rtol=1e-13)
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    check_grads(_uses_a_pullback, (x, y), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.jit(_uses_a_pullback)(x, y), _uses_a_pullback(x, y),
+                               rtol=1e-14)
+    xs, ys = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(_uses_a_pullback)(xs, ys),
+                               [_uses_a_pullback(u, v) for u, v in zip(xs, ys)], rtol=1e-14)

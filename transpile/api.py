@@ -662,6 +662,9 @@ class _ApiCallees(Callees):
     def stand_in_class(self, value):
         return stand_ins.stand_in_class(value)
 
+    def transformation_named(self, name):
+        return _TRANSFORMATIONS.get(name)
+
     def transformed_call(self, value):
         if isinstance(value, Jitted):
             value = value.inner

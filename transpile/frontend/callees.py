@@ -30,6 +30,10 @@ class Callees:
         None. Applying one is calling it."""
         return None
 
+    def transformation_named(self, name):
+        """The API function of transformation `name` ("grad"), else None."""
+        return None
+
     def transformed_call(self, value):
         """A TransformedCall for a transformed function, else None."""
         return None

@@ -18,6 +18,7 @@ import operator
 import gast
 import numpy as np
 
+import runtime.trees
 from .. import custom, rules
 from ..errors import ArgumentDependent
 from ..ir import anno
@@ -151,6 +152,8 @@ class CallNormalizer:
                 any(k.arg is None for k in node.keywords):
             node = self.unpacked_call(node)
         func = node.func
+        if isinstance(func, gast.Name) and func.id in self.pullbacks:
+            return self.pullback_call(node, stmts)
         callee = self.static(func)
         if isinstance(func, gast.Attribute) and (callee is None or _method_of_array(callee)):
             return self.method_call(node, stmts)
@@ -171,7 +174,7 @@ class CallNormalizer:
                 if isinstance(maker, Static) and \
                         self.callees.transformation(maker.value) == "vjp":
                     # tp.vjp(f, x)[1](g): the pullback, called where it is made
-                    raise self.error(made, *_VJP_IN_CODE)
+                    return self.vjp_called_where_made(made, node, stmts)
                 raise self.error(func, "calling a function held in a variable is not supported.",
                                  "call the function by its name.")
         return self.call(callee, node, stmts)
@@ -1191,6 +1194,113 @@ class CallNormalizer:
         return gast.copy_location(gast.Call(func=node.func, args=args,
                                             keywords=node.keywords), node)
 
+    # `out, pullback = tp.vjp(f, x, ...)` and later `pullback(ct)`: JAX's custom_vjp backward
+    # rules (fixed_point's `vjp(lambda a: f(a, x_star), a)`) and Myia's J. The pullback, a
+    # function value, is never held: the assignment computes `out = f(x, ...)` and records
+    # f and the primals; each call is the gradient of `<f(x, ...), ct>` with respect to every
+    # primal (tp.grad inside transformed code), which runs f's forward code again.
+
+    def vjp_assignment(self, node, stmts):
+        """Lower `out, pullback[, aux] = tp.vjp(f, *primals[, has_aux=...])`; False if
+        `node` is not one."""
+        value, targets = node.value, node.targets[0] if len(node.targets) == 1 else None
+        if not (isinstance(value, gast.Call) and isinstance(targets, gast.Tuple) and
+                all(isinstance(t, gast.Name) for t in targets.elts)):
+            return False
+        maker = self.static(value.func)
+        if not (isinstance(maker, Static) and self.callees.transformation(maker.value) == "vjp"):
+            return False
+        options = {k.arg: k.value for k in value.keywords}
+        has_aux = options.pop("has_aux", gast.Constant(value=False, kind=None))
+        if options or not isinstance(has_aux, gast.Constant) or len(value.args) < 2 or \
+                any(isinstance(a, gast.Starred) for a in value.args) or \
+                len(targets.elts) != (3 if has_aux.value else 2):
+            raise self.error(value, "tp.vjp inside transformed code takes a function and its "
+                             "primals written out (and has_aux=True or False), and is "
+                             "unpacked into (out, pullback) or (out, pullback, aux).",
+                             "write `out, pullback = tp.vjp(f, x, y)`.")
+        out, pullback = targets.elts[0].id, targets.elts[1].id
+        if self.assignments.get(pullback, 0) != 1:
+            raise self.error(value, f"the pullback '{pullback}' is assigned more than once; "
+                             "transformed code calls a pullback known while transforming.",
+                             "give each pullback its own name.")
+        fn = value.args[0]
+        if isinstance(fn, gast.Lambda):
+            named = self.namer.fresh(f"{pullback}_function")
+            self._bind_local_function(named, fn, stmts)
+            fn = gast.copy_location(_name(named), fn)
+        primals = []
+        for i, a in enumerate(value.args[1:]):
+            held = self.namer.fresh(f"{pullback}_primal")
+            stmts.append(_assign(held, self.atom(a, stmts), a))
+            self.locals.add(held)
+            primals.append(held)
+        call = gast.copy_location(gast.Call(func=copy.deepcopy(fn), args=[
+            gast.copy_location(_name(p), node) for p in primals], keywords=[]), value)
+        result = gast.Tuple(elts=[_name(out, gast.Store()), targets.elts[2]], ctx=gast.Store()) \
+            if has_aux.value else _name(out, gast.Store())
+        stmts.extend(self.stmt_Assign(gast.copy_location(
+            gast.Assign(targets=[result], value=call, type_comment=None), node)))
+        self.pullbacks[pullback] = (fn, primals, bool(has_aux.value))
+        return True
+
+    def pullback_call(self, node, stmts):
+        """`pullback(ct)` of a tp.vjp lowered by vjp_assignment: a tuple with the cotangent
+        of each primal."""
+        fn, primals, has_aux = self.pullbacks[node.func.id]
+        return self._pullback(fn, primals, has_aux, node, stmts)
+
+    def vjp_called_where_made(self, made, node, stmts):
+        """`tp.vjp(f, x, ...)[1](ct)`: the pullback called at once."""
+        if made.keywords or len(made.args) < 2 or \
+                any(isinstance(a, gast.Starred) for a in made.args) or \
+                not (isinstance(node.func.slice, gast.Constant) and node.func.slice.value == 1):
+            raise self.error(made, *_VJP_IN_CODE)
+        fn = made.args[0]
+        if isinstance(fn, gast.Lambda):
+            named = self.namer.fresh("vjp_function")
+            self._bind_local_function(named, fn, stmts)
+            fn = gast.copy_location(_name(named), fn)
+        primals = []
+        for a in made.args[1:]:
+            held = self.namer.fresh("vjp_primal")
+            stmts.append(_assign(held, self.atom(a, stmts), a))
+            self.locals.add(held)
+            primals.append(held)
+        return self._pullback(fn, primals, False, node, stmts)
+
+    def _pullback(self, fn, primals, has_aux, node, stmts):
+        if len(node.args) != 1 or node.keywords or isinstance(node.args[0], gast.Starred):
+            raise self.error(node, "a pullback takes one cotangent, shaped like the output.")
+        grad = self.callees.transformation_named("grad")
+        if grad is None:
+            raise self.error(node, *_VJP_IN_CODE)
+        cotangent = self.namer.fresh("cotangent")
+        stmts.append(_assign(cotangent, self.atom(node.args[0], stmts), node))
+        self.locals.add(cotangent)
+        grad_name, vdot_name = self.namer.fresh("grad_of"), self.namer.fresh("inner_product")
+        self.local_fns[grad_name] = Static(grad)
+        self.local_fns[vdot_name] = Static(runtime.trees.tree_vdot)
+        params = [self.namer.fresh("primal") for _ in primals]
+        output = gast.Call(func=copy.deepcopy(fn), args=[_name(p) for p in params],
+                           keywords=[])
+        if has_aux:
+            output = gast.Subscript(value=output, slice=_const(0), ctx=gast.Load())
+        product = gast.Lambda(
+            args=gast.arguments(args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
+                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                defaults=[]),
+            body=gast.Call(func=_name(vdot_name), args=[output, _name(cotangent)],
+                           keywords=[]))
+        argnums = gast.Tuple(elts=[_const(i) for i in range(len(primals))], ctx=gast.Load())
+        gradient = gast.Call(func=gast.Call(
+            func=_name(grad_name), args=[product],
+            keywords=[gast.keyword(arg="argnums", value=argnums)]),
+            args=[_name(p) for p in primals], keywords=[])
+        for n in gast.walk(gradient):
+            gast.copy_location(n, node)
+        return self.expr(gradient, stmts)
+
     def jvp_call(self, node, stmts):
         """`tp.jvp(f, (x, y), (dx, dy))` inside transformed code: a call of f's jvp function.
         One of the two tuples may be a name (a parameter, a closure's tuple) where the
@@ -1303,10 +1413,11 @@ class CallNormalizer:
         return lifted
 
 
-_VJP_IN_CODE = ("tp.vjp inside transformed code is not supported: its pullback is a "
-                "function value, which transformed code cannot hold.",
-                "differentiate with tp.grad (of the function summed against the cotangent, "
-                "for a vector output), tp.jacrev or tp.jvp there, or call tp.vjp outside.")
+_VJP_IN_CODE = ("tp.vjp inside transformed code is supported in two forms only: its pullback "
+                "is a function value, which transformed code cannot hold.",
+                "write `out, pullback = tp.vjp(f, x, ...)` (or `out, pullback, aux = ...` with "
+                "has_aux=True) and call `pullback(ct)` in the same function, or "
+                "`tp.vjp(f, x, ...)[1](ct)`.")
 
 # methods that only lists and dicts have (an array's are in ARRAY_METHODS)
 _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count", "reverse",

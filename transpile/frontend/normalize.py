@@ -93,6 +93,7 @@ class Normalizer(CallNormalizer):
         self.packed = {}                      # *args name -> its copies' names (one shape)
         self.keyed = {}                       # **kwargs name -> [(key, copy's name)]
         self.argument_types = {}              # parameter -> the type of the value it gets
+        self.pullbacks = {}                   # name -> Pullback of a tp.vjp made here
         self.entry = False                    # the function a transformation is applied to
 
     # ------------------------------------------------------------------ entry
@@ -255,6 +256,8 @@ class Normalizer(CallNormalizer):
                 stmts[-1].targets[0].id = target   # rename the last temporary to the target
                 return stmts
             stmts.append(_assign(target, value, node))
+            return stmts
+        if self.vjp_assignment(node, stmts):
             return stmts
         if self._pairwise(node):
             for target, value in zip(node.targets[0].elts, node.value.elts):
@@ -860,6 +863,10 @@ class Normalizer(CallNormalizer):
                              "transformed code.", "index the sequence instead: xs[k].")
         if name in self.local_fns:
             return self.local_fns[name]
+        if name in self.pullbacks:
+            raise self.error(node, f"'{name}', the pullback of a tp.vjp in transformed code, "
+                             "can only be called here, not stored, passed or returned.",
+                             f"call it where it is made: {name}(cotangent).")
         if name in self.locals:
             return _name(name)
         if name in self.closure:
