@@ -872,3 +872,82 @@ def test_vjp_inside_transformed_code():
     xs, ys = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
     np.testing.assert_allclose(tp.vmap(_uses_a_pullback)(xs, ys),
                                [_uses_a_pullback(u, v) for u, v in zip(xs, ys)], rtol=1e-14)
+
+
+# nondiff_argnums (JAX's fixed_point and app examples, as JAX's docs write them): the
+# arguments at those positions are fixed while transforming (a function, a constant) and
+# given to the rules first; they were refused ("nondiff_argnums is not supported").
+
+@functools.partial(tp.custom_vjp, nondiff_argnums=(0,))
+def _fixed_point(f, a, x_guess):
+    def cond_fun(carry):
+        x_prev, x = carry
+        return np.abs(x_prev - x) > 1e-10
+
+    def body_fun(carry):
+        _, x = carry
+        return x, f(a, x)
+
+    _, x_star = tp.lax.while_loop(cond_fun, body_fun, (x_guess, f(a, x_guess)))
+    return x_star
+
+
+def _fixed_point_nondiff_fwd(f, a, x_init):
+    x_star = _fixed_point(f, a, x_init)
+    return x_star, (a, x_star)
+
+
+def _rev_iter(f, packed, u):
+    a, x_star, x_star_bar = packed
+    _, vjp_x = tp.vjp(lambda x: f(a, x), x_star)
+    return x_star_bar + vjp_x(u)[0]
+
+
+def _fixed_point_nondiff_rev(f, res, x_star_bar):
+    a, x_star = res
+    _, vjp_a = tp.vjp(lambda a: f(a, x_star), a)
+    a_bar, = vjp_a(_fixed_point(functools.partial(_rev_iter, f), (a, x_star, x_star_bar),
+                                x_star_bar))
+    return a_bar, np.zeros_like(x_star)
+
+
+_fixed_point.defvjp(_fixed_point_nondiff_fwd, _fixed_point_nondiff_rev)
+
+
+def _newton_sqrt(a):
+    update = lambda a, x: 0.5 * (x + a / x)      # noqa: E731
+    return _fixed_point(update, a, a)
+
+
+@functools.partial(tp.custom_jvp, nondiff_argnums=(0,))
+def _app(f, x):
+    return f(x)
+
+
+@_app.defjvp
+def _app_jvp(f, primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    return f(x), 2.0 * x_dot
+
+
+def test_nondiff_argnums_in_custom_rules():
+    rng = np.random.default_rng()
+    a = rng.uniform(1.0, 5.0)
+    assert np.isclose(_newton_sqrt(a), np.sqrt(a), rtol=1e-14)
+    assert np.isclose(tp.grad(_newton_sqrt)(a), 0.5 / np.sqrt(a), rtol=1e-12)
+    assert np.isclose(tp.grad(tp.grad(_newton_sqrt))(a), -0.25 * a ** -1.5, rtol=1e-9)
+    batch = rng.uniform(1.0, 5.0, 3)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_newton_sqrt))(batch), 0.5 / np.sqrt(batch),
+                               rtol=1e-12)
+    assert np.isclose(tp.jit(tp.grad(_newton_sqrt))(a), 0.5 / np.sqrt(a), rtol=1e-12)
+    x = rng.normal()
+    assert tp.grad(lambda x: _app(lambda y: y ** 2, x))(x) == 2.0      # the rule's slope
+    assert tp.jvp(lambda x: _app(np.sin, x), (x,), (1.0,))[1] == 2.0
+    assert np.isclose(tp.vmap(lambda x: _app(np.sin, x))(np.array([x]))[0], np.sin(x))
+
+    def given_at_run_time(f, x):
+        return _app(f, x)
+    with pytest.raises(tp.TransformError, match="argument 0 of _app is in its "
+                       "nondiff_argnums"):
+        tp.grad(given_at_run_time, argnums=1)(np.array([np.sin]), x)

@@ -41,6 +41,7 @@ class CustomRule:
         code calling this is generated again, as after a global is rebound."""
         self.rules_version += 1
         self._pair = None
+        self.__dict__.pop("_bound", None)
         jvps = self.__dict__.get("_jvps")
         if isinstance(jvps, dict):
             jvps.clear()
@@ -51,12 +52,48 @@ class CustomRule:
         return None
 
     def __init__(self, fn, nondiff_argnums=()):
-        if nondiff_argnums:
-            raise TransformError("nondiff_argnums is not supported; pass such values as "
-                                 "ordinary arguments (integers get no derivative anyway).")
         self.fn = fn
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
+        n = len(self.signature.parameters)
+        argnums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else nondiff_argnums
+        if any(not isinstance(i, int) or not -n <= i < n for i in argnums):
+            raise TransformError(f"nondiff_argnums {nondiff_argnums!r} of {self.__name__}: "
+                                 f"positions of its {n} parameters.")
+        self.nondiff_argnums = tuple(sorted({i % n for i in argnums}))
+
+    def bound(self, values):
+        """This function with the arguments of nondiff_argnums fixed to `values` (position
+        -> a function or constant, known while transforming): a CustomRule of the other
+        arguments, whose rules give the fixed ones to the user's rules as JAX does (first,
+        in order). One per set of values, kept with them."""
+        made = self.__dict__.setdefault("_bound", {})
+        key = tuple(sorted((i, id(v)) for i, v in values.items()))
+        if key not in made:
+            made[key] = (self._bind(values), values)
+        return made[key][0]
+
+    def _bind(self, values):
+        names = positional_names(len(self.signature.parameters))
+        fixed = {i: f"nondiff_{i}" for i in values}
+        every = ", ".join(fixed.get(i, p) for i, p in enumerate(names))
+        free = ", ".join(p for i, p in enumerate(names) if i not in fixed)
+        ahead = "".join(f"{fixed[i]}, " for i in sorted(fixed))
+        name = identifier(self.__name__)
+        env = {"fn": self.fn, "fwd": self.fwd, "bwd": self.bwd, "rule": self.rule,
+               **{fixed[i]: v for i, v in values.items()}}
+        made = type(self)(file_backed(f"def {name}({free}):\n    return fn({every})\n", env,
+                                      name))
+        if self.fwd is not None:
+            made.defvjp(file_backed(f"def {name}fwd({free}):\n    return fwd({every})\n", env,
+                                    f"{name}fwd"),
+                        file_backed(f"def {name}bwd(saved, g):\n"
+                                    f"    return bwd({ahead}saved, g)\n", env, f"{name}bwd"))
+        if self.rule is not None:
+            made.defjvp(file_backed(f"def {name}jvp(primals, tangents):\n"
+                                    f"    return rule({ahead}primals, tangents)\n", env,
+                                    f"{name}jvp"))
+        return made
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)

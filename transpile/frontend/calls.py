@@ -272,6 +272,9 @@ class CallNormalizer:
     def call(self, callee, node, stmts):
         if isinstance(callee, Static) and _is_add_at(callee.value):
             return self.add_at(node, stmts)
+        if isinstance(callee, Static) and isinstance(callee.value, custom.CustomRule) and \
+                callee.value.nondiff_argnums:
+            return self.call_with_nondiff(callee.value, node, stmts)
         if isinstance(callee, Static) and _is_namedtuple_class(callee.value):
             return self.namedtuple_of(callee.value, node, stmts)
         stand_in = self.callees.stand_in_class(callee.value) \
@@ -388,6 +391,23 @@ class CallNormalizer:
                 rules.lookup_object(callee.value) is None:
             raise self.error(node, *rules.core.missing_rule_message(
                 callee.value, dotted(node.func)))
+        value = callee.value if isinstance(callee, Static) else None
+        if isinstance(value, functools.partial) and self.is_user_function(value.func) and \
+                any(_is_function(v) or plain_object(v)
+                    for v in (*value.args, *value.keywords.values())):
+            # a function bound by the partial (`partial(rev_iter, f)`): the callee is
+            # specialized to it, as to a function passed at the call
+            held = []
+            for v in (*value.args, *value.keywords.values()):
+                held.append(self.namer.fresh("bound"))
+                self.local_fns[held[-1]] = Static(v)
+            spelled = [gast.copy_location(_name(h), node) for h in held]
+            given = {k.arg for k in node.keywords}
+            full = gast.Call(func=node.func, args=spelled[:len(value.args)] + list(node.args),
+                             keywords=[gast.keyword(arg=k, value=h) for k, h in
+                                       zip(value.keywords, spelled[len(value.args):])
+                                       if k not in given] + list(node.keywords))
+            return self.call(Static(value.func), gast.copy_location(full, node), stmts)
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
         if isinstance(callee, LocalFunction):
@@ -644,6 +664,58 @@ class CallNormalizer:
         tmp = self.namer.fresh(hint)
         stmts.append(_assign(tmp, value))
         return _name(tmp)
+
+    def call_with_nondiff(self, rule, node, stmts):
+        """A custom_vjp/custom_jvp function with nondiff_argnums (JAX's `fixed_point(f, a,
+        x)`): its rules specialized to those arguments, which must be known while
+        transforming (a function, a constant), called with the others."""
+        positions = rule.nondiff_argnums
+        if node.keywords or any(isinstance(a, gast.Starred) for a in node.args) or \
+                len(node.args) != len(rule.signature.parameters):
+            raise self.error(node, f"{rule.__name__} has nondiff_argnums: transformed code "
+                             "calls it with every argument by position.")
+        values = {}
+        for i in positions:
+            arg = node.args[i]
+            known, value = self.static_value(arg, stmts)
+            if known:
+                values[i] = value
+            else:
+                raise self.error(arg, f"argument {i} of {rule.__name__} is in its "
+                                 "nondiff_argnums: transformed code needs it known while "
+                                 "transforming (a function defined at module level, a "
+                                 "constant).", "pass arrays as ordinary arguments, as JAX "
+                                 "asks; define the function outside the transformed one.")
+        self.program.global_reads[(id(rule), "rules_version")] = (
+            rule, "rules_version", rule.rules_version)      # rules given again: new code
+        rest = [a for i, a in enumerate(node.args) if i not in values]
+        return self.call(Static(rule.bound(values)),
+                         gast.copy_location(gast.Call(func=node.func, args=rest, keywords=[]),
+                                            node), stmts)
+
+    def static_value(self, node, stmts):
+        """(True, the value) of an expression known while transforming: a global or bound
+        function, a constant, a nested function or lambda without free variables
+        (compiled), a functools.partial of such; else (False, None)."""
+        found = self.function_value(node, stmts) if isinstance(node, gast.Lambda) else \
+            self.static(node)
+        if isinstance(found, Static):
+            return True, found.value
+        if isinstance(found, LocalFunction) and not found.freevars:
+            return True, self.callees.compile(self.program, found.ir_name)
+        if isinstance(node, gast.Constant):
+            return True, node.value
+        if isinstance(node, gast.Call) and not any(isinstance(a, gast.Starred)
+                                                   for a in node.args):
+            maker = self.static(node.func)
+            if isinstance(maker, Static) and maker.value is functools.partial and node.args:
+                parts = [self.static_value(a, stmts) for a in node.args]
+                named = {k.arg: self.static_value(k.value, stmts) for k in node.keywords}
+                if all(known for known, _ in parts) and all(k for k, _ in named.values()) \
+                        and None not in named:
+                    return True, _partial_of(parts[0][1], tuple(v for _, v in parts[1:]),
+                                             tuple((k, v) for k, (_, v) in named.items()))
+        return False, None
 
     def call_static(self, value, args, keywords, node, stmts):
         if isinstance(value, custom.CustomRule):
@@ -1427,6 +1499,18 @@ _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count",
 def fixed_hint(fn):
     doc = (fn.__doc__ or "").strip().splitlines()
     return f"see {fn.__module__}.{fn.__name__}: {doc[0]}" if doc else None
+
+
+_PARTIALS = {}
+
+
+def _partial_of(fn, args, keywords):
+    """functools.partial(fn, *args, **keywords), the same object for the same parts (by
+    identity): code specialized to it is found again."""
+    key = (id(fn), tuple(map(id, args)), tuple((k, id(v)) for k, v in keywords))
+    if key not in _PARTIALS:
+        _PARTIALS[key] = functools.partial(fn, *args, **dict(keywords))
+    return _PARTIALS[key]
 
 
 def _annotated_class(owner, field):
