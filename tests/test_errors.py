@@ -337,3 +337,27 @@ def test_calling_an_undefined_name_says_so():
                            "defined") as e:
             transform(calls_an_undefined_name)(np.ones(3) if transform is tp.vmap else 1.0)
         _check_message(e, calls_an_undefined_name, ["# MARK"])
+
+
+def test_calls_of_functions_the_code_cannot_resolve_say_why():
+    """Both said "calling a function held in a variable ... call the function by its
+    name", though the code did call it by its name (Myia's test_hof, test_switch_nontail)."""
+    def nested_higher_order(a, b):
+        def twice(g, x):
+            return g(g(x))
+
+        def scale(x):
+            return x * b
+        return twice(scale, a)
+    with pytest.raises(tp.TransformError, match="'g' is a parameter of a nested function"):
+        tp.grad(nested_higher_order)(0.7, 1.3)
+
+    def chosen(x, y):
+        def f1():
+            return x * y
+
+        def f2():
+            return x - y
+        return (f1 if x > y else f2)()
+    with pytest.raises(tp.TransformError, match="chosen by a conditional expression"):
+        tp.grad(chosen)(0.7, 1.3)

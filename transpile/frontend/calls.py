@@ -175,6 +175,17 @@ class CallNormalizer:
                         self.callees.transformation(maker.value) == "vjp":
                     # tp.vjp(f, x)[1](g): the pullback, called where it is made
                     return self.vjp_called_where_made(made, node, stmts)
+                if self.nested and isinstance(func, gast.Name) and func.id in self.params:
+                    raise self.error(func, f"'{func.id}' is a parameter of a nested function: "
+                                     "a nested def or lambda that calls a function passed "
+                                     "to it is not supported yet.",
+                                     "define it at module level: a module-level function "
+                                     "may call the functions passed to it.")
+                if isinstance(func, gast.IfExp):
+                    raise self.error(func, "calling a function chosen by a conditional "
+                                     "expression is not supported.",
+                                     "call each in an if statement, or use "
+                                     "tp.lax.cond(pred, f1, f2, *args).")
                 raise self.error(func, "calling a function held in a variable is not supported.",
                                  "call the function by its name.")
         return self.call(callee, node, stmts)
@@ -1478,6 +1489,7 @@ class CallNormalizer:
         inner = type(self)(self.program, self.src, self.globals, self.closure, name,
                            lifted=free)
         inner.local_fns = dict(self.local_fns)
+        inner.nested = True
         if recursive:
             inner.local_fns[fdef.name] = lifted
         self.program.functions[name] = None  # reserve (recursion)

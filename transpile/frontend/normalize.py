@@ -95,6 +95,7 @@ class Normalizer(CallNormalizer):
         self.argument_types = {}              # parameter -> the type of the value it gets
         self.pullbacks = {}                   # name -> Pullback of a tp.vjp made here
         self.entry = False                    # the function a transformation is applied to
+        self.nested = False                   # a nested def or lambda (lifted)
 
     # ------------------------------------------------------------------ entry
     def run(self, fdef, shape=None):
