@@ -365,21 +365,22 @@ def _select_adj_ragged(c, d, taken, like):
 def lane_guard(x, mask, outer=0):
     """`x` itself, read by a path of an `if` whose condition differs between examples (the
     examples in `mask` take it) or by a trip of a loop some examples have left: reverse
-    mode keeps its adjoint there only (lane_guard_adj), and its forward sweep reads x
+    mode keeps its adjoint there only (lane_guard_adj), and differentiated code reads x
     through rt.lane_borrow instead."""
     return x
 
 
 def lane_borrow(x, mask, outer=0):
-    """`x` as reverse mode's forward sweep reads it on a path that the examples in `mask`
-    take (rt.lane_guard in vmapped code): the path computes for every example and its
+    """`x` as differentiated code (and vmapped code calling a user's function there) reads
+    it on a path that the examples in `mask` take (rt.lane_guard in vmapped code): the path computes for every example and its
     values in the others are thrown away, so there each example borrows the values of the
     first one that takes the path. The path's code then sees inputs it is defined at, and
     its partials are finite. (Were x read as it is, np.sqrt(x) of an x < 0 that takes the
     other path is nan, and the backward pass multiplies that partial by a zero adjoint:
     0 * nan reached the gradient of every value the path reads, a weight shared by all
-    examples included.) Plain vmap has no use for it (the values are thrown away and no
-    partial is taken) and keeps rt.lane_guard, which costs nothing. Under vmap of vmap the
+    examples included; forward mode computed nan tangents there, with warnings.) Plain vmap
+    has no use for it (the values are thrown away and no partial is taken) and keeps
+    rt.lane_guard, which costs nothing. Under vmap of vmap the
     first such example is sought within each outer example; an outer example none of whose
     examples takes the path keeps its values (all of them are thrown away)."""
     m = array_module(mask).asarray(mask)

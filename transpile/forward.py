@@ -23,7 +23,8 @@ from .ir.analysis import (assigned_in, changed_by_call, definitely_assigned, def
 from .ir.anno import Anno
 from .ir.nodes import assign as _assign, call as _call, const as _const, funcdef, name as _name
 from .ir.nodes import with_source
-from .ir.rewrites import freeze_branch_tests, split_aux, split_self_assignments
+from .ir.rewrites import (call_differentiated_variants, freeze_branch_tests, split_aux,
+                          split_self_assignments)
 from .ir.templates import as_index_value, bind_call, substitute
 
 TANGENT_SUFFIX = "_dot"
@@ -52,6 +53,7 @@ class Forward:
         body = self.fir.node.body
         ret = body[-1]
         stmts = split_self_assignments(body[:-1], self.namer)
+        call_differentiated_variants(stmts)
         self.active = varied(stmts, self.wrt)
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)

@@ -220,7 +220,7 @@ class ControlFlowRules:
         be nan (np.sqrt(x) where x < 0 takes the other path), and grad of vmap multiplies
         their partials by the zero adjoints there: 0 * nan reached x's adjoint in every
         example, and the gradient of every unbatched value the path reads. The guard is x
-        itself in vmapped code; reverse mode's forward sweep calls rt.lane_borrow instead
+        itself in vmapped code; code differentiated from it calls rt.lane_borrow instead
         (the examples outside the mask read the values of one inside it, where the path is
         defined) and keeps x's adjoint in the examples of the mask only. A path that calls
         a function of the user's borrows in vmapped code too (_calls_user_code). Only paths

@@ -284,7 +284,7 @@ class CallNormalizer:
         if isinstance(callee, Static) and _is_add_at(callee.value):
             return self.add_at(node, stmts)
         if isinstance(callee, Static) and isinstance(callee.value, custom.CustomRule) and \
-                callee.value.nondiff_argnums:
+                getattr(callee.value, "nondiff_argnums", ()):
             return self.call_with_nondiff(callee.value, node, stmts)
         if isinstance(callee, Static) and _is_namedtuple_class(callee.value):
             return self.namedtuple_of(callee.value, node, stmts)

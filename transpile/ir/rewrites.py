@@ -10,7 +10,7 @@ from .. import rules
 from . import anno
 from .analysis import assigned_in, is_pop, names_in
 from .anno import Anno
-from .nodes import assign, const, name
+from .nodes import assign, call, const, name
 
 
 def rename_reads(node, renames):
@@ -84,3 +84,16 @@ def split_aux(fir, namer):
         items.append(assign(target, item))
     fir.node.body[-1:] = items + [gast.Return(value=name(value_name))]
     return aux_name
+
+
+def call_differentiated_variants(stmts):
+    """Calls whose rule names another helper for differentiated code
+    (rules.core.differentiated_calls: rt.lane_guard -> rt.lane_borrow) call that one, in
+    place: the passes that differentiate work on their own copy of the IR."""
+    for s in stmts:
+        for node in gast.walk(s):
+            found = anno.get(node, Anno.PRIM) if isinstance(node, gast.Call) else None
+            if found and found[0] is not None and found[0].when_differentiated:
+                instead = call(found[0].when_differentiated, [])
+                node.func = instead.func
+                anno.set(node, Anno.PRIM, anno.get(instead, Anno.PRIM))

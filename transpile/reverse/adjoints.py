@@ -27,7 +27,8 @@ from ..ir.analysis import (assigned_in, changed_by_call, is_pop, is_push, is_sta
                            names_in, pop_stack, push_parts, reads, targets, varied, walk_simple)
 from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, call as _call, const as _const, name as _name
-from ..ir.rewrites import freeze_branch_tests, rename_reads, split_self_assignments
+from ..ir.rewrites import (call_differentiated_variants, freeze_branch_tests, rename_reads,
+                            split_self_assignments)
 from ..ir.templates import as_index_value, bind_call, substitute
 
 
@@ -87,7 +88,7 @@ class Reverse:
         ret = body[-1]
         self.body = freeze_branch_tests(split_self_assignments(body[:-1], self.namer),
                                          self.namer)
-        _reverse_sweep_spellings(self.body)
+        call_differentiated_variants(self.body)
         self.out = ret.value
         self.active = varied(self.body, self.wrt)
         # Lists this function pops are stacks: their adjoints are stacks too. Lists it only
@@ -530,19 +531,6 @@ class RestoreMarker(gast.AST):
     def __init__(self, stmt):
         super().__init__()
         self.stmt = stmt
-
-
-def _reverse_sweep_spellings(stmts):
-    """Calls whose rule names another helper for reverse mode's forward sweep
-    (rules.core.reverse_sweep_calls) call that one. (The pass works on its own copy of
-    the IR.)"""
-    for s in stmts:
-        for node in gast.walk(s):
-            found = anno.get(node, Anno.PRIM) if isinstance(node, gast.Call) else None
-            if found and found[0] is not None and found[0].in_reverse:
-                instead = _call(found[0].in_reverse, [])
-                node.func = instead.func
-                anno.set(node, Anno.PRIM, anno.get(instead, Anno.PRIM))
 
 
 def _has_code(stmts):

@@ -6,7 +6,7 @@ enclosing vmap batches them with `batch_lanes` (core.py): its unbatched array ar
 are viewed along the batch and `outer` goes up by one (see runtime/batching.py).
 """
 from .core import (batch_elementwise, batch_lanes, batch_same, BatchRule, fwd, nondiff, rev,
-                   reverse_sweep_calls, set_batch_rule)
+                   differentiated_calls, set_batch_rule)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -63,7 +63,7 @@ def lane_borrow_fwd(out, x, mask, outer=0):
     dout = rt.lane_borrow(dx, mask, outer)
 
 
-reverse_sweep_calls("rt.lane_guard", "rt.lane_borrow")
+differentiated_calls("rt.lane_guard", "rt.lane_borrow")
 
 
 @rev("rt.lane_guard_adj")

@@ -102,7 +102,7 @@ class Primitive:
         self.batch = None           # BatchRule: how vmap pushes a batch axis through it
         self.batch_for = {}         # spelling -> BatchRule, where spellings differ (float)
         self.fold = None            # args (AST) -> simpler AST or None, for literal arguments
-        self.in_reverse = None      # the spelling reverse mode's forward sweep calls instead
+        self.when_differentiated = None   # the spelling differentiated code calls instead
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -212,11 +212,12 @@ def nondiff(*spellings, view=False, side_effect=False, name=None):
         prim.side_effect = prim.side_effect or side_effect
 
 
-def reverse_sweep_calls(spelling, instead):
-    """Reverse mode's forward sweep calls `instead` where code calls `spelling` (same
-    arguments, same value for the examples that matter): rt.lane_guard is free in vmapped
-    code, rt.lane_borrow keeps the partials finite where a backward pass takes them."""
-    _register([spelling], spelling.rsplit(".", 1)[-1]).in_reverse = instead
+def differentiated_calls(spelling, instead):
+    """Code that forward or reverse mode makes calls `instead` where the code it is made
+    from calls `spelling` (same arguments, same value where it matters): rt.lane_guard is
+    free in vmapped code, rt.lane_borrow keeps the values and partials of differentiated
+    code finite."""
+    _register([spelling], spelling.rsplit(".", 1)[-1]).when_differentiated = instead
 
 
 def fold(spelling):
