@@ -1304,3 +1304,45 @@ def test_models_held_by_models_and_passed_to_helpers(rng):
     np.testing.assert_allclose(tp.grad(_cost_of_the_global_model)(x),
                                2 * np.sin(x * _GLOBAL_SCALER.w) * np.cos(x * _GLOBAL_SCALER.w)
                                * _GLOBAL_SCALER.w, rtol=1e-13)
+
+
+# ---------------------------------------------------------------- nested functions that call
+# the functions passed to them (Myia's test_hof, test_callp): refused ("calling a function
+# held in a variable"); each call now lifts the nested function for the functions it passes.
+
+def _nested_higher_order(a, b):
+    def both(g, x):
+        return g(x) * g(x + 10.0)
+
+    def scaled(x):
+        return x * b
+    return both(scaled, a)
+
+
+def _nested_twice(a, b):
+    def twice(fn, x, scale=2.0):
+        return fn(fn(x)) * scale
+
+    def shifted_sine(x):
+        return np.sin(x) + b
+    return twice(shifted_sine, a) + twice(np.tanh, a, scale=3.0) + twice(fn=shifted_sine, x=b)
+
+
+def _nested_apply_in_a_loop(a, b):
+    apply = lambda fn, x: fn(x)       # noqa: E731
+    acc = 0.0
+    for i in range(3):
+        acc = acc + apply(lambda z: z * b * i, a)
+    return acc
+
+
+@pytest.mark.parametrize("f", [_nested_higher_order, _nested_twice, _nested_apply_in_a_loop])
+def test_nested_functions_calling_the_functions_passed_to_them(f, rng):
+    a, b = rng.uniform(0.2, 1.5, 2)
+    check_grads(f, (a, b), order=2, modes=("fwd", "rev"))
+    assert np.isclose(tp.jit(f)(a, b), f(a, b), rtol=1e-14)
+    xs = rng.uniform(0.2, 1.5, 4)
+    np.testing.assert_allclose(tp.vmap(f, in_axes=(0, None))(xs, b), [f(x, b) for x in xs],
+                               rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(tp.grad(f), in_axes=(0, None))(xs, b),
+                               [tp.grad(f)(x, b) for x in xs], rtol=1e-14)

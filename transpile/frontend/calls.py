@@ -27,7 +27,8 @@ from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_c
 from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted
 from .parse import parse_function
-from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
+from .resolved import (LocalFunction, LocalPartial, LocalTemplate, LocalTransformed, Static,
+                       assigned_names,
                        library_module, plain_object, third_party_function)
 from .variadic import call_shape, has_variadic
 
@@ -419,6 +420,8 @@ class CallNormalizer:
                                        zip(value.keywords, spelled[len(value.args):])
                                        if k not in given] + list(node.keywords))
             return self.call(Static(value.func), gast.copy_location(full, node), stmts)
+        if isinstance(callee, LocalTemplate):
+            return self.template_call(callee, node, stmts)
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
         if isinstance(callee, LocalFunction):
@@ -639,6 +642,39 @@ class CallNormalizer:
                     _is_function(p.default):
                 bound[p.name] = Static(p.default)
         return bound
+
+    def template_call(self, template, node, stmts):
+        """A call of a nested function that calls its parameters: lifted (once per set of
+        functions passed) with those parameters naming the functions, as a module-level
+        function is specialized (specialized_call)."""
+        params = [a.id for a in template.fdef.args.args]
+        if any(isinstance(a, gast.Starred) for a in node.args) or \
+                any(k.arg not in params for k in node.keywords) or len(node.args) > len(params):
+            raise self.error(node, "a nested function that calls its parameters is called "
+                             "with its parameters by position or name.")
+        given = dict(zip(params, node.args))
+        given.update((k.arg, k.value) for k in node.keywords)
+        bound = {}
+        for p, arg in given.items():
+            value = self.function_value(arg, stmts)
+            if value is not None:
+                bound[p] = value
+        key = tuple(sorted((p, id(v.value) if isinstance(v, Static) else v.ir_name)
+                           for p, v in bound.items()))
+        if key not in template.made:
+            saved, self.local_fns = self.local_fns, dict(template.local_fns)
+            try:
+                template.made[key] = self.lift(_copy_node(template.fdef), template.hint,
+                                               bound=bound)
+            finally:
+                self.local_fns = saved
+        lifted = template.made[key]
+        args = [_const(None) if p in bound else self.atom(a, stmts)
+                for p, a in zip(params, node.args)]
+        keywords = [(k.arg, _const(None) if k.arg in bound else self.atom(k.value, stmts))
+                    for k in node.keywords]
+        return self.user_call(lifted.ir_name, lifted.params, lifted.defaults, args, keywords,
+                              node, extra=[_name(v) for v in lifted.freevars])
 
     def specialized_call(self, fn, bound, node, stmts):
         fdef, _ = parse_function(fn)
@@ -1461,9 +1497,15 @@ class CallNormalizer:
             return True
         return False
 
-    def lift(self, fdef, hint):
+    def lift(self, fdef, hint, bound=None):
         """Lift a nested def/lambda to an IR function; its free variables become parameters.
-        One that calls itself by its name (a nested `fact`) calls its own IR function."""
+        One that calls itself by its name (a nested `fact`) calls its own IR function. One
+        that calls a parameter is a LocalTemplate, lifted at each call for the functions
+        passed (`bound`: parameter -> Static or LocalFunction; those parameters get None)."""
+        params = [a.id for a in fdef.args.args]
+        if bound is None and any(isinstance(n, gast.Call) and isinstance(n.func, gast.Name) and
+                                 n.func.id in params for n in gast.walk(fdef)):
+            return LocalTemplate(fdef, hint, dict(self.local_fns))
         own = assigned_names(fdef.body) | {a.id for a in fdef.args.args}
         used = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)
                 and isinstance(n.ctx, gast.Load)}
@@ -1471,8 +1513,10 @@ class CallNormalizer:
         used.discard(fdef.name if recursive else None)
         # local functions it calls are resolved while transforming; what they read from
         # here is read by this one too
-        called = [self.local_fns[n] for n in used - own if n in self.local_fns]
-        used = (used - {n for n in used - own if n in self.local_fns}) | \
+        known = dict(self.local_fns, **(bound or {}))
+        called = [known[n] for n in used - own if n in known] + \
+            [f for f in (bound or {}).values()]
+        used = (used - {n for n in used - own if n in known}) | \
             {v for f in called for v in getattr(f, "freevars", ())}
         free = sorted((used - own) & (self.locals | set(self.lifted)))
         name = self.program.namer.fresh(f"{self.ir_name}_{hint}")
@@ -1488,7 +1532,7 @@ class CallNormalizer:
         lifted = LocalFunction(name, params + free, free, defaults)
         inner = type(self)(self.program, self.src, self.globals, self.closure, name,
                            lifted=free)
-        inner.local_fns = dict(self.local_fns)
+        inner.local_fns = dict(self.local_fns, **(bound or {}))
         inner.nested = True
         if recursive:
             inner.local_fns[fdef.name] = lifted
@@ -1511,6 +1555,10 @@ _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count",
 def fixed_hint(fn):
     doc = (fn.__doc__ or "").strip().splitlines()
     return f"see {fn.__module__}.{fn.__name__}: {doc[0]}" if doc else None
+
+
+def _copy_node(node):
+    return copy.deepcopy(node)
 
 
 _PARTIALS = {}

@@ -50,6 +50,18 @@ class LocalFunction:
         self.defaults = defaults
 
 
+class LocalTemplate:
+    """A nested def or lambda that calls one of its parameters (`def twice(g, x): return
+    g(g(x))`): lifted anew for each call, with the functions that call passes (`made`:
+    those functions' identities -> the LocalFunction lifted for them)."""
+
+    def __init__(self, fdef, hint, local_fns):
+        self.fdef = fdef
+        self.hint = hint
+        self.local_fns = local_fns     # the enclosing function's, where it is defined
+        self.made = {}
+
+
 class LocalTransformed:
     """`tp.grad(nested_fn)`: a Transformed of the lifted function, plus its free variables."""
 
