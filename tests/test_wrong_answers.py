@@ -1773,3 +1773,28 @@ def test_grad_of_vmap_by_a_weight_shared_by_paths_undefined_elsewhere():
             # forward mode reads the paths' values so too (no nan computed, no warning)
             tangent = tp.jvp(batched, (w, batch), (1.0, np.zeros_like(batch)))[1]
             np.testing.assert_allclose(tangent, [g[0] for g in want], rtol=1e-12)
+
+
+def _swap_two_elements(x):
+    x = x.copy()
+    x[0], x[1] = x[1], x[0]
+    return x * np.arange(1.0, 4.0)
+
+
+def test_a_tuple_assignment_writing_into_what_its_values_read():
+    """`x[0], x[1] = x[1], x[0]` must not be split pair by pair (x[1] would read the new
+    x[0]: [2, 4, 9] for numpy's [2, 2, 9]); it reads its values first, and the aliasing
+    check then refuses what it cannot prove (for rows of a 2-d x, numpy's own answer keeps
+    one row twice)."""
+    x = _rng(5).normal(size=3)
+    for transform in (tp.jit, tp.vmap, tp.jacrev):
+        arg = np.stack([x, x]) if transform is tp.vmap else x
+        try:
+            got = transform(_swap_two_elements)(arg)
+        except tp.TransformError as error:
+            assert "[aliasing]" in str(error)
+            continue
+        want = np.stack([_swap_two_elements(v) for v in arg]) if transform is tp.vmap else \
+            _swap_two_elements(x) if transform is tp.jit else None
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-15)

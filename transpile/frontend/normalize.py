@@ -272,8 +272,8 @@ class Normalizer(CallNormalizer):
 
     @staticmethod
     def _pairwise(node):
-        """`a, (b, c) = x, y` that reads none of the names it binds: one assignment per
-        pair, as if written so. A tuple of the values would tie them together (the
+        """`a, (b, c) = x, y` whose values read none of the names in its targets: one
+        assignment per pair, as if written so. A tuple of the values would tie them together (the
         tangents in a custom_jvp rule's `(x,), (x_dot,) = primals, tangents` made `x` a
         value to differentiate), and a function among them can be bound by its name."""
         if len(node.targets) != 1 or not isinstance(node.targets[0], (gast.Tuple, gast.List)) \
@@ -283,10 +283,11 @@ class Normalizer(CallNormalizer):
         if len(targets) != len(values) or \
                 any(isinstance(e, gast.Starred) for e in targets + values):
             return False
-        bound = {n.id for t in targets for n in gast.walk(t)
-                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        # (every name in the targets: `x[0], x[1] = x[1], x[0]` writes into x, which the
+        # values read; one pair at a time, x[1] would read the new x[0])
+        written = {n.id for t in targets for n in gast.walk(t) if isinstance(n, gast.Name)}
         read = {n.id for v in values for n in gast.walk(v) if isinstance(n, gast.Name)}
-        return not bound & read
+        return not written & read
 
     # `it = iter(xs)` ... `next(it)`: the iterator is a position in xs, so every
     # transformation sees plain indexing (`xs[k]`, k counting up)
