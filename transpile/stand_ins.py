@@ -1,22 +1,26 @@
-"""Stand-ins for registered dataclasses: what transformations see in their place.
+"""Stand-ins for registered pytree classes: what transformations see in their place.
 
 The transformations take tuples, lists, dicts and namedtuples. A dataclass registered with
 `tp.tree_util.register_dataclass` (every field data) is handed to transformed code as a
 namedtuple of the same fields, so the code reads `p.w` as any namedtuple field, and results
-are turned back (`tp.grad` of a `Dense(w, b)` argument is a `Dense`). The API layer
-converts arguments and results only while some dataclass is registered (`has_proxies`).
+are turned back (`tp.grad` of a `Dense(w, b)` argument is a `Dense`). A class registered
+with `register_pytree_node` (or a dataclass with meta fields) is handed over as a tuple of
+its children named by the attributes that hold them (its flatten function's children must
+be its attributes), its other attributes and its aux data kept by the stand-in's class;
+results go back through its unflatten function. Stand-ins have the class's methods. The API
+layer converts arguments and results only while some class is registered (`has_proxies`).
 """
 import inspect
+import operator
 from collections import namedtuple
 
 from .errors import TransformError
 
 _PROXIES = {}          # registered dataclass -> (its namedtuple stand-in, data fields)
 _CLASS_OF_PROXY = {}   # stand-in -> the dataclass
-# classes registered as pytree nodes that have no stand-in (a flatten function of the
-# user's, a dataclass with meta fields): refused as arguments of transformations, where
-# they were taken for one leaf (vmap: "in_axes=0 is out of range for ... shape ()")
-_REFUSED = set()
+_NODES = {}            # class registered with flatten/unflatten -> (flatten, unflatten)
+_NODE_PROXIES = {}     # (class, attributes of its children, static data) -> stand-in
+_UNFLATTEN_OF_PROXY = {}   # such a stand-in -> (unflatten, aux data)
 
 
 def register(nodetype, data_fields):
@@ -24,30 +28,33 @@ def register(nodetype, data_fields):
     dataclass's own methods (and its bases'): `p.norm()` in transformed code calls the
     class's `norm` with the stand-in for `self`, which reads the same fields."""
     fields = namedtuple(nodetype.__name__, data_fields)
-    methods = {}
-    for cls in reversed(nodetype.__mro__[:-1]):
-        methods.update((name, value) for name, value in vars(cls).items()
-                       if not (name.startswith("__") and name.endswith("__")) and
-                       name not in data_fields and
-                       (inspect.isfunction(value) or
-                        isinstance(value, (staticmethod, classmethod))))
     annotations = {}
     for cls in reversed(nodetype.__mro__[:-1]):
         annotations.update(vars(cls).get("__annotations__", {}))
     proxy = type(nodetype.__name__, (fields,), {
-        "__slots__": (), **methods,
+        "__slots__": (), **_methods(nodetype, data_fields),
         "__annotations__": {f: annotations[f] for f in data_fields if f in annotations},
-                                                "__module__": nodetype.__module__,
-                                                "__qualname__": nodetype.__qualname__})
+        "__module__": nodetype.__module__, "__qualname__": nodetype.__qualname__})
     _PROXIES[nodetype] = (proxy, tuple(data_fields))
     _CLASS_OF_PROXY[proxy] = nodetype
 
 
-def refuse(nodetype):
-    """Instances of `nodetype` (a registered pytree node without a stand-in) raise a clear
-    error where a transformation is given one."""
-    if nodetype not in _PROXIES:
-        _REFUSED.add(nodetype)
+def _methods(nodetype, fields):
+    """The plain, static and class methods of `nodetype` and its bases."""
+    methods = {}
+    for cls in reversed(nodetype.__mro__[:-1]):
+        methods.update((name, value) for name, value in vars(cls).items()
+                       if not (name.startswith("__") and name.endswith("__")) and
+                       name not in fields and
+                       (inspect.isfunction(value) or
+                        isinstance(value, (staticmethod, classmethod))))
+    return methods
+
+
+def register_node(nodetype, flatten, unflatten):
+    """A class registered with flatten/unflatten functions (register_pytree_node): its
+    instances get a stand-in made from their attributes (_node_stand_in)."""
+    _NODES[nodetype] = (flatten, unflatten)
 
 
 def stand_in_class(cls):
@@ -57,42 +64,101 @@ def stand_in_class(cls):
 
 
 def is_registered(obj):
-    """Whether `obj` is an instance of a registered dataclass (a pytree node)."""
-    return type(obj) in _PROXIES
+    """Whether `obj` is an instance of a registered class (a pytree node)."""
+    return type(obj) in _PROXIES or type(obj) in _NODES
 
 
 def has_proxies():
-    """Whether any dataclass is registered (the API converts arguments only then)."""
-    return bool(_PROXIES or _REFUSED)
+    """Whether any class is registered (the API converts arguments only then)."""
+    return bool(_PROXIES or _NODES)
 
 
 def to_transformable(tree):
-    """`tree` with each registered dataclass instance replaced by a namedtuple of its
-    fields (the transformations take tuples, lists, dicts and namedtuples); unchanged
-    (the same object) where there is none."""
-    if type(tree) in _REFUSED:
-        name = type(tree).__name__
-        raise TransformError(
-            f"a {name} (a class registered with tp.tree_util.register_pytree_node, or a "
-            "dataclass with meta fields) is given to a transformation, which takes tuples, "
-            "lists, dicts, namedtuples and dataclasses whose fields are all data.\n  hint: "
-            "pass its leaves (tp.tree_util.tree_flatten), or make it a namedtuple or an "
-            "all-data dataclass (register_dataclass); an object whose methods the function "
-            "calls (a model) is taken as it is when its class is not registered.")
+    """`tree` with each registered class's instance replaced by its stand-in (the
+    transformations take tuples, lists, dicts and namedtuples); unchanged (the same
+    object) where there is none."""
     proxied = _PROXIES.get(type(tree))
     if proxied is not None:
         proxy, fields = proxied
         return proxy(*(to_transformable(getattr(tree, f)) for f in fields))
+    if type(tree) in _NODES:
+        return _node_stand_in(tree)
     return _map_children(to_transformable, tree)
 
 
 def from_transformable(tree):
-    """The inverse of to_transformable: stand-ins back to their dataclasses (a gradient
-    of a dataclass argument comes back as that dataclass)."""
+    """The inverse of to_transformable: stand-ins back to their classes (a gradient of a
+    registered argument comes back as that class)."""
     cls = _CLASS_OF_PROXY.get(type(tree))
     if cls is not None:
         return cls(**{f: from_transformable(v) for f, v in zip(tree._fields, tree)})
+    rebuild = _UNFLATTEN_OF_PROXY.get(type(tree))
+    if rebuild is not None:
+        unflatten, aux = rebuild
+        return unflatten(aux, [from_transformable(v) for v in tree])
     return _map_children(from_transformable, tree)
+
+
+def _node_stand_in(tree):
+    """The stand-in of an instance of a class registered with flatten/unflatten: a tuple
+    of its children, each named by the attribute that holds it, whose class (one per
+    class, attribute names and static data) keeps its other attributes, its aux data and
+    its methods."""
+    cls = type(tree)
+    flatten, unflatten = _NODES[cls]
+    children, aux = flatten(tree)
+    children = list(children)
+    attributes = dict(vars(tree)) if hasattr(tree, "__dict__") else {
+        name: getattr(tree, name) for c in cls.__mro__ for name in getattr(c, "__slots__", ())
+        if hasattr(tree, name)}
+    fields = []
+    for child in children:
+        names = [n for n, v in attributes.items() if v is child and n not in fields]
+        if len(names) != 1:
+            raise TransformError(
+                f"a {cls.__name__} (a class registered with tp.tree_util."
+                "register_pytree_node) is given to a transformation, and its flatten "
+                "function's children are not each held by one of its attributes, which "
+                "is how transformed code reads them.\n  hint: flatten to the attributes "
+                "themselves (`return (self.a, self.b), aux`), or pass its leaves "
+                "(tp.tree_util.tree_flatten).")
+        fields.append(names[0])
+    static = {n: v for n, v in attributes.items() if n not in fields}
+    key = (cls, tuple(fields), _static_key(aux),
+           tuple((n, _static_key(v)) for n, v in sorted(static.items())))
+    proxy = _NODE_PROXIES.get(key)
+    if proxy is None:
+        proxy = _record_class(cls, fields, {**_methods(cls, fields), **static})
+        _NODE_PROXIES[key] = proxy
+        _UNFLATTEN_OF_PROXY[proxy] = (unflatten, aux)
+    return proxy(*(to_transformable(c) for c in children))
+
+
+def _static_key(value):
+    """`value` where it can key a dict, else its identity (the stand-in class keeps it)."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
+def _record_class(cls, fields, namespace):
+    """A tuple class with `fields` read by name (`_fields`, as a namedtuple's; names may
+    start with an underscore) and `namespace` as class attributes."""
+    def __new__(record, *items):
+        if len(items) != len(fields):
+            raise TypeError(f"{cls.__name__} stand-in takes {len(fields)} items")
+        return tuple.__new__(record, items)
+
+    def __repr__(self):
+        return f"{cls.__name__}(" + ", ".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
+    body = {"__slots__": (), "_fields": tuple(fields), "__new__": __new__,
+            "__repr__": __repr__, "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__}
+    body.update(namespace)
+    body.update((f, property(operator.itemgetter(i))) for i, f in enumerate(fields))
+    return type(cls.__name__, (tuple,), body)
 
 
 def _map_children(convert, tree):

@@ -74,7 +74,7 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func):
     _KEYS.setdefault(nodetype, lambda x: [FlattenedIndexKey(i)
                                           for i in range(len(list(flatten_func(x)[0])))])
     if nodetype is not collections.OrderedDict:     # (a dict to the transformations)
-        stand_ins.refuse(nodetype)
+        stand_ins.register_node(nodetype, flatten_func, unflatten_func)
     return nodetype
 
 
