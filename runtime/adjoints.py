@@ -786,6 +786,28 @@ def draw(generator, method, size):
                                       if not isinstance(size, (int, np.integer)) else size)
 
 
+class LaneGenerators:
+    """One numpy random Generator per example (vmap of `np.random.default_rng(seed)` made
+    in the code): each example draws from its own, as a loop over examples would."""
+
+    def __init__(self, generators):
+        self.generators = list(generators)
+
+
+def lane_generators(n, seed, seed_batched):
+    """The `n` examples' generators, from their seeds (one seed for all, or one each)."""
+    seeds = list(seed) if seed_batched else [seed] * n
+    return LaneGenerators(np.random.default_rng(s) for s in seeds)
+
+
+def lane_draw(generators, method, size):
+    """rt.draw from each example's generator, stacked along the batch axis."""
+    if not isinstance(generators, LaneGenerators):
+        raise TransformError("vmap: a random draw cannot be batched: its generator differs "
+                             "between examples.")
+    return np.stack([draw(g, method, size) for g in generators.generators])
+
+
 def lead_size(n, size):
     """The size of a draw for `n` examples at once: (n,) followed by each example's size."""
     if size is None:

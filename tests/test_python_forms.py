@@ -1346,3 +1346,26 @@ def test_nested_functions_calling_the_functions_passed_to_them(f, rng):
                                rtol=1e-14)
     np.testing.assert_allclose(tp.vmap(tp.grad(f), in_axes=(0, None))(xs, b),
                                [tp.grad(f)(x, b) for x in xs], rtol=1e-14)
+
+
+def _noisy_loss(x, seed=123):
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0.0, 0.1, size=x.shape)
+    return np.sum((x + noise) ** 2) + rng.uniform()
+
+
+def test_a_generator_made_in_the_code(rng):
+    """`np.random.default_rng(seed)` inside the function (Myia's with_random) had no rule;
+    under vmap each example has its own generator, as a loop over examples makes one."""
+    x = rng.normal(size=3)
+    noise = np.random.default_rng(123).normal(0.0, 0.1, size=3)
+    assert np.isclose(tp.jit(_noisy_loss)(x), _noisy_loss(x), rtol=1e-15)
+    np.testing.assert_allclose(tp.grad(_noisy_loss)(x), 2 * (x + noise), rtol=1e-14)
+    xs = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(_noisy_loss)(xs), [_noisy_loss(v) for v in xs],
+                               rtol=1e-14)
+    seeds = np.arange(4)
+    np.testing.assert_allclose(tp.vmap(_noisy_loss)(xs, seeds),
+                               [_noisy_loss(v, int(s)) for v, s in zip(xs, seeds)], rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_noisy_loss))(xs),
+                               [tp.grad(_noisy_loss)(v) for v in xs], rtol=1e-14)

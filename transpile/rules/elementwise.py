@@ -271,6 +271,18 @@ nondiff("np.random.randn", "np.random.rand", "np.random.standard_normal", "np.ra
         "np.random.poisson", "np.random.seed", side_effect=True)
 
 
+# A generator made in the code (`rng = np.random.default_rng(seed)`): an object whose draws
+# the front end reads as any generator's (calls.generator_draw). Under vmap each example
+# has a generator of its own, made from its seed, as a loop over examples makes one per
+# call (rt.LaneGenerators; rt.draw then draws from each).
+nondiff("np.random.default_rng", side_effect=True)
+
+
+@batch("np.random.default_rng")
+def default_rng_batch(seed=None):
+    out = rt.lane_generators(batch_size, seed, seed_batched)
+
+
 @batch("np.random.randint")
 def randint_batch(low, high=None, size=None, dtype=None):
     if size_batched:

@@ -246,10 +246,16 @@ batch_same("rt.lead_size", out_batched=False)
 
 @batch("rt.draw")
 def draw_batch(generator, method, size):
-    if size_batched or generator_batched:
-        out = rt.cannot_batch("a random draw", "its size or generator differs between examples")
+    if size_batched:
+        out = rt.cannot_batch("a random draw", "its size differs between examples")
+    elif generator_batched:
+        out = rt.lane_draw(generator, method, size)
     else:
         out = rt.draw(generator, method, rt.lead_size(batch_size, size))
+
+
+nondiff("rt.lane_generators")
+nondiff("rt.lane_draw", side_effect=True)
 
 
 # sorted(xs, key=...): which item goes where is piecewise constant in the keys
