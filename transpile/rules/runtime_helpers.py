@@ -1,5 +1,6 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
-from .core import batch, batch_elementwise, batch_lanes, batch_same, fwd, nondiff, rev, stateful
+from .core import (BatchRule, batch, batch_elementwise, batch_lanes, batch_same, fwd, nondiff,
+                   rev, set_batch_rule, stateful)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -256,6 +257,8 @@ def draw_batch(generator, method, size):
 
 nondiff("rt.lane_generators")
 nondiff("rt.lane_draw", side_effect=True)
+set_batch_rule("rt.lane_generators", BatchRule("unsupported"))   # vmap of vmap of the draw
+set_batch_rule("rt.lane_draw", BatchRule("unsupported"))
 
 
 # sorted(xs, key=...): which item goes where is piecewise constant in the keys
