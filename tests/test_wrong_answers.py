@@ -1798,3 +1798,47 @@ def test_a_tuple_assignment_writing_into_what_its_values_read():
             _swap_two_elements(x) if transform is tp.jit else None
         if want is not None:
             np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def _share_of_the_total(x):
+    return x / tp.psum(x, "i")
+
+
+def _share_where_positive(x):
+    if x > 0:
+        y = x / tp.psum(x, "i")
+    else:
+        y = np.sqrt(-x)
+    return y
+
+
+def _share_through_a_helper(x):
+    if x > 0:
+        y = _share_of_the_total(x)
+    else:
+        y = x * 2.0
+    return y
+
+
+def test_a_collective_inside_a_path_that_differs_between_examples():
+    """psum inside a batched `if` sums every example's own value (JAX's select of both
+    branches). The guards of such paths changed that: grad of vmap kept the adjoint from
+    the examples on the path only (wrong in the others, before this session), and the
+    borrowed values (rt.lane_borrow) changed the sum itself in grad and jvp. A path that
+    mixes the examples (a collective, in it or in a function it calls) is not guarded."""
+    rng = np.random.default_rng()
+    x = np.concatenate([rng.uniform(0.5, 2.0, 3), -rng.uniform(0.5, 2.0, 3)])
+    rng.shuffle(x)
+    weights = rng.normal(size=6)
+    total = x.sum()
+    references = {_share_where_positive: np.where(x > 0, x / total, np.sqrt(np.abs(x))),
+                  _share_through_a_helper: np.where(x > 0, x / total, 2.0 * x)}
+    for fn, want in references.items():
+        batched = tp.vmap(fn, axis_name="i")
+        np.testing.assert_allclose(batched(x), want, rtol=1e-14)
+
+        def weighted(x, batched=batched):
+            return np.sum(batched(x) * weights)
+        check_grads(weighted, (x,), order=1, modes=("fwd", "rev"))
+        np.testing.assert_allclose(tp.jit(tp.grad(weighted))(x), tp.grad(weighted)(x),
+                                   rtol=1e-14)

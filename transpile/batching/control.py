@@ -87,6 +87,30 @@ def _may_blow_up(stmts):
     return False
 
 
+def _mixes_examples(stmts, program, seen=None):
+    """Whether a path, or a function it calls, uses a collective over a vmap axis (psum,
+    all_gather, axis_index, ...): an example's values there depend on every example's own
+    values, as vmap of JAX's select computes them, so no example may borrow another's
+    (rt.lane_borrow) and no adjoint may be kept from the others (rt.lane_guard_adj)."""
+    seen = set() if seen is None else seen
+    for s in walk_simple(stmts):
+        for n in gast.walk(s):
+            if not isinstance(n, gast.Call):
+                continue
+            found = anno.get(n, Anno.PRIM)
+            if found and found[0] is not None:
+                rule = found[0].batch_for.get(found[1], found[0].batch)
+                if rule is not None and rule.kind == "collective":
+                    return True
+            callee = anno.get(n, Anno.CALLEE)
+            if callee and callee not in seen:
+                seen.add(callee)
+                fir = program.functions.get(callee)
+                if fir is not None and _mixes_examples(fir.node.body, program, seen):
+                    return True
+    return False
+
+
 def _calls_user_code(stmts):
     """Whether a path calls a function of the user's. Its batched variant runs for every
     example and knows nothing of the path's mask: for the examples that take the other
@@ -225,10 +249,11 @@ class ControlFlowRules:
         defined) and keeps x's adjoint in the examples of the mask only. A path that calls
         a function of the user's borrows in vmapped code too (_calls_user_code). Only paths
         with an operation whose partial can be infinite at a finite point (sqrt, log, exp,
-        division, a power, a function of the user's) are guarded; unbatched values are read
-        as they are. (The batched code is renamed in a copy: the IR it is made from is
-        batched again for other specs.)"""
-        if not _may_blow_up(stmts):
+        division, a power, a function of the user's) are guarded, and none that mixes the
+        examples (a collective, _mixes_examples); unbatched values are read as they are.
+        (The batched code is renamed in a copy: the IR it is made from is batched again for
+        other specs.)"""
+        if not _may_blow_up(stmts) or _mixes_examples(stmts, self.program):
             return body
         body = _copy.deepcopy(body)
         candidates = {v for v in set().union(*(names_in(s) for s in walk_simple(stmts)))
