@@ -91,14 +91,15 @@ def test_try_except():
     _check_message(e, uses_try, ["# MARK"])
 
 
-def star_args(*xs):  # MARK
-    return np.sum(xs[0] * xs[1])
+def star_kwargs(x, **options):  # MARK
+    return np.sum(x * options["scale"])
 
 
-def test_star_args_parameter():
+def test_star_kwargs_parameter():
+    """(*args at the entry is supported: test_python_forms.test_args_at_the_entry.)"""
     with pytest.raises(tp.TransformError) as e:
-        tp.grad(star_args)(np.ones(2), np.ones(2))
-    _check_message(e, star_args, ["# MARK"])
+        tp.grad(star_kwargs)(np.ones(2), scale=2.0)
+    _check_message(e, star_kwargs, ["# MARK"])
 
 
 def _helper_pair(a, b):

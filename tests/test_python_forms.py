@@ -145,10 +145,37 @@ def test_keyword_only_parameters_at_the_entry_and_in_callees(rng):
         tp.grad(by_position)(x)
 
 
-def test_args_at_the_entry_are_refused_clearly(rng):
-    with pytest.raises(tp.TransformError, match=r"\*args and \*\*kwargs are not supported in "
-                       "the function a transformation is applied to"):
-        tp.grad(_first)(rng.normal(size=2))
+def _weighted_terms(w, *terms):
+    total = w * 1.0
+    for t in terms:
+        total = total + np.tanh(t * w)
+    return np.sum(total)
+
+
+def _with_kwargs(x, **options):
+    return x * options.get("scale", 1.0)
+
+
+def test_args_at_the_entry(rng):
+    """`def f(*args)` given to a transformation (JAX's docs write such rules) was refused;
+    its code is now made for each number of arguments a call gives."""
+    x, y = rng.normal(size=2), rng.normal(size=2)
+    assert tp.grad(_first)(x[0], y[0]) == 2.0
+    assert tp.grad(_first)(x[0]) == 1.0
+    w = rng.normal()
+    for args in ((w,), (w, x), (w, x, y)):
+        check_grads(_weighted_terms, args, order=2, modes=("fwd", "rev"))
+        assert np.isclose(tp.jit(_weighted_terms)(*args), _weighted_terms(*args), rtol=1e-14)
+    g = tp.grad(_weighted_terms, argnums=(0, 2))(w, x, y)
+    assert np.allclose(g[1], w * (1 - np.tanh(y * w) ** 2), rtol=1e-13)
+    ws = rng.normal(size=3)
+    np.testing.assert_allclose(tp.vmap(_weighted_terms, in_axes=(0, None, None))(ws, x, y),
+                               [_weighted_terms(v, x, y) for v in ws], rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_weighted_terms))(ws, np.stack([x] * 3)),
+                               [tp.grad(_weighted_terms)(v, x) for v in ws], rtol=1e-14)
+    with pytest.raises(tp.TransformError, match=r"\*\*kwargs .* are not supported in the "
+                       "function a transformation is applied to"):
+        tp.grad(_with_kwargs)(1.0)
 
 
 # ---------------------------------------------------------------- raise, assert, f-strings

@@ -17,7 +17,8 @@ from runtime.trees import tangent_zeros, tree_leaves, tree_map
 from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
-from .custom import CustomRule, method_caller, primitive_wrapper, summed_output, wrapper_for
+from .custom import (CustomRule, fixed_arity_wrapper, method_caller, primitive_wrapper,
+                     summed_output, wrapper_for)
 from .errors import ArgumentDependent, TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
@@ -51,9 +52,11 @@ class Root:
         self.inner = None
         if isinstance(target, Jitted):        # transformations see through jit
             target = target.inner
+        self.variadic = False
         if isinstance(target, Transformed):
             self.inner = target
             self.fn = None
+            self.variadic = target.root.variadic
             self.prefix = target.root.prefix
             self.prefix_names = target.root.prefix_names
             self.signature = target.signature
@@ -108,15 +111,20 @@ class Root:
                             f"{type(target).__name__}.")
         self.fn = target
         self.signature = inspect.signature(target)
+        kinds = [p.kind for p in self.signature.parameters.values()]
+        # f(a, *args): made for each number of arguments a call gives (Transformed.at_arity)
+        self.variadic = inspect.Parameter.VAR_POSITIONAL in kinds and not any(
+            k in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.KEYWORD_ONLY) for k in kinds)
         for p in self.signature.parameters.values():
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and not self.variadic:
                 fdef, src = parse_function(target)
                 node = fdef.args.vararg or fdef.args.kwarg or fdef
-                raise error_at(node, src, f"{target.__qualname__}: *args and **kwargs are "
-                               f"not supported in the function a transformation is applied "
-                               f"to (parameter '{p.name}'); the functions it calls may have "
-                               "them.", "list the parameters explicitly, or pass a tuple/dict "
-                               "as one parameter.")
+                raise error_at(node, src, f"{target.__qualname__}: **kwargs (and "
+                               f"keyword-only parameters with *args) are not supported in the "
+                               f"function a transformation is applied to (parameter "
+                               f"'{p.name}'); the functions it calls may have them.",
+                               "list the parameters explicitly, or pass a dict as one "
+                               "parameter.")
         self.lifted = lifted_closure_names(target)
         closure = closure_values(target)
         # identities (holding references, so an id is never reused while the key lives)
@@ -212,6 +220,13 @@ class Transformed:
     def source(self):
         """The generated module: exactly the code that runs when this is called (for a
         function that calls its arguments, the code made for the latest call's)."""
+        if self.root.variadic:
+            latest = self.__dict__.get("_latest_arity")
+            if latest is None:
+                raise TransformError(f"{self.__name__} takes *args: its code is made for each "
+                                     "number of arguments; call it once before reading "
+                                     ".source.")
+            return latest.source
         if self._dependent and self._for_arguments:
             return self._latest.generated().text
         return self.generated().text
@@ -257,7 +272,31 @@ class Transformed:
             return stand_ins.from_transformable(self._call(*args, **kwargs))
         return self._call(*args, **kwargs)
 
+    def at_arity(self, n):
+        """This transformation of a function with *args, made for calls with `n` positional
+        arguments: the same transformations of a wrapper with n parameters that calls it
+        (JAX's `def f(*args)`; one per n, kept)."""
+        made = self.__dict__.setdefault("_arity_variants", {})
+        if n not in made:
+            inner = self.root.inner
+            target = inner.at_arity(n) if inner is not None else \
+                fixed_arity_wrapper(self.root.fn, n)
+            if self.kind == "vmap":
+                opts = self.options
+                made[n] = vmap(target, in_axes=self._raw_in_axes,
+                               out_axes=opts["out_axes"].value,
+                               axis_name=opts["axis_name"], axis_size=opts["axis_size"])
+            else:
+                made[n] = Transformed(target, self.kind, self.options, self.bindings)
+        self._latest_arity = made[n]
+        return made[n]
+
     def _call(self, *args, **kwargs):
+        if self.root.variadic:
+            if kwargs:
+                raise TypeError(f"{self.__name__} takes *args: call it with positional "
+                                "arguments only")
+            return self.at_arity(len(args))._call(*args)
         if self._partial_axes is not None and len(args) + len(kwargs) < self._nparams:
             return self._vmap_of_passed(args, kwargs)
         if self._dependent:
@@ -408,6 +447,8 @@ def vjp(f, *primals, has_aux=False):
     if proxies:                       # registered dataclasses: as namedtuples inside
         primals = stand_ins.to_transformable(primals)
     t = Transformed(f, "vjp", {"has_aux": has_aux})
+    if t.root.variadic:
+        t = t.at_arity(len(primals))
     try:
         gen = t.generated()
     except ArgumentDependent as e:     # f calls some of its arguments: code for them
@@ -445,6 +486,8 @@ def jvp(f, primals, tangents, has_aux=False):
 
 
 def _jvp(f, primals, tangents, has_aux):
+    if Root(f).variadic:
+        f = Transformed(f, "transform").at_arity(len(primals))
     signature = Root(f).signature
     if len(primals) < len(signature.parameters):   # parameters left at their defaults (JAX's
         bound = signature.bind(*primals)           # jvp calls f(*primals)) are constants
@@ -630,6 +673,9 @@ def vmap(f, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     t = Transformed(f, "vmap", {"in_axes": _Axes(in_axes), "out_axes": _Axes(out_axes),
                                 "axis_name": axis_name, "axis_size": axis_size})
     nuser = t._nparams
+    t._raw_in_axes = in_axes
+    if t.root.variadic:
+        return t                      # in_axes are read for each number of arguments
     if isinstance(in_axes, (tuple, list)):
         defaulted = list(t.signature.parameters.values())[len(in_axes):]
         if len(in_axes) > nuser or not all(p.default is not p.empty for p in defaulted):
@@ -665,16 +711,19 @@ class _ApiCallees(Callees):
     def transformation_named(self, name):
         return _TRANSFORMATIONS.get(name)
 
-    def transformed_call(self, value):
+    def transformed_call(self, value, nargs=None):
         if isinstance(value, Jitted):
             value = value.inner
         if not isinstance(value, Transformed):
             return None
+        if value.root.variadic and nargs is not None:
+            value = value.at_arity(nargs)
         return TransformedCall(value.entry_function(), value.root.prefix,
                                value.root.extra_values(), value.defaults())
 
-    def jvp_of(self, fn, options):
-        return Transformed(fn, "jvp", options)
+    def jvp_of(self, fn, options, nargs=None):
+        t = Transformed(fn, "jvp", options)
+        return t.at_arity(nargs) if t.root.variadic and nargs is not None else t
 
     def compile(self, program, ir_name):
         return pipeline.compile_ir_function(program, ir_name)
@@ -702,7 +751,14 @@ class Jitted:
             Transformed(target, "transform")
         if self.inner.kind == "vjp":
             raise TypeError("tp.jit: jit the function, then take its vjp")
+        self._options = (static_argnums, static_argnames, donate_argnums, backend, cache_size)
         self.signature = self.inner.signature
+        if self.inner.root.variadic:            # made for each number of arguments
+            self._arity_variants = {}
+            self._latest_arity = self._fast = None
+            self._name = getattr(self.inner.target, "__qualname__", "function")
+            functools.update_wrapper(self, self.inner, updated=())
+            return
         target = self.inner.target
         self._name = getattr(target, "__qualname__", None) or \
             getattr(getattr(target, "func", None), "__qualname__", None) or \
@@ -820,7 +876,16 @@ class Jitted:
             return stand_ins.from_transformable(self._call(*args, **kwargs))
         return self._call(*args, **kwargs)
 
+    def at_arity(self, n):
+        """The Jitted of this function's code for calls with n arguments (it takes *args)."""
+        if n not in self._arity_variants:
+            self._arity_variants[n] = Jitted(self.inner.at_arity(n), *self._options)
+        self._latest_arity = self._arity_variants[n]
+        return self._latest_arity
+
     def _call(self, *args, **kwargs):
+        if self.inner.root.variadic:
+            return self.at_arity(len(args))._call(*args, **kwargs)
         if self.inner._partial_axes is not None and \
                 len(args) + len(kwargs) < self.inner._nparams:
             return self._jitted_of_passed(args, kwargs)._call(*args, **kwargs)
@@ -925,6 +990,8 @@ class Jitted:
     def lower(self, *args, **kwargs):
         """The specialization for these arguments, without running it: `.source` is its
         code (kernels included), `.kernels` its fused groups, `.entry` the function."""
+        if self.inner.root.variadic:
+            return self.at_arity(len(args)).lower(*args, **kwargs)
         if not self._dependent:
             try:
                 self.inner.generated()
@@ -938,6 +1005,11 @@ class Jitted:
     def source(self):
         """The code of the specialization the last call ran (or use
         `f.lower(*args).source` for given arguments)."""
+        if self.inner.root.variadic:
+            if self._latest_arity is None:
+                raise TransformError(f"{self._name} takes *args: call it once before reading "
+                                     ".source.")
+            return self._latest_arity.source
         if self._dependent and self._for_arguments:
             return self._latest.source
         if self._last is None and self._pending is not None:

@@ -276,6 +276,22 @@ def method_caller(method):
 _METHOD_CALLERS = {}
 
 
+def fixed_arity_wrapper(fn, n):
+    """A plain function of n positional parameters calling `fn` (which takes *args) with
+    them: what a transformation of fn is made from for calls with n arguments. One per
+    (fn, n), so generated code is found again."""
+    key = (id(fn), n)
+    if key not in _FIXED_ARITY:
+        names = positional_names(n)
+        name = identifier(getattr(fn, "__name__", "f"))
+        text = f"def {name}({', '.join(names)}):\n    return fn({', '.join(names)})\n"
+        _FIXED_ARITY[key] = (fn, file_backed(text, {"fn": fn}, name))
+    return _FIXED_ARITY[key][1]
+
+
+_FIXED_ARITY = {}
+
+
 def summed_output(f):
     """A plain function returning np.sum(f(...)), with f's parameters (autograd's
     elementwise_grad is the gradient of it)."""

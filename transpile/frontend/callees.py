@@ -34,8 +34,9 @@ class Callees:
         """The API function of transformation `name` ("grad"), else None."""
         return None
 
-    def transformed_call(self, value):
-        """A TransformedCall for a transformed function, else None."""
+    def transformed_call(self, value, nargs=None):
+        """A TransformedCall for a transformed function, else None (`nargs`: the number of
+        arguments the call gives, for a function with *args)."""
         return None
 
     def stand_in_class(self, value):
@@ -43,7 +44,7 @@ class Callees:
         (a class), else None."""
         return None
 
-    def jvp_of(self, fn, options):
+    def jvp_of(self, fn, options, nargs=None):
         """The forward-mode transformed function that `tp.jvp(fn, primals, tangents)`
         inside transformed code calls (a value `transformed_call` knows)."""
         raise NotImplementedError("tp.jvp inside transformed code needs the API layer")

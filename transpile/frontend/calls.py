@@ -776,7 +776,7 @@ class CallNormalizer:
             defaults = {p.name: p.default for p in value.signature.parameters.values()
                         if p.default is not inspect.Parameter.empty}
             return self.user_call(name, params, defaults, args, keywords, node)
-        transformed = self.callees.transformed_call(value)
+        transformed = self.callees.transformed_call(value, len(args))
         if transformed is not None:
             ir_name, params, _ = self.function_ir(transformed.entry_function)
             prefix = [self.static_atom(v, node) for v in transformed.prefix]
@@ -1446,7 +1446,8 @@ class CallNormalizer:
             fn, extra = self.callees.compile(self.program, target.ir_name), target.freevars
         else:
             raise self.error(node.args[0], "tp.jvp needs a function known while transforming.")
-        t = self.callees.transformed_call(self.callees.jvp_of(fn, options))
+        t = self.callees.transformed_call(self.callees.jvp_of(fn, options,
+                                                              len(node.args[1].elts)))
         # the jvp function takes: bound prefix, arguments, closure values, lifted free
         # variables; then one tangent for each (zero for all but the arguments')
         before = [self.static_atom(v, node) for v in t.prefix]
