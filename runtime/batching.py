@@ -372,9 +372,9 @@ def lane_guard(x, mask, outer=0):
 
 def lane_borrow(x, mask, outer=0):
     """`x` as differentiated code (and vmapped code calling a user's function there) reads
-    it on a path that the examples in `mask` take (rt.lane_guard in vmapped code): the path computes for every example and its
-    values in the others are thrown away, so there each example borrows the values of the
-    first one that takes the path. The path's code then sees inputs it is defined at, and
+    it on a path that the examples in `mask` take (rt.lane_guard in vmapped code): the
+    path computes for every example and its values in the others are thrown away, so
+    there each example borrows the values of the first one that takes the path. The path's code then sees inputs it is defined at, and
     its partials are finite. (Were x read as it is, np.sqrt(x) of an x < 0 that takes the
     other path is nan, and the backward pass multiplies that partial by a zero adjoint:
     0 * nan reached the gradient of every value the path reads, a weight shared by all

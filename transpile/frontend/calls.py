@@ -28,8 +28,7 @@ from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted
 from .parse import parse_function
 from .resolved import (LocalFunction, LocalPartial, LocalTemplate, LocalTransformed, Static,
-                       assigned_names,
-                       library_module, plain_object, third_party_function)
+                       assigned_names, library_module, plain_object, third_party_function)
 from .variadic import call_shape, has_variadic
 
 ARRAY_METHODS = {
@@ -177,11 +176,12 @@ class CallNormalizer:
                     # tp.vjp(f, x)[1](g): the pullback, called where it is made
                     return self.vjp_called_where_made(made, node, stmts)
                 if self.nested and isinstance(func, gast.Name) and func.id in self.params:
-                    raise self.error(func, f"'{func.id}' is a parameter of a nested function: "
-                                     "a nested def or lambda that calls a function passed "
-                                     "to it is not supported yet.",
-                                     "define it at module level: a module-level function "
-                                     "may call the functions passed to it.")
+                    raise self.error(func, f"'{func.id}' is a parameter of a nested function "
+                                     "whose call passes it no function known while "
+                                     "transforming.",
+                                     "pass a function defined in the code or at module level "
+                                     "(a lambda, a def, np.tanh), not a value computed when "
+                                     "the code runs.")
                 if isinstance(func, gast.IfExp):
                     raise self.error(func, "calling a function chosen by a conditional "
                                      "expression is not supported.",
@@ -217,9 +217,10 @@ class CallNormalizer:
         atom = self.atom(node, stmts)
         cls = self.typed_argument(node) if isinstance(node, gast.Attribute) else None
         if cls is not None:
-            stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_instance", [
-                atom, _name(self.program.constant(cls, cls.__name__)),
-                _const(f"{self.src.filename}:{self.src.line_of(node)} ({self.src.name})")])), node))
+            where = f"{self.src.filename}:{self.src.line_of(node)} ({self.src.name})"
+            check = prim_call("rt.check_instance", [
+                atom, _name(self.program.constant(cls, cls.__name__)), _const(where)])
+            stmts.append(gast.copy_location(gast.Expr(value=check), node))
         return atom
 
     def argument_types_of(self, fn, node):
