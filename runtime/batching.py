@@ -374,20 +374,28 @@ def lane_borrow(x, mask, outer=0):
     """`x` as differentiated code (and vmapped code calling a user's function there) reads
     it on a path that the examples in `mask` take (rt.lane_guard in vmapped code): the
     path computes for every example and its values in the others are thrown away, so
-    there each example borrows the values of the first one that takes the path. The path's code then sees inputs it is defined at, and
-    its partials are finite. (Were x read as it is, np.sqrt(x) of an x < 0 that takes the
-    other path is nan, and the backward pass multiplies that partial by a zero adjoint:
-    0 * nan reached the gradient of every value the path reads, a weight shared by all
-    examples included; forward mode computed nan tangents there, with warnings.) Plain vmap
-    has no use for it (the values are thrown away and no partial is taken) and keeps
-    rt.lane_guard, which costs nothing. Under vmap of vmap the
-    first such example is sought within each outer example; an outer example none of whose
-    examples takes the path keeps its values (all of them are thrown away)."""
+    there each example borrows the values of the first one that takes the path. The
+    path's code then sees inputs it is defined at, and its partials are finite. (Were x
+    read as it is, np.sqrt(x) of an x < 0 that takes the other path is nan, and the
+    backward pass multiplies that partial by a zero adjoint: 0 * nan reached the gradient
+    of every value the path reads, a weight shared by all examples included; forward mode
+    computed nan tangents there, with warnings.) Plain vmap has no use for it (the values
+    are thrown away and no partial is taken) and keeps rt.lane_guard, which costs nothing.
+    Under vmap of vmap the first such example is sought within each outer example; an
+    outer example none of whose examples takes the path borrows the batch's first one
+    that does (values batched by the outer vmap only, such as a weight per outer example,
+    are read as they are)."""
     m = array_module(mask).asarray(mask)
     if m.ndim == 0 or m.all() or not m.any():
         return x
     xp = array_module(m)
     first = xp.expand_dims(m.argmax(axis=-1), -1)
+    # under vmap of vmap, an outer example none of whose examples takes the path borrows
+    # the first example in the whole batch that does (its own values are the ones that
+    # take the other path: np.sqrt(a) of its negative a)
+    empty = None if m.ndim == 1 else ~m.any(axis=-1)
+    donor = divmod(int(m.reshape(-1).argmax()), m.shape[-1]) if empty is not None and \
+        bool(empty.any()) else None
 
     def borrow(v):
         if v is None or isinstance(v, Ragged) or not hasattr(v, "shape") \
@@ -396,7 +404,12 @@ def lane_borrow(x, mask, outer=0):
         vp = array_module(v)
         lanes = m.reshape(m.shape + (1,) * (v.ndim - m.ndim))
         at = first.reshape(first.shape + (1,) * (v.ndim - m.ndim))
-        return vp.where(lanes, v, vp.take_along_axis(v, at, axis=m.ndim - 1))
+        out = vp.where(lanes, v, vp.take_along_axis(v, at, axis=m.ndim - 1))
+        if donor is not None:
+            groups = v.reshape((-1,) + v.shape[m.ndim - 1:])
+            out = vp.where(empty.reshape(empty.shape + (1,) * (v.ndim - m.ndim + 1)),
+                           groups[donor], out)
+        return out
     return tree_map(borrow, x)
 
 

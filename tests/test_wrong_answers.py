@@ -1842,3 +1842,28 @@ def test_a_collective_inside_a_path_that_differs_between_examples():
         check_grads(weighted, (x,), order=1, modes=("fwd", "rev"))
         np.testing.assert_allclose(tp.jit(tp.grad(weighted))(x), tp.grad(weighted)(x),
                                    rtol=1e-14)
+
+
+def test_grad_of_vmap_of_vmap_where_an_outer_example_takes_one_path_only():
+    """Under vmap of vmap an outer example none of whose examples takes a path had nothing
+    to borrow: its own values (np.sqrt of negatives) gave the gradient of its weight nan.
+    It borrows the batch's first example that takes the path."""
+    rng = np.random.default_rng()
+    a = rng.normal(size=(3, 4))
+    a[1] = np.abs(a[1]) + 0.1            # every example of the second takes `a >= 0`
+    a[2] = -np.abs(a[2]) - 0.1           # every example of the third the other path
+    a[0, :2], a[0, 2:] = np.abs(a[0, :2]), -np.abs(a[0, 2:])
+    w = rng.uniform(0.5, 1.5, size=3)
+    twice = tp.vmap(tp.vmap(_scaled_sqrt_either_side, in_axes=(None, 0)), in_axes=(0, 0))
+
+    def total(w, a):
+        return np.sum(twice(w, a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got_w, got_a = tp.grad(total, argnums=(0, 1))(w, a)
+        tangent = tp.jvp(total, (w, a), (np.ones(3), np.zeros_like(a)))[1]
+    per = [[tp.grad(_scaled_sqrt_either_side, argnums=(0, 1))(w[i], a[i, j])
+            for j in range(4)] for i in range(3)]
+    np.testing.assert_allclose(got_w, [sum(g[0] for g in row) for row in per], rtol=1e-12)
+    np.testing.assert_allclose(got_a, [[g[1] for g in row] for row in per], rtol=1e-12)
+    np.testing.assert_allclose(tangent, sum(g[0] for row in per for g in row), rtol=1e-12)
