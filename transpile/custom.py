@@ -17,7 +17,6 @@ import functools
 import inspect
 import itertools
 import linecache
-import operator
 
 import numpy as np
 
@@ -33,6 +32,7 @@ class CustomRule:
     pmap): `fwd`/`bwd` for reverse mode, `rule` for forward mode, where given; `fn` is
     what batching transforms, unless `batched` gives a function of its own."""
     fwd = bwd = rule = None
+    nondiff_argnums = ()  # positions fixed while transforming (see bound)
     rules_version = 0     # counts new rules: code generated with older ones is made again
 
     def rules_changed(self):
@@ -203,12 +203,11 @@ def primitive_wrapper(obj):
     key = (id(obj.__self__), id(obj.__func__)) if inspect.ismethod(obj) else id(obj)
     if key in _PRIMITIVE_WRAPPERS:
         return _PRIMITIVE_WRAPPERS[key]
-    if _OPERATORS.get(key) is not None:
-        symbol, arity = _OPERATORS[key]
-        params = positional_names(arity)
-        text = (f"def {obj.__name__}_({', '.join(params)}):\n    return "
-                + (f"{symbol}{params[0]}" if arity == 1 else f" {symbol} ".join(params)) + "\n")
-        _PRIMITIVE_WRAPPERS[key] = file_backed(text, {}, obj.__name__ + "_")
+    written = _operator_written(obj)
+    if written is not None:          # operator.mul: `arg0 * arg1`, the table's row for `*`
+        _PRIMITIVE_WRAPPERS[key] = file_backed(
+            f"def {obj.__name__}_({written[0]}):\n    return {written[1]}\n", {},
+            obj.__name__ + "_")
         return _PRIMITIVE_WRAPPERS[key]
     found = rules.lookup_object(obj)
     if found is None:
@@ -239,11 +238,21 @@ def primitive_wrapper(obj):
 
 
 _PRIMITIVE_WRAPPERS = {}
-# Python's operators as functions (tp.grad(operator.mul)): written as the operator
-_OPERATORS = {id(getattr(operator, name)): (symbol, arity) for name, symbol, arity in (
-    ("add", "+", 2), ("sub", "-", 2), ("mul", "*", 2), ("truediv", "/", 2),
-    ("floordiv", "//", 2), ("mod", "%", 2), ("pow", "**", 2), ("matmul", "@", 2),
-    ("neg", "-", 1), ("pos", "+", 1))}
+
+
+def _operator_written(obj):
+    """(parameters, expression) of Python's operator function `obj` written as the operator
+    (operator.mul: "arg0, arg1", "arg0 * arg1"), from the table's operator rows; else None."""
+    if not callable(obj) or getattr(obj, "__module__", None) not in ("operator", "_operator"):
+        return None
+    a, b = positional_names(2)
+    for spelling, (_, fn) in rules.core.BINOPS.items():
+        if fn is obj:
+            return f"{a}, {b}", f"{a} {spelling} {b}"
+    for spelling, (_, fn) in rules.core.UNARYOPS.items():
+        if fn is obj:
+            return a, f"{spelling[1:] if spelling.startswith('u') else spelling + ' '}{a}"
+    return None
 
 
 def method_caller(method):

@@ -286,7 +286,7 @@ class CallNormalizer:
         if isinstance(callee, Static) and _is_add_at(callee.value):
             return self.add_at(node, stmts)
         if isinstance(callee, Static) and isinstance(callee.value, custom.CustomRule) and \
-                getattr(callee.value, "nondiff_argnums", ()):
+                callee.value.nondiff_argnums:
             return self.call_with_nondiff(callee.value, node, stmts)
         if isinstance(callee, Static) and _is_namedtuple_class(callee.value):
             return self.namedtuple_of(callee.value, node, stmts)
@@ -1344,17 +1344,7 @@ class CallNormalizer:
             raise self.error(value, f"the pullback '{pullback}' is assigned more than once; "
                              "transformed code calls a pullback known while transforming.",
                              "give each pullback its own name.")
-        fn = value.args[0]
-        if isinstance(fn, gast.Lambda):
-            named = self.namer.fresh(f"{pullback}_function")
-            self._bind_local_function(named, fn, stmts)
-            fn = gast.copy_location(_name(named), fn)
-        primals = []
-        for i, a in enumerate(value.args[1:]):
-            held = self.namer.fresh(f"{pullback}_primal")
-            stmts.append(_assign(held, self.atom(a, stmts), a))
-            self.locals.add(held)
-            primals.append(held)
+        fn, primals = self._vjp_function_and_primals(value, pullback, stmts)
         call = gast.copy_location(gast.Call(func=copy.deepcopy(fn), args=[
             gast.copy_location(_name(p), node) for p in primals], keywords=[]), value)
         result = gast.Tuple(elts=[_name(out, gast.Store()), targets.elts[2]], ctx=gast.Store()) \
@@ -1376,18 +1366,25 @@ class CallNormalizer:
                 any(isinstance(a, gast.Starred) for a in made.args) or \
                 not (isinstance(node.func.slice, gast.Constant) and node.func.slice.value == 1):
             raise self.error(made, *_VJP_IN_CODE)
+        fn, primals = self._vjp_function_and_primals(made, "vjp", stmts)
+        return self._pullback(fn, primals, False, node, stmts)
+
+    def _vjp_function_and_primals(self, made, hint, stmts):
+        """(a node naming f, the names holding the primals) of `tp.vjp(f, x, ...)`: a
+        lambda bound to a name, the primals held as they are now (a pullback called later
+        differentiates at these values)."""
         fn = made.args[0]
         if isinstance(fn, gast.Lambda):
-            named = self.namer.fresh("vjp_function")
+            named = self.namer.fresh(f"{hint}_function")
             self._bind_local_function(named, fn, stmts)
             fn = gast.copy_location(_name(named), fn)
         primals = []
         for a in made.args[1:]:
-            held = self.namer.fresh("vjp_primal")
+            held = self.namer.fresh(f"{hint}_primal")
             stmts.append(_assign(held, self.atom(a, stmts), a))
             self.locals.add(held)
             primals.append(held)
-        return self._pullback(fn, primals, False, node, stmts)
+        return fn, primals
 
     def _pullback(self, fn, primals, has_aux, node, stmts):
         if len(node.args) != 1 or node.keywords or isinstance(node.args[0], gast.Starred):
