@@ -349,6 +349,15 @@ def astype(x, dtype):
     return x.astype(dtype)
 
 
+def cast_derivative(g, like, cast):
+    """A derivative through `cast = x.astype(dtype)` (`like` is x for the adjoint, cast for
+    the tangent): `g` cast to like's dtype; zero where `cast` holds integers or booleans,
+    the cast being piecewise constant there."""
+    if getattr(getattr(cast, "dtype", None), "kind", "f") not in "fc":
+        return array_module(g).zeros(np.shape(g), getattr(g, "dtype", float))
+    return cast_like(g, like)
+
+
 def cast_like(g, x):
     """`g` cast to the dtype of `x` (adjoint of `astype`)."""
     dtype = getattr(x, "dtype", None)

@@ -31,7 +31,7 @@ def leaves_with_axes(value, axes, path):
         elif isinstance(value, dict):
             for k, v in value.items():
                 yield from leaves_with_axes(v, axes, f"{path}[{k!r}]")
-        else:
+        elif value is not None:               # None: a node without leaves (JAX's)
             yield path, value, axes
         return
     if isinstance(axes, (tuple, list)) and isinstance(value, (tuple, list)) \
@@ -90,7 +90,7 @@ def tree_axes(value, axes, fn):
             return _rebuild(value, (tree_axes(v, axes, fn) for v in value))
         if isinstance(value, dict):
             return {k: tree_axes(v, axes, fn) for k, v in value.items()}
-        return fn(value, axes)
+        return None if value is None else fn(value, axes)
     if isinstance(axes, dict):
         return {k: tree_axes(value[k], axes[k], fn) for k in value}
     if not isinstance(value, (tuple, list)) or len(value) != len(axes):
@@ -105,6 +105,11 @@ def _shifted(axis, outer):
 def _move_leaves(value, axes, outer, entering):
     def move(leaf, axis):
         leaf = array_module(leaf).asarray(leaf)
+        rank = leaf.ndim - outer         # the batch axis among the leaf's own
+        if not -rank <= axis < rank:
+            raise ValueError(f"{'in_axes' if entering else 'out_axes'}={axis} is out of "
+                             f"bounds for a value of {rank} dimensions (the batch axis "
+                             f"included)")
         a = _shifted(axis, outer) % leaf.ndim
         if a == outer:
             return leaf
@@ -610,6 +615,15 @@ def lane_len(x, outer=0):
     return np.shape(x)[1 + outer]
 
 
+def lane_check_unpack(x, n, outer=0):
+    """`a, b = x` in every example of batched x: Python's error where x does not hold n
+    items (a batched array holds them along its second axis)."""
+    have = lane_len(x, outer)
+    if have != n:
+        raise ValueError(f"{'too many' if have > n else 'not enough'} values to unpack "
+                         f"(expected {n}, got {have})")
+
+
 # ---------------------------------------------------------------- subscripts
 
 def _as_tuple(index):
@@ -675,7 +689,12 @@ def lane_getitem_adj(dout, x, index, outer=0):
     if isinstance(x, dict):
         return {k: dout if k == index else None for k in x}
     if isinstance(x, (tuple, list)):
-        return _rebuild(x, (dout if i == index else None for i in range(len(x))))
+        n = len(x)
+        if isinstance(index, slice):          # xs[1:]: dout holds the items picked
+            picked = dict(zip(range(n)[index], dout if dout is not None else ()))
+            return _rebuild(x, (picked.get(i) for i in range(n)))
+        index = int(index) % n if -n <= int(index) < n else index     # xs[-1]
+        return _rebuild(x, (dout if i == index else None for i in range(n)))
     xp = array_module(dout)
     dx = xp.zeros(np.shape(x), dtype=xp.result_type(dout, np.float32))
     full = (slice(None),) * (1 + outer) + _as_tuple(index)

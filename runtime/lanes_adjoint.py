@@ -148,14 +148,17 @@ def lane_as_grad(g, x, g_batched, x_batched, n, outer=0):
     def leaf(gl, xl):
         if not is_float_leaf(xl):
             return None               # integers, bools, strings, None: no derivative
-        gb, xb = _lanes_of(gl, xl, g_batched, x_batched)
-        xp = array_module(xl, gl)
+        items = isinstance(gl, (tuple, list))   # an array's rows' adjoints (`a, b = x`)
+        gb, xb = _lanes_of(None if items else gl, xl, g_batched, x_batched)
+        xp = array_module(xl, *(gl if items else (gl,)))
         xa = xp.asarray(xl)
         per = xa.shape[outer + (1 if xb else 0):]
         dtype = xa.dtype if xa.dtype.kind in "fc" else np.dtype(np.float64)
         full = xa.shape[:outer] + (n,) + per
         if gl is None:
             return xp.zeros(full, dtype=dtype)
+        if items:
+            gl, gb = _rows_stacked(gl, full, outer, dtype, xp), True
         ga = xp.asarray(gl)
         if not gb:
             ga = xp.expand_dims(ga, outer)
@@ -181,6 +184,22 @@ def lane_as_grad(g, x, g_batched, x_batched, n, outer=0):
             return {k: finish(None if gt is None else gt.get(k), v) for k, v in xt.items()}
         return leaf(gt, xt)
     return finish(g, x)
+
+
+def _rows_stacked(rows, full, outer, dtype, xp):
+    """The batched adjoint (shape `full`) of an array whose rows' adjoints are `rows`,
+    each batched or the same for every example (None: zero)."""
+    row_shape = full[:outer + 1] + full[outer + 2:]
+    stacked = []
+    for row in rows:
+        if row is None:
+            stacked.append(xp.zeros(row_shape, dtype=dtype))
+            continue
+        row = xp.asarray(row)
+        if row.ndim < len(row_shape):          # the same in every example
+            row = xp.broadcast_to(xp.expand_dims(row, outer), row_shape)
+        stacked.append(row)
+    return xp.stack(stacked, axis=outer + 1)
 
 
 def lane_as_grad_adj(d, g, x, g_batched, x_batched, n, outer=0):

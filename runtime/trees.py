@@ -170,8 +170,8 @@ def part(g, key, like):
     """Element `key` of the container adjoint `g`, as zeros shaped like `like` if unset.
 
     The adjoint of a list that grew may be shorter than the list: its missing tail is zero."""
-    if isinstance(g, list) and isinstance(key, int) and key >= len(g):
-        return zeros_like(like)
+    if g is None or isinstance(g, list) and isinstance(key, int) and key >= len(g):
+        return zeros_like(like)       # (None: the whole container's adjoint is zero)
     item = g[key]
     return zeros_like(like) if item is None else item
 
@@ -356,10 +356,25 @@ def number_only(value, name, op, other, where, outer=0):
     return value
 
 
+def type_of(obj):
+    """`type(obj)` in transformed code, which holds an object of a registered class as its
+    stand-in (a namedtuple or tuple class naming the class in `__transpile_class__`)."""
+    return getattr(type(obj), "__transpile_class__", type(obj))
+
+
+def is_instance(obj, classinfo):
+    """`isinstance(obj, classinfo)` in transformed code, where a stand-in is an instance
+    of the class it stands for (see type_of)."""
+    if isinstance(obj, classinfo):
+        return True
+    stands_for = getattr(type(obj), "__transpile_class__", None)
+    return stands_for is not None and issubclass(stands_for, classinfo)
+
+
 def check_instance(value, cls, where):
     """A field whose class transformed code took from its annotation (`layer: Layer` of a
     NamedTuple model, whose `layer.apply` it calls as Layer.apply) holds one."""
-    if not isinstance(value, cls):
+    if not is_instance(value, cls):
         raise located(where, f"a field annotated {cls.__name__} holds an instance of "
                       f"{type(value).__name__}: transformed code calls {cls.__name__}'s "
                       "methods for it.", "make the annotation say the field's class.")
@@ -592,7 +607,12 @@ def check_vjp_rule_result(value, n, function, rule, where):
         return
     found = f"a {type(value).__name__} of {len(value)} items" if \
         isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
-    head = f"the {rule} rule of custom_vjp function {function} returned {found}"
+    kind = "custom_jvp" if rule == "jvp" else "custom_vjp"
+    head = f"the {rule} rule of {kind} function {function} returned {found}"
+    if rule == "jvp":
+        raise located(where, f"{head}; a jvp rule must return a pair (out, out_tangent).",
+                      "return the function's output with its tangent: `return f(x), "
+                      "np.cos(x) * t`.")
     if rule == "fwd":
         raise located(where, f"{head}; a fwd rule must return a pair (out, saved).",
                       "return the function's output and what bwd needs: `return out, "

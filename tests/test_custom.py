@@ -951,3 +951,113 @@ def test_nondiff_argnums_in_custom_rules():
     with pytest.raises(tp.TransformError, match="argument 0 of _app is in its "
                        "nondiff_argnums"):
         tp.grad(given_at_run_time, argnums=1)(np.array([np.sin]), x)
+
+
+# ---------------------------------------------------------------- custom rules under a
+# derivative of vmap (JAX's custom_api_test: test_vmap, test_initial_style_vmap, clip_gradient
+# under vmap). vmap batched a custom function's body, so grad, jvp or jacrev of a function
+# calling `tp.vmap(f)` differentiated the body and silently ignored the rules. vmap now calls
+# a custom function whose body and rules are vmapped.
+
+@tp.custom_jvp
+def _doubled_sin(x):
+    return np.sin(x)
+
+
+@_doubled_sin.defjvp
+def _doubled_sin_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return _doubled_sin(x), 2.0 * np.cos(x) * t
+
+
+@tp.custom_vjp
+def _clip_gradient(x, w):
+    return x * w
+
+
+def _clip_fwd(x, w):
+    return x * w, (x, w)
+
+
+def _clip_bwd(saved, g):
+    x, w = saved
+    return np.clip(g * w, -0.5, 0.5), np.clip(g * x, -0.5, 0.5)
+
+
+_clip_gradient.defvjp(_clip_fwd, _clip_bwd)
+
+
+def _summed_vmap_of_doubled_sin(x):
+    return np.sum(tp.vmap(_doubled_sin)(x) ** 2)
+
+
+def _summed_vmap_of_clipped(x, w):
+    return np.sum(tp.vmap(_clip_gradient, in_axes=(0, None))(x, w))
+
+
+def test_custom_rules_are_used_by_derivatives_of_vmap():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=5)
+    expected = 2.0 * np.sin(x) * 2.0 * np.cos(x)
+    np.testing.assert_allclose(tp.grad(_summed_vmap_of_doubled_sin)(x), expected, rtol=1e-14)
+    np.testing.assert_allclose(tp.jit(tp.grad(_summed_vmap_of_doubled_sin))(x), expected,
+                               rtol=1e-14)
+    np.testing.assert_allclose(tp.jvp(tp.vmap(_doubled_sin), (x,), (np.ones(5),))[1],
+                               2.0 * np.cos(x), rtol=1e-14)
+    np.testing.assert_allclose(tp.jacrev(tp.vmap(_doubled_sin))(x), np.diag(2.0 * np.cos(x)),
+                               rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(_doubled_sin)(x), np.sin(x), rtol=1e-15)
+    # second order: the rule's own derivative
+    np.testing.assert_allclose(tp.grad(lambda v: np.sum(tp.grad(
+        lambda u: np.sum(tp.vmap(_doubled_sin)(u)))(v)))(x), -2.0 * np.sin(x), rtol=1e-14)
+    # custom_vjp, one argument shared by the examples: its cotangents are summed
+    xs, w = rng.normal(size=6) * 3.0, 0.8
+    gx, gw = tp.grad(_summed_vmap_of_clipped, argnums=(0, 1))(xs, w)
+    np.testing.assert_allclose(gx, np.clip(w, -0.5, 0.5) * np.ones(6), rtol=1e-15)
+    np.testing.assert_allclose(gw, np.sum(np.clip(xs, -0.5, 0.5)), rtol=1e-14)
+    per_example = [tp.grad(_clip_gradient, argnums=1)(v, w) for v in xs]
+    np.testing.assert_allclose(gw, np.sum(per_example), rtol=1e-14)
+
+
+# ---------------------------------------------------------------- JAX's custom_api_test and
+# api_test: a bwd rule's None for a tuple argument, custom_jvp of a functools.partial, a jvp
+# rule returning only the tangent, linearize's function called in transformed code
+
+@tp.custom_vjp
+def _product_of_pair(xs, y):
+    x1, x2 = xs
+    return x1 * x2 * np.sin(y)
+
+
+_product_of_pair.defvjp(lambda xs, y: (_product_of_pair(xs, y), np.cos(y)),
+                        lambda cos_y, g: (None, 2.0 * cos_y * g))
+
+
+def _sum_and_scale(x, y, a):
+    return x + y * a
+
+
+_partial_custom = tp.custom_jvp(functools.partial(_sum_and_scale, a=0.1))
+_partial_custom.defjvp(lambda p, t: (_partial_custom(p[0], p[1]), t[0] + 0.1 * t[1]))
+
+
+@tp.custom_jvp
+def _tangent_only(x):
+    return np.sin(x)
+
+
+_tangent_only.defjvp(lambda primals, tangents: np.cos(primals[0]) * tangents[0])
+
+
+def test_smaller_custom_rule_findings_of_jax_ports():
+    assert tp.grad(lambda x: _product_of_pair((x, x), x))(0.3) == \
+        pytest.approx(2.0 * np.cos(0.3), rel=1e-15)
+    assert tp.grad(_partial_custom, (0, 1))(1.0, 2.0) == pytest.approx((1.0, 0.1), rel=1e-15)
+    assert tp.jvp(_partial_custom, (1.0, 2.0), (1.0, 1.0))[1] == pytest.approx(1.1, rel=1e-15)
+    with pytest.raises(tp.TransformError, match="a jvp rule must return a pair"):
+        tp.jvp(_tangent_only, (1.0,), (1.0,))
+    _, f_jvp = tp.linearize(lambda x: 2.0 * np.sin(x), 1.0)
+    assert tp.jit(lambda f, x: f(x), static_argnums=0)(f_jvp, 3.0) == \
+        pytest.approx(6.0 * np.cos(1.0), rel=1e-15)
+    assert tp.linear_transpose(lambda x: (1 + 2j) * x, 1j)(3 + 4j)[0] == -5 + 10j

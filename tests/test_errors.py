@@ -352,3 +352,15 @@ def test_calls_of_functions_the_code_cannot_resolve_say_why():
         return (f1 if x > y else f2)()
     with pytest.raises(tp.TransformError, match="chosen by a conditional expression"):
         tp.grad(chosen)(0.7, 1.3)
+
+
+def _with_a_nested_kwargs_helper(x):
+    def shift(r, dr, **unused):
+        return r + dr
+    return np.sum(shift(x, 0.5 * x))
+
+
+def test_a_nested_function_with_kwargs_is_named_in_the_error():
+    with pytest.raises(tp.TransformError, match="shift: a nested function .* with \\*args or "
+                       "\\*\\*kwargs is not supported"):
+        tp.grad(_with_a_nested_kwargs_helper)(np.ones(3))

@@ -936,3 +936,121 @@ def test_a_per_example_mask_writing_a_value_per_selected_element_is_refused():
     y = RNG.normal(size=(4, 6))
     with pytest.raises(tp.TransformError, match="number selected may differ"):
         tp.vmap(f)(y)
+
+
+# ---------------------------------------------------------------- a list read at a negative
+# index, under grad of vmap (JAX's test_hard_stuff3): the adjoint of `c[-1]` in vmapped code
+# was placed at no item (`i == -1` never holds), so the gradient was zero.
+
+def _last_of_concatenated(x):
+    c = [x] + [3.0 * x, np.sin(x)]
+    return c[-1] * c[-2] + np.sum(np.stack(c[1:]))
+
+
+def test_grad_of_vmap_through_a_negative_index_and_a_slice_of_a_list():
+    rng = np.random.default_rng(12)
+    xs = rng.normal(size=4)
+    expected = [tp.grad(_last_of_concatenated)(v) for v in xs]
+    np.testing.assert_allclose(tp.grad(lambda v: np.sum(tp.vmap(_last_of_concatenated)(v)))(xs),
+                               expected, rtol=1e-14)
+    np.testing.assert_allclose(3.0 * np.sin(xs) + 3.0 * xs * np.cos(xs) + 3.0 + np.cos(xs),
+                               expected, rtol=1e-14)
+
+
+# ---------------------------------------------------------------- unpacking a batched array
+# (JAX's testIssue489, `key, sub = random.split(key)` in a loop): `a, b = x` of a batched
+# array unpacked the batch axis, silently wrong where the batch size equals the number of
+# names (and a ValueError otherwise). Each example's items are its rows now.
+
+def _unpacked_rows(x):
+    a, b = x
+    return a - 2.0 * np.sin(b)
+
+
+def _pairs_in_a_loop(x):
+    s = 0.0
+    for a, b in x:
+        s = s + a * b
+    return s
+
+
+def _draws_until(key):
+    n = 0
+    total = 0.0
+    while n < 3:
+        key, sub = tp.random.split(key)
+        total = total + tp.random.normal(sub)
+        n = n + 1
+    return total
+
+
+@pytest.mark.parametrize("batch", [2, 3])
+def test_unpacking_a_batched_array_takes_each_examples_rows(batch):
+    rng = np.random.default_rng(13)
+    xs = rng.normal(size=(batch, 2, 3))
+    loop = np.stack([_unpacked_rows(v) for v in xs])
+    np.testing.assert_allclose(tp.vmap(_unpacked_rows)(xs), loop, rtol=1e-15)
+    np.testing.assert_allclose(tp.jit(tp.vmap(_unpacked_rows))(xs), loop, rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(_unpacked_rows, in_axes=1)(np.moveaxis(xs, 0, 1)), loop,
+                               rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(tp.vmap(_unpacked_rows))(np.stack([xs, 2 * xs])),
+                               np.stack([loop, np.stack([_unpacked_rows(2 * v) for v in xs])]),
+                               rtol=1e-15)
+    summed = lambda v: np.sum(tp.vmap(_unpacked_rows)(v))     # noqa: E731
+    np.testing.assert_allclose(tp.grad(summed)(xs), np.stack(
+        [tp.grad(lambda v: np.sum(_unpacked_rows(v)))(v) for v in xs]), rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(tp.grad(lambda v: np.sum(_unpacked_rows(v))))(xs),
+                               tp.grad(summed)(xs), rtol=1e-15)
+    pairs = rng.normal(size=(batch, 4, 2))
+    np.testing.assert_allclose(tp.vmap(_pairs_in_a_loop)(pairs),
+                               [_pairs_in_a_loop(v) for v in pairs], rtol=1e-14)
+    with pytest.raises(ValueError, match="too many values to unpack"):
+        tp.vmap(_unpacked_rows)(rng.normal(size=(batch, 3, 3)))
+
+
+def test_keys_split_and_unpacked_in_a_loop_under_vmap():
+    keys = tp.random.split(tp.random.PRNGKey(4), 6)
+    np.testing.assert_allclose(tp.vmap(_draws_until)(keys), [_draws_until(k) for k in keys],
+                               rtol=1e-15)
+
+
+# ---------------------------------------------------------------- smaller findings of JAX's
+# batching_test and api_test ports
+
+def _largest_and_smallest(x):
+    return max(x) * 2.0 + min([x[0], x[1] * 3.0])
+
+
+def test_builtin_max_and_min_of_one_sequence():
+    rng = np.random.default_rng(14)
+    xs = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(_largest_and_smallest)(xs),
+                               [_largest_and_smallest(v) for v in xs], rtol=1e-15)
+    x = xs[0]
+    expected = np.zeros(3)
+    expected[np.argmax(x)] += 2.0
+    if x[0] <= 3.0 * x[1]:
+        expected[0] += 1.0
+    else:
+        expected[1] += 3.0
+    np.testing.assert_allclose(tp.grad(_largest_and_smallest)(x), expected, rtol=1e-15)
+
+
+def test_numpy_reductions_given_to_vmap_directly():
+    x = np.array([[0.0, 1.0], [0.0, 0.0], [2.0, 3.0]])
+    for f in (np.any, np.all, np.argmax, np.round):
+        np.testing.assert_array_equal(tp.vmap(f)(x), np.stack([f(v) for v in x]))
+
+
+def test_out_axes_out_of_bounds_is_an_error():
+    with pytest.raises(ValueError, match="out_axes=-4 is out of bounds"):
+        tp.vmap(lambda y: y, out_axes=-4)(np.zeros((3, 4, 5)))
+    assert tp.vmap(lambda y: y, out_axes=-1)(np.zeros((3, 4, 5))).shape == (4, 5, 3)
+
+
+def test_none_in_a_vmapped_tree_is_a_node_without_leaves():
+    p = {"a": np.arange(6.0).reshape(3, 2), "b": None}
+    np.testing.assert_allclose(tp.vmap(lambda q: np.sum(q["a"] ** 2))(p), [1.0, 13.0, 41.0])
+    g = tp.vmap(tp.grad(lambda q: np.sum(q["a"] ** 2)))(p)
+    assert g["b"] is None
+    np.testing.assert_allclose(g["a"], 2 * p["a"])

@@ -3,6 +3,7 @@
 Each test names the bug it pins down. Everything is checked against plain numpy and finite
 differences (`check_grads`), never against values written down by hand.
 """
+import dataclasses
 import functools
 import warnings
 
@@ -1867,3 +1868,119 @@ def test_grad_of_vmap_of_vmap_where_an_outer_example_takes_one_path_only():
     np.testing.assert_allclose(got_w, [sum(g[0] for g in row) for row in per], rtol=1e-12)
     np.testing.assert_allclose(got_a, [[g[1] for g in row] for row in per], rtol=1e-12)
     np.testing.assert_allclose(tangent, sum(g[0] for row in per for g in row), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- isinstance and type of
+# registered classes. Transformed code holds an object of a registered dataclass or pytree
+# node as its stand-in, so `isinstance(p, Params)` and `type(p) is Params` were False there:
+# the gradient of `np.sum(p.w * x) if isinstance(p, Params) else 0.0` was zero.
+
+@tp.tree_util.register_dataclass
+@dataclasses.dataclass
+class _Params:
+    w: np.ndarray
+
+
+class _Node:
+    def __init__(self, a):
+        self.a = a
+
+
+tp.tree_util.register_pytree_node(_Node, lambda n: ((n.a,), None), lambda _, ch: _Node(*ch))
+
+
+def _by_isinstance(p, x):
+    if isinstance(p, (float, _Params)):
+        return np.sum(np.sin(p.w * x))
+    return np.sum(x)
+
+
+def _by_type(p, x):
+    if type(p) is _Params:
+        return np.sum(np.sin(p.w * x))
+    return np.sum(x)
+
+
+def _node_by_type(n, x):
+    if type(n) == _Node and isinstance(n, _Node):
+        return np.sum(np.sin(n.a * x))
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f", [_by_isinstance, _by_type])
+def test_isinstance_and_type_of_a_registered_class_in_transformed_code(f):
+    rng = np.random.default_rng(5)
+    p, x = _Params(rng.normal(size=3)), rng.normal(size=3)
+    expected = np.cos(p.w * x) * x
+    np.testing.assert_allclose(tp.grad(f)(p, x).w, expected, rtol=1e-14)
+    np.testing.assert_allclose(tp.jit(tp.grad(f))(p, x).w, expected, rtol=1e-14)
+    xs = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(tp.grad(f), in_axes=(None, 0))(p, xs).w,
+                               np.cos(p.w * xs) * xs, rtol=1e-14)
+    np.testing.assert_allclose(tp.jvp(f, (p, x), (_Params(np.ones(3)), np.zeros(3)))[1],
+                               np.sum(expected), rtol=1e-14)
+
+
+def test_isinstance_and_type_of_a_registered_pytree_node_in_transformed_code():
+    rng = np.random.default_rng(6)
+    n, x = _Node(rng.normal(size=3)), rng.normal(size=3)
+    np.testing.assert_allclose(tp.grad(_node_by_type)(n, x).a, np.cos(n.a * x) * x, rtol=1e-14)
+
+
+# ---------------------------------------------------------------- a cast to integers or bools
+# (JAX's test_jvp_of_convert_element_type): `x.astype(int)` passed x's derivative through as
+# if it were the identity. It is piecewise constant: its derivative is zero.
+
+def _times_floor(x):
+    return np.sum(x.astype(int) * x ** 2)
+
+
+def _plus_nonzero(x):
+    return np.sum(x.astype(bool) * np.sin(x) + x.astype(np.float64) * x)
+
+
+def test_derivatives_through_a_cast_to_integers_are_zero():
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.2, 5.0, size=4)
+    x[1] = -x[1]
+    np.testing.assert_allclose(tp.grad(_times_floor)(x), 2 * np.trunc(x) * x, rtol=1e-14)
+    np.testing.assert_allclose(tp.hessian(_times_floor)(x), np.diag(2 * np.trunc(x)),
+                               rtol=1e-14)
+    np.testing.assert_allclose(tp.jvp(_times_floor, (x,), (np.ones(4),))[1],
+                               np.sum(2 * np.trunc(x) * x), rtol=1e-14)
+    xs = rng.uniform(0.2, 5.0, size=(3, 4))
+    np.testing.assert_allclose(tp.vmap(tp.grad(_times_floor))(xs), 2 * np.trunc(xs) * xs,
+                               rtol=1e-14)
+    check_grads(_plus_nonzero, (x,), order=2, modes=("fwd", "rev"))
+
+
+# ---------------------------------------------------------------- negative argnums with
+# defaults (JAX's api_test): argnums=-1 counted from the end of the signature, defaults
+# included, so `grad(f, argnums=-1)(x, y)` of `f(x, y, scale=2.0)` gave d/dscale. JAX counts
+# from the last positional argument passed.
+
+def _sin_times_y(x, y, scale=2.0):
+    return np.sin(x) * y * scale
+
+
+def test_negative_argnums_count_from_the_arguments_passed():
+    x, y = 0.7, -1.3
+    assert tp.grad(_sin_times_y, argnums=-1)(x, y) == pytest.approx(np.sin(x) * 2.0, rel=1e-15)
+    assert tp.grad(_sin_times_y, argnums=-1)(x, y, 0.5) == pytest.approx(np.sin(x) * y, rel=1e-15)
+    value, (gx, gy) = tp.value_and_grad(_sin_times_y, argnums=(-2, -1))(x, y)
+    assert (gx, gy) == pytest.approx((np.cos(x) * y * 2.0, np.sin(x) * 2.0), rel=1e-15)
+    with pytest.raises(tp.TransformError, match="counts back from the last positional"):
+        tp.vmap(tp.grad(_sin_times_y, argnums=-1))(np.array([x, y]), np.array([y, x]))
+    with pytest.raises(tp.TransformError, match="counts back from the last positional"):
+        tp.jacrev(_sin_times_y, argnums=-1)
+
+
+def test_jacobians_keep_defaults_and_partial_keywords():
+    x, y = 0.7, -1.3
+    for jac in (tp.jacrev, tp.jacfwd):
+        assert jac(_sin_times_y)(x, y) == pytest.approx(np.cos(x) * y * 2.0, rel=1e-15)
+        assert jac(_sin_times_y)(x, y, 0.5) == pytest.approx(np.cos(x) * y * 0.5, rel=1e-15)
+    assert tp.hessian(_sin_times_y)(x, y) == pytest.approx(-np.sin(x) * y * 2.0, rel=1e-15)
+    w = np.array([1.5, -0.5])
+    np.testing.assert_allclose(tp.jacrev(functools.partial(_sin_times_y, y=w))(np.array([0.1, 0.2])),
+                               np.diag(np.cos([0.1, 0.2]) * w * 2.0), rtol=1e-15)

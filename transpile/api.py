@@ -22,6 +22,7 @@ from .custom import (CustomRule, fixed_arity_wrapper, method_caller, primitive_w
 from .errors import ArgumentDependent, TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
+from .frontend.layouts import argument_type
 from .frontend.parse import parse_function
 
 _CACHE = {}
@@ -147,12 +148,13 @@ class Root:
 def _binding(value):
     """How generated code depends on an argument it calls (or calls a method of): a
     function by identity (its body is transformed where it is called), an object by its
-    type (its class's methods and primitives)."""
+    type (its class's methods and primitives), and by the classes of the objects it holds
+    (a model's layers: layouts.argument_type)."""
     if inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value) or \
             isinstance(value, (functools.partial, CustomRule, Transformed, Jitted, type)) or \
             type(value).__name__ == "ufunc":
         return ("function", value)
-    return ("type", type(value))
+    return ("type", argument_type(value))
 
 
 def _bindings_key(bindings):
@@ -179,6 +181,8 @@ class Transformed:
         self._fast = None
         self._nparams = len(self.signature.parameters)
         self._keyword_only = any(p.kind == p.KEYWORD_ONLY
+                                 for p in self.signature.parameters.values())
+        self._has_defaults = any(p.default is not p.empty
                                  for p in self.signature.parameters.values())
 
         self._partial_axes = None     # vmap with one int in_axes: defaults are not mapped
@@ -297,6 +301,9 @@ class Transformed:
                 raise TypeError(f"{self.__name__} takes *args: call it with positional "
                                 "arguments only")
             return self.at_arity(len(args))._call(*args)
+        if self.kind == "grad" and self._has_defaults and \
+                any(a < 0 for a in self.options["argnums"]):
+            return self._counted_from(len(args))._call(*args, **kwargs)
         if self._partial_axes is not None and len(args) + len(kwargs) < self._nparams:
             return self._vmap_of_passed(args, kwargs)
         if self._dependent:
@@ -321,6 +328,20 @@ class Transformed:
         if self.kind != "vjp" and not self.root.prefix and not self.root.has_extra():
             self._fast = gen.entry
         return gen.call(self, self.full_args(args, kwargs))
+
+    def _counted_from(self, n):
+        """This gradient for calls with `n` positional arguments, its negative argnums
+        counted from the last of them (JAX's reading; parameters left to their defaults
+        are not counted)."""
+        made = self.__dict__.setdefault("_counted", {})
+        if n not in made:
+            nums = self.options["argnums"]
+            if any(a < -n for a in nums):
+                raise TypeError(f"{self.__name__}: argnums={nums} is out of range for a call "
+                                f"with {n} positional arguments")
+            opts = dict(self.options, argnums=tuple(a % n for a in nums))
+            made[n] = Transformed(self.target, self.kind, opts, self.bindings)
+        return made[n]
 
     def _call_for_arguments(self, args, kwargs):
         """Call the code generated for what this call's arguments are, where the function
@@ -543,8 +564,8 @@ def linear_transpose(f, *primals):
     shapes and dtypes (arrays, or objects with .shape and .dtype); f is read at zeros of
     them. f must be linear: transpile does not check it (for an affine f the result is the
     transpose of its linear part; where f is not linear it is the vjp at zero)."""
-    zeros = tree_map(lambda p: np.zeros(np.shape(p), getattr(p, "dtype", np.float64)),
-                     primals)
+    zeros = tree_map(lambda p: np.zeros(np.shape(p), p.dtype if hasattr(p, "dtype") else
+                                        np.result_type(p)), primals)   # 1j: complex
 
     def f_transpose(cotangent):
         return vjp(f, *zeros)[1](cotangent)
@@ -730,6 +751,9 @@ class _ApiCallees(Callees):
 
     def grad(self, fn, argnums):
         return grad(fn, argnums=argnums)
+
+    def vmap(self, fn, in_axes, out_axes, axis_name):
+        return vmap(fn, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
 
 
 class Jitted:

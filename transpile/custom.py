@@ -23,6 +23,7 @@ import numpy as np
 import runtime as rt
 from . import rules
 from .errors import TransformError
+from .tree_util import tree_map
 
 _counter = itertools.count()
 
@@ -42,16 +43,30 @@ class CustomRule:
         self.rules_version += 1
         self._pair = None
         self.__dict__.pop("_bound", None)
+        self.__dict__.pop("_batched", None)
         jvps = self.__dict__.get("_jvps")
         if isinstance(jvps, dict):
             jvps.clear()
 
-    def batched(self, specs, axis_name):
+    def batched(self, specs, axis_name, vmap):
         """A Python function (batch_size, *args) -> result with the batch axis first, for
-        arguments batched as `specs` say; None: batch `fn`'s body instead."""
-        return None
+        arguments batched as `specs` say (`vmap`: tp.vmap, handed down by the API layer);
+        None: batch `fn`'s body instead.
+
+        The function calls a custom function of the same kind whose body and rules are
+        the vmaps of this one's: a derivative pass that runs on vmap's code (grad of a
+        vmap) then meets the rules, not the body. One per (specs, axis name), kept."""
+        if not all(spec is True or spec is False for spec in specs):
+            return None
+        made = self.__dict__.setdefault("_batched", {})
+        key = (specs, axis_name)
+        if key not in made:
+            made[key] = _batched_custom(self, specs, axis_name, vmap)
+        return made[key]
 
     def __init__(self, fn, nondiff_argnums=()):
+        if isinstance(fn, functools.partial):
+            fn = _positional_partial(fn)
         self.fn = fn
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
@@ -163,6 +178,57 @@ class custom_jvp(CustomRule):  # noqa: N801
         return self.defjvp(file_backed(text, env, name))
 
 
+def _positional_partial(bound):
+    """A function of the positional parameters a functools.partial leaves (`partial(fun,
+    a=0.1)`: of fun's others, as JAX's custom_jvp of it takes them), calling it."""
+    params = [p for p in inspect.signature(bound).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    name = identifier(getattr(bound.func, "__name__", "partial")).rstrip("_") or "partial"
+    names = positional_names(len(params))
+    made = file_backed(f"def {name}({', '.join(names)}):\n"
+                       f"    return bound({', '.join(names)})\n", {"bound": bound}, name)
+    made.__defaults__ = tuple(p.default for p in params if p.default is not p.empty) or None
+    return made
+
+
+def _batched_custom(custom, specs, axis_name, vmap):
+    """(batch_size, *args) -> custom(*args) for each example, through a custom function
+    whose body and rules are vmapped (see CustomRule.batched). A bwd rule's cotangents
+    for an argument no example differs in are summed over the examples."""
+    names = positional_names(len(specs))
+    args = ", ".join(names)
+    one = "," if len(specs) == 1 else ""
+    axes = tuple(0 if batched else None for batched in specs)
+    label = identifier(custom.__name__)
+    env = {"body": vmap(custom.fn, axes, 0, axis_name), "tree_map": tree_map,
+           "over_examples": _summed_over_examples}
+    made = type(custom)(file_backed(f"def {label}vmap({args}):\n    return body({args})\n",
+                                    env, f"{label}vmap"))
+    if custom.rule is not None:
+        env["rule"] = vmap(custom.rule, (axes, axes), 0, axis_name)
+        made.defjvp(file_backed(f"def {label}vmap_jvp(primals, tangents):\n"
+                                f"    return rule(primals, tangents)\n", env,
+                                f"{label}vmap_jvp"))
+    if custom.fwd is not None:
+        env["fwd"] = vmap(custom.fwd, axes, 0, axis_name)
+        env["bwd"] = vmap(custom.bwd, (0, 0), 0, axis_name)
+        summed = [f"cotangents[{k}]" if batched else
+                  f"tree_map(over_examples, cotangents[{k}])"
+                  for k, batched in enumerate(specs)]
+        made.defvjp(
+            file_backed(f"def {label}vmap_fwd({args}):\n    return fwd({args})\n", env,
+                        f"{label}vmap_fwd"),
+            file_backed(f"def {label}vmap_bwd(saved, g):\n"
+                        f"    cotangents = bwd(saved, g)\n"
+                        f"    return ({', '.join(summed)}{one})\n", env, f"{label}vmap_bwd"))
+    return file_backed(f"def {label}batched(batch_size, {args}):\n"
+                       f"    return custom({args})\n", {"custom": made}, f"{label}batched")
+
+
+def _summed_over_examples(cotangent):
+    return np.sum(cotangent, axis=0)
+
+
 def file_backed(text, env, name):
     """Compile generated helper source so that inspect (and so transpile) can read it."""
     filename = f"<transpile-custom-{name}-{next(_counter)}>"
@@ -221,7 +287,10 @@ def primitive_wrapper(obj):
             params = list(inspect.signature(obj).parameters.values())
         except (TypeError, ValueError):
             return None
-    params = [p for p in params if not p.name.endswith("_") and
+    # (numpy's `out=` and arguments whose default is its "not given" marker are left out:
+    # numpy's own default applies)
+    params = [p for p in params if not p.name.endswith("_") and p.name != "out" and
+              p.default is not getattr(np, "_NoValue", object()) and
               p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     required = [p.name for p in params if p.default is p.empty]
     optional = [p for p in params if p.default is not p.empty]
@@ -439,5 +508,8 @@ def _make_jvp_function(custom, mask):
     tangents = [f"t_{p}" if m else f"rt.tangent_zeros({p})" for p, m in zip(params, mask)]
     name = identifier(custom.__name__) + "jvp"
     text = (f"def {name}({', '.join(params + tan_params)}):\n"
-            f"    return rule(({', '.join(params)}{one}), ({', '.join(tangents)}{one}))\n")
+            f"    result = rule(({', '.join(params)}{one}), ({', '.join(tangents)}{one}))\n"
+            f"    rt.check_vjp_rule_result(result, 2, {custom.__name__!r}, 'jvp', "
+            f"{_where(custom.rule)!r})\n"
+            f"    return result\n")
     return file_backed(text, {"rule": custom.rule, "rt": rt}, name)

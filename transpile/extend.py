@@ -117,7 +117,7 @@ class primitive(CustomRule):  # noqa: N801 - autograd's name
         return self._applied[i]
 
     # ------------------------------------------------------------------ batching
-    def batched(self, specs, axis_name):
+    def batched(self, specs, axis_name, _vmap=None):
         """vmap of a primitive: a loop over the examples, calling it on each (its body is
         never read, so it may do anything), the results stacked. Each call keeps its
         rules, so vmapped code through a primitive is differentiable too."""

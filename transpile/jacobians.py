@@ -51,17 +51,29 @@ def _wrapper(key, values, make):
 def _argnums(f, argnums):
     """(the differentiated positions, counted from the start; whether one int was given:
     a tuple gives a tuple of Jacobians, JAX's layout for a tuple of arguments)."""
-    nparams = len(api.Transformed(f, "transform").signature.parameters)
+    signature = api.Transformed(f, "transform").signature.parameters
+    nparams = len(signature)
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     if not nums or not all(isinstance(i, int) and -nparams <= i < nparams for i in nums):
         raise TransformError(f"argnums={argnums!r}: the Jacobian needs positions of "
                              f"arguments of a function of {nparams} (an int or a tuple "
                              f"of ints).")
+    if any(i < 0 for i in nums) and any(p.default is not p.empty for p in signature.values()):
+        raise TransformError(f"argnums={argnums!r} counts back from the last positional "
+                             "argument passed (as in JAX), and the function has parameters "
+                             "with defaults: its Jacobian's code is made before any call.\n"
+                             "  hint: give argnums counted from the first parameter.")
     nums = tuple(i % nparams for i in nums)
     if len(set(nums)) != len(nums):
         raise TransformError(f"argnums={argnums!r} names an argument twice.")
     return nums, single
+
+
+def _header(params, defaults):
+    """The wrapper's parameters, as written in its def: with their defaults (_generated)."""
+    return ", ".join(p + (f"=default_{k}" if f"default_{k}" in defaults else "")
+                     for k, p in enumerate(params))
 
 
 def _taken(names, single):
@@ -90,8 +102,11 @@ def _generated(f, kind, options, prefix_name):
             f"function instead: jacrev(lambda x: f(x, np.tanh)))") from None
     params = list(t.signature.parameters)
     prefix, extra = _constants(t)
+    # the wrapper's parameters keep their defaults (`def jacrev_f(x, y, scale=default_2)`)
+    defaults = {f"default_{k}": p.default for k, p in enumerate(
+        t.signature.parameters.values()) if p.default is not p.empty}
     name = f"{prefix_name}_{getattr(f, '__name__', 'f').replace('<', '').replace('>', '')}"
-    return t.generated(), params, prefix, extra, name
+    return t.generated(), params, prefix, extra, name, defaults
 
 
 def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
@@ -100,14 +115,15 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
     arguments give rows of grad's gradients; a complex output needs `holomorphic=True`
     (rt.check_jacobian_dtype)."""
     nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
-    gen, params, prefix, extra, name = _generated(f, "vjp", {"has_aux": False}, "jacrev")
+    gen, params, prefix, extra, name, defaults = _generated(f, "vjp", {"has_aux": False},
+                                                            "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
     x = _taken([params[i] for i in nums], single)
     rows = _taken([f"cotangents[{len(prefix) + i}]" for i in nums], single)
     check = (f"    rt.check_jacobian_dtype({x}, 'jacrev', 'argument', True)\n"
              if holomorphic else "")
     text = (f"import numpy as np\nimport runtime as rt\n\n"
-            f"def {name}({', '.join(params)}):\n"
+            f"def {name}({_header(params, defaults)}):\n"
             f"{check}"
             f"    out, saved = f_fwd({call})\n"
             f"    rt.check_jacobian_dtype(out, 'jacrev', 'output'{', True' * holomorphic})\n"
@@ -119,9 +135,10 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
     def make():
         env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"],
                "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)), **prefix,
-               **extra}
+               **extra, **defaults}
         return file_backed(text, env, name)
-    fn = _wrapper(("jacrev", gen, text), [gen, *prefix.values(), *extra.values()], make)
+    fn = _wrapper(("jacrev", gen, text), [gen, *prefix.values(), *extra.values(),
+                                          *defaults.values()], make)
     return api.Transformed(fn, "transform")
 
 
@@ -136,22 +153,23 @@ def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
     # is in argnums' order
     tangents = "basis" if single else ", ".join(f"basis[{nums.index(i)}]" for i in sorted(nums))
     # a jvp whose only tangents are arguments `argnums`' (the others are constants of it)
-    gen, params, prefix, extra, name = _generated(f, "jvp", {"has_aux": False,
-                                                             "active": active}, "jacfwd")
+    gen, params, prefix, extra, name, defaults = _generated(
+        f, "jvp", {"has_aux": False, "active": active}, "jacfwd")
     primals = list(prefix) + params + list(extra)
     x = _taken([params[i] for i in nums], single)
     in_axes = (None,) * len(primals) + (0,) * len(nums)
     text = (f"import numpy as np\nimport runtime as rt\n\n"
-            f"def {name}({', '.join(params)}):\n"
+            f"def {name}({_header(params, defaults)}):\n"
             f"    rt.check_jacobian_dtype({x}, 'jacfwd', 'argument'{', True' * holomorphic})\n"
             f"    basis = rt.basis_of({x})\n"
             f"    out, columns = f_jvp_batched({', '.join(primals)}, {tangents})\n"
             f"    return rt.jacobian_columns(columns, out, {x})\n")
     def make():
         env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),
-               **prefix, **extra}
+               **prefix, **extra, **defaults}
         return file_backed(text, env, name)
-    fn = _wrapper(("jacfwd", gen, text), [gen, *prefix.values(), *extra.values()], make)
+    fn = _wrapper(("jacfwd", gen, text), [gen, *prefix.values(), *extra.values(),
+                                          *defaults.values()], make)
     return api.Transformed(fn, "transform")
 
 
@@ -173,8 +191,8 @@ def hessian_vector_product(f, argnums=0, *, argnum=None):
     gradient = api.grad(f, argnum)
     nparams = len(gradient.signature.parameters)
     active = tuple(i == argnum % nparams for i in range(nparams))
-    gen, params, prefix, extra, name = _generated(gradient, "jvp", {"has_aux": False,
-                                                                    "active": active}, "hvp")
+    gen, params, prefix, extra, name, _ = _generated(gradient, "jvp", {"has_aux": False,
+                                                                       "active": active}, "hvp")
     vector = "vector"
     while vector in params:
         vector += "_"

@@ -278,6 +278,13 @@ class Build:
         if not -self.nuser <= a < self.nuser:
             raise TypeError(f"argnums={a} is out of range: {self.t.__name__} takes "
                             f"{self.nuser} arguments")
+        if a < 0 and any(p.default is not p.empty for p in self.t.signature.parameters.values()):
+            # the API layer counts them for each call (Transformed._counted_from)
+            raise TransformError(
+                f"argnums={a} counts back from the last positional argument passed (as in "
+                f"JAX), and {self.t.__name__} has parameters with defaults: where this "
+                "gradient is transformed again, how many are passed is not known.\n"
+                "  hint: give argnums counted from the first parameter.")
         return a % self.nuser
 
     def normalize_entry(self):
@@ -349,7 +356,8 @@ class Build:
         program = self.program
         axis_name = self.options.get("axis_name")
         custom_rule = program.custom.get(ir_name)
-        own = custom_rule.batched(specs, axis_name) if custom_rule is not None else None
+        own = custom_rule.batched(specs, axis_name, program.callees.vmap) \
+            if custom_rule is not None else None
         if own is not None:
             # a function that batches itself (pmap: a pmap of the vmapped function), called
             # as batched variants are: (batch size, arguments), its result batched
@@ -359,8 +367,9 @@ class Build:
         name = self.fresh(ir_name + "_vmap")
         entry = self.batch_variants[key] = [name, None, False]
         if custom_rule is not None:
-            # batching computes the function's value: its own body (a custom derivative
-            # rule matters to the derivative passes, which see it when they run first)
+            # (arguments batched in part, which `batched` leaves): the function's own
+            # body, whose value is the function's; a derivative pass running first sees
+            # the rules, one running on this code would not (custom.py refuses that)
             plain = normalize_function(custom_rule.fn, program)[0]
             callee = program.functions[plain]
         else:

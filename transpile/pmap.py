@@ -234,7 +234,7 @@ class Pmapped(CustomRule):
         return self._source("pmap_value", f"return mapped({self._args()})",
                             {"mapped": mapped})
 
-    def batched(self, specs, axis_name):
+    def batched(self, specs, axis_name, _vmap=None):
         """vmap of pmap on the devices: pmap of the vmapped function, each device mapping
         its slice of the batch; the device axes move past the batch axis (first)."""
         if not all(spec is True or spec is False for spec in specs) or \

@@ -34,6 +34,7 @@ def register(nodetype, data_fields):
     proxy = type(nodetype.__name__, (fields,), {
         "__slots__": (), **_methods(nodetype, data_fields),
         "__annotations__": {f: annotations[f] for f in data_fields if f in annotations},
+        "__transpile_class__": nodetype,         # rt.type_of, rt.is_instance
         "__module__": nodetype.__module__, "__qualname__": nodetype.__qualname__})
     _PROXIES[nodetype] = (proxy, tuple(data_fields))
     _CLASS_OF_PROXY[proxy] = nodetype
@@ -155,7 +156,7 @@ def _record_class(cls, fields, namespace):
         return f"{cls.__name__}(" + ", ".join(f"{f}={v!r}" for f, v in zip(fields, self)) + ")"
     body = {"__slots__": (), "_fields": tuple(fields), "__new__": __new__,
             "__repr__": __repr__, "__module__": cls.__module__,
-            "__qualname__": cls.__qualname__}
+            "__qualname__": cls.__qualname__, "__transpile_class__": cls}
     body.update(namespace)
     body.update((f, property(operator.itemgetter(i))) for i, f in enumerate(fields))
     return type(cls.__name__, (tuple,), body)

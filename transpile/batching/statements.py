@@ -257,7 +257,7 @@ class Batching(CallRules, ControlFlowRules):
                                                              roles[k] in NOT_ARRAYS):
                             read.add(a.id)
                     continue
-                if spelling in ("len", "isinstance", "type"):
+                if spelling in ("len", "isinstance", "type", "rt.is_instance", "rt.type_of"):
                     continue
             if isinstance(v, (gast.BinOp, gast.Compare, gast.UnaryOp, gast.Subscript)):
                 continue
@@ -663,6 +663,8 @@ class Batching(CallRules, ControlFlowRules):
     def unpack(self, s):
         names = [e.id for e in s.targets[0].elts]
         value, have = self.value(s, s.value, None)
+        if batched(have) and not isinstance(have, tuple):
+            return self.unpack_lanes(s, names, value, have)
         parts = have if isinstance(have, tuple) and len(have) == len(names) else \
             (uniform(have),) * len(names)
         new = anno.copy(s, gast.copy_location(
@@ -671,6 +673,25 @@ class Batching(CallRules, ControlFlowRules):
         for n, p in zip(names, parts):
             if self.of(n) != p:
                 out.append(self.convert_stmt(n, p, self.of(n)))
+        return out
+
+    def unpack_lanes(self, s, names, value, have):
+        """`a, b = x` for x batched as a whole: each example's items, `rt.lane_getitem(x,
+        k)` (a batched array's items lie along its second axis; a list's are its items),
+        after the count is checked as Python checks it."""
+        out = []
+        if not isinstance(value, gast.Name):
+            held = self.namer.fresh("unpacked")
+            self.spec[held] = have
+            out.append(anno.copy(s, gast.copy_location(assign(held, value), s)))
+            value = name(held)
+        check = gast.Expr(value=call("rt.lane_check_unpack", [value, const(len(names))]))
+        out.append(anno.copy(s, gast.copy_location(check, s)))
+        for k, n in enumerate(names):
+            item = assign(n, call("rt.lane_getitem", [name(value.id), const(k)]))
+            out.append(anno.copy(s, gast.copy_location(item, s)))
+            if self.of(n) != uniform(have):
+                out.append(self.convert_stmt(n, uniform(have), self.of(n)))
         return out
 
     def getitem(self, s, v):
@@ -940,7 +961,8 @@ def _path_local(stmts, ret, params):
                     isinstance(o, (gast.Is, gast.IsNot, gast.Eq, gast.NotEq))
                     for o in node.ops):
                 asked |= names_in(node)
-            if isinstance(node, gast.Call) and dotted(node.func) in ("isinstance", "type"):
+            if isinstance(node, gast.Call) and dotted(node.func) in (
+                    "isinstance", "type", "rt.is_instance", "rt.type_of"):
                 asked |= names_in(node)
     for st in outside_loops(stmts):
         if isinstance(st, gast.Assign) and not is_update(st) and not is_pop(st) and not (

@@ -57,3 +57,7 @@ class Callees:
     def grad(self, fn, argnums):
         """tp.grad(fn, argnums): the pipeline transposes a custom_jvp rule with it."""
         raise NotImplementedError("custom_jvp in reverse mode needs the API layer")
+
+    def vmap(self, fn, in_axes, out_axes, axis_name):
+        """tp.vmap(fn, ...): the pipeline batches a custom rule's rules with it."""
+        raise NotImplementedError("custom rules under vmap need the API layer")

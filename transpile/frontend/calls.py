@@ -26,6 +26,7 @@ from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
 from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted
+from . import layouts
 from .parse import parse_function
 from .resolved import (LocalFunction, LocalPartial, LocalTemplate, LocalTransformed, Static,
                        assigned_names, library_module, plain_object, third_party_function)
@@ -123,8 +124,7 @@ class CallNormalizer:
                 transform, rest = self.static(deco.args[0]), deco.args[1:]
             else:
                 transform, rest = None, []
-            if rest or any(not isinstance(k.value, (gast.Constant, gast.Tuple))
-                           for k in deco.keywords):
+            if rest or any(not _is_literal(k.value) for k in deco.keywords):
                 transform = None
             options = {k.arg: _literal(k.value) for k in deco.keywords}
         elif transform is None and isinstance(deco, gast.Call) and not deco.args:
@@ -163,6 +163,8 @@ class CallNormalizer:
                 if not isinstance(callee, (Static, LocalTransformed, LocalPartial)):
                     raise self.error(func, "this call does not produce a function known "
                                      "while transforming.")
+            elif isinstance(self.typed_argument(func), layouts.FunctionItem):
+                return self.call(Static(self.typed_argument(func).fn), node, stmts)
             elif self.typed_argument(func) is not None:
                 return self.method_of_argument(func, "__call__", node, stmts)
             else:
@@ -198,24 +200,42 @@ class CallNormalizer:
     # layer generates code per argument function (by identity) or per type of object.
 
     def typed_argument(self, node):
-        """The type of the entry's argument `node` names, if known (None otherwise); of a
-        field of one (`self.layer` of a NamedTuple model), the class its annotation names
-        (`layer: Layer`), which the code checks (checked_atom)."""
+        """The type of the value `node` reads where code is made for it (None otherwise):
+        an argument of the entry's (its class, or its layout: layouts.py), a field or an
+        item of one (the layout's; without one, the class a field's annotation names, `layer:
+        Layer` of a NamedTuple made in the code, which the code checks: checked_atom), a
+        loop variable walking the items of one (stmt_For)."""
+        if isinstance(node, gast.Name) and node.id in self.loop_variables:
+            found = self.loop_variables[node.id]
+            return None if isinstance(found, gast.AST) else found
         if isinstance(node, gast.Name) and node.id in self.argument_types and \
                 self.assignments.get(node.id) == 1:
             return self.argument_types[node.id]
         if isinstance(node, gast.Attribute):
             owner = self.typed_argument(node.value)
-            annotated = _annotated_class(owner, node.attr) if owner is not None else None
-            if annotated is not None:
-                return self.callees.stand_in_class(annotated) or annotated
+            if isinstance(owner, layouts.ObjectLayout):
+                return layouts.field_layout(owner, node.attr)
+            return self._annotated_field(owner, node)
+        if isinstance(node, gast.Subscript):
+            index = _constant_index(node.slice)
+            if index is not None:
+                return layouts.item_layout(self.typed_argument(node.value), index)
+        return None
+
+    def _annotated_field(self, owner, node):
+        """The class field `node.attr` of an `owner` known by its class only is annotated
+        with (its stand-in for a registered dataclass), else None."""
+        annotated = _annotated_class(owner, node.attr) if isinstance(owner, type) else None
+        if annotated is not None:
+            return self.callees.stand_in_class(annotated) or annotated
         return None
 
     def checked_atom(self, node, stmts):
         """The atom of `node`; where its type is an annotation's (typed_argument), the code
         first checks the value is one: a method of that class is what the code calls."""
         atom = self.atom(node, stmts)
-        cls = self.typed_argument(node) if isinstance(node, gast.Attribute) else None
+        cls = self._annotated_field(self.typed_argument(node.value), node) \
+            if isinstance(node, gast.Attribute) else None
         if cls is not None:
             where = f"{self.src.filename}:{self.src.line_of(node)} ({self.src.name})"
             check = prim_call("rt.check_instance", [
@@ -239,22 +259,35 @@ class CallNormalizer:
         return {p: t for p, t in found.items() if t is not None}
 
     def check_argument_dependent(self, node):
-        """Raise ArgumentDependent if `node` names a parameter of the entry function that
-        the body never rebinds: generated for what the argument is, the call can work."""
-        if self.entry and isinstance(node, gast.Name) and \
-                node.id in self.params and self.assignments.get(node.id) == 1 and \
-                node.id not in self.argument_types:
+        """Raise ArgumentDependent if `node` reads a parameter of the entry function that
+        the body never rebinds (or a field, an item or a loop variable over the items of
+        one): generated for what the argument is, the call can work."""
+        param = self._entry_argument_behind(node)
+        if param is not None:
             raise ArgumentDependent(str(self.error(
-                node, f"calling '{node.id}' or a method of it: what that does depends on "
+                node, f"calling '{param}' or a method of it: what that does depends on "
                 "the argument passed, which is not known before the first call.",
                 "call the transformed function once before reading .source; an argument "
                 "that is a function is used by identity, an object by its type.")),
-                [node.id])
+                [param])
+
+    def _entry_argument_behind(self, node, depth=0):
+        while isinstance(node, (gast.Attribute, gast.Subscript)):
+            node = node.value
+        if not (self.entry and isinstance(node, gast.Name)) or depth > 8:
+            return None
+        if isinstance(self.loop_variables.get(node.id), gast.AST):
+            return self._entry_argument_behind(self.loop_variables[node.id], depth + 1)
+        if node.id in self.params and self.assignments.get(node.id) == 1 and \
+                node.id not in self.argument_types:
+            return node.id
+        return None
 
     def method_of_argument(self, obj_node, name, node, stmts):
         """`obj.name(...)` (or `obj(...)` for name "__call__") for an argument object of a
         known type: its class's primitive or method called with the object first."""
-        cls = self.typed_argument(obj_node)
+        layout = self.typed_argument(obj_node)
+        cls = layouts.class_of(layout)
         if library_module(inspect.getmodule(cls), ("numpy", "builtins", "cupy")):
             raise self.unsupported_method(name, node)     # an array's, a list's, ...
         try:
@@ -276,7 +309,7 @@ class CallNormalizer:
             return self.call_static(method, args, keywords, node, stmts)
         # the method's body, normalized knowing what `self` (and other objects) are
         params = list(inspect.signature(method).parameters)
-        types = {params[0]: cls, **self.argument_types_of(
+        types = {params[0]: layout, **self.argument_types_of(
             method, gast.Call(func=node.func, args=[obj_node] + list(node.args),
                               keywords=node.keywords))}
         ir_name, names, defaults = self.function_ir(method, node, argument_types=types)
@@ -347,6 +380,23 @@ class CallNormalizer:
                                  for k in node.keywords])
         if isinstance(callee, Static) and id(callee.value) in CALLED_INSTEAD:
             callee = Static(CALLED_INSTEAD[id(callee.value)][1])
+        if isinstance(callee, Static) and callee.value is builtins.isinstance and \
+                len(node.args) == 2 and any(
+                    _names_user_class(self.static(c)) for c in (
+                        node.args[1].elts if isinstance(node.args[1], gast.Tuple)
+                        else [node.args[1]])):
+            # code holds an object of a registered class as its stand-in
+            callee = Static(runtime.trees.is_instance)
+        if isinstance(callee, Static) and callee.value in (builtins.max, builtins.min) and \
+                len(node.args) == 1 and not node.keywords and \
+                not isinstance(node.args[0], gast.Starred):
+            # max(xs) of one sequence (an array's items, a list of numbers): its largest
+            # item, numpy's reduction over the first axis
+            return prim_call(f"np.{callee.value.__name__}", [self.atom(node.args[0], stmts)],
+                             [("axis", _const(0))])
+        if isinstance(callee, Static) and callee.value is builtins.type and \
+                len(node.args) == 1 and not node.keywords:
+            callee = Static(runtime.trees.type_of)
         spread = getattr(callee.value, "__transpile_spread__", None) \
             if isinstance(callee, Static) else None
         if spread is not None:
@@ -1432,7 +1482,13 @@ class CallNormalizer:
                              "is known while transforming: tp.jvp(f, (x, ...), (dx, ...)), "
                              "or one of them a tuple known then (a closure's).",
                              "write the primals or the tangents as a tuple display.")
-        options = {k.arg: _literal(k.value) for k in node.keywords}
+        options = {}
+        for k in node.keywords:          # has_aux: written, or a constant known now
+            known = self.static(k.value)
+            if not isinstance(known, Static) or not isinstance(known.value, bool):
+                raise self.error(k.value, "tp.jvp's has_aux inside transformed code must be "
+                                 "True or False, known while transforming.")
+            options[k.arg] = known.value
         target = self.static(node.args[0])
         if target is None and isinstance(node.args[0], gast.Call):   # tp.jvp(tp.grad(f), ...)
             target = self.expr(node.args[0], stmts)
@@ -1570,6 +1626,31 @@ def _partial_of(fn, args, keywords):
     if key not in _PARTIALS:
         _PARTIALS[key] = functools.partial(fn, *args, **dict(keywords))
     return _PARTIALS[key]
+
+
+def _names_user_class(found):
+    """Whether `found` (a Static, or None) is a user's class or a tuple holding one."""
+    value = found.value if isinstance(found, Static) else None
+    classes = value if isinstance(value, tuple) else (value,)
+    return any(isinstance(c, type) and not library_module(inspect.getmodule(c))
+               for c in classes)
+
+
+def _constant_index(node):
+    """The int or slice of constants `node` writes (`[0]`, `[1:]`, `[::-1]`), else None."""
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
+            isinstance(node.operand, gast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    if isinstance(node, gast.Slice):
+        parts = [None if p is None else _constant_index(p)
+                 for p in (node.lower, node.upper, node.step)]
+        if all(p is None or type(p) is int for p in parts) and \
+                all((p is None) == (q is None) for p, q in
+                    zip(parts, (node.lower, node.upper, node.step))):
+            return slice(*parts)
+    return None
 
 
 def _annotated_class(owner, field):

@@ -25,6 +25,7 @@ desugared here. Anything else raises TransformError at the offending line.
 """
 import builtins
 import collections
+import contextlib
 import functools
 import inspect
 import numbers
@@ -41,7 +42,7 @@ from ..ir.naming import TEMP_FOR_OP, Namer
 from ..ir.nodes import assign as _assign, const as _const, prim_call
 from ..ir.program import FunctionIR, Snapshot, is_literal, is_module
 from ..ir.templates import binop_spelling, cmp_spelling, dotted
-from . import aliasing, controlflow
+from . import aliasing, controlflow, layouts
 from .callees import Callees
 from .calls import CallNormalizer
 from .parse import parse_function
@@ -93,6 +94,9 @@ class Normalizer(CallNormalizer):
         self.packed = {}                      # *args name -> its copies' names (one shape)
         self.keyed = {}                       # **kwargs name -> [(key, copy's name)]
         self.argument_types = {}              # parameter -> the type of the value it gets
+        self.loop_variables = {}              # name -> what it walks, inside its loop:
+        # the item layout of an argument's sequence (typed_argument), or the sequence
+        # (check_argument_dependent)
         self.pullbacks = {}                   # name -> Pullback of a tp.vjp made here
         self.entry = False                    # the function a transformation is applied to
         self.nested = False                   # a nested def or lambda (lifted)
@@ -109,6 +113,13 @@ class Normalizer(CallNormalizer):
                 body=prologue_statements(shape, args.vararg or args.kwarg or fdef) + fdef.body,
                 returns=None, type_comment=None, type_params=[])
             gast.copy_location(fdef, written)
+        elif (args.vararg or args.kwarg) and self.nested:
+            raise error_at(args.vararg or args.kwarg, self.src,
+                           f"{getattr(fdef, 'name', 'lambda')}: a nested function (or lambda) "
+                           "with *args or **kwargs is not supported in transformed code.",
+                           "define it at module level, where the functions the code calls "
+                           "may take *args and **kwargs, or list its parameters.",
+                           pass_name="normalize")
         elif args.vararg or args.kwarg:
             bad = args.vararg or args.kwarg
             raise error_at(bad, self.src, f"{self.src.name}: *args and **kwargs are not "
@@ -509,6 +520,7 @@ class Normalizer(CallNormalizer):
         target = node.target
         prefix = []
         spelling = "range"
+        walks = (None, None)          # (loop variable, the sequence whose items it takes)
         ranged = self._range_like(it, fn)
         if ranged is not None:
             range_args, spelling = ranged
@@ -548,6 +560,13 @@ class Normalizer(CallNormalizer):
                                iter=gast.copy_location(gast.Call(func=it.func, args=parts,
                                                                  keywords=[]), it))
             return stmts + self.stmt_For(gast.copy_location(spelled, node))
+        elif fn is builtins.enumerate and len(it.args) == 1 and not it.keywords and \
+                isinstance(target, gast.Tuple) and len(target.elts) == 2 and \
+                isinstance(target.elts[1], gast.Name) and \
+                isinstance(self.typed_argument(it.args[0]), layouts.SequenceLayout) and \
+                not _one_object_type(self.typed_argument(it.args[0]).items):
+            return self.items_unrolled(node, self.typed_argument(it.args[0]).items,
+                                       it.args[0], *target.elts)
         elif fn is builtins.enumerate or fn is builtins.zip:
             if it.keywords:
                 raise self.error(it, f"{fn.__name__}() with keyword arguments is not supported.")
@@ -577,19 +596,26 @@ class Normalizer(CallNormalizer):
                     raise self.error(target, "unpack enumerate as `for i, x in enumerate(xs)`.")
                 self.assign_target(target.elts[0], _name(index), prefix, node)
                 self._assign_item(target.elts[1], items[0], prefix, node)
+                walks = (target.elts[1], it.args[0])
             else:
                 if not (isinstance(target, gast.Tuple) and len(target.elts) == len(items)):
                     raise self.error(target, "unpack zip as `for a, b in zip(xs, ys)`.")
                 for elt, item in zip(target.elts, items):
                     self._assign_item(elt, item, prefix, node)
         else:
+            typed = self.typed_argument(it)
+            if isinstance(typed, layouts.SequenceLayout) and isinstance(target, gast.Name) \
+                    and not _one_object_type(typed.items):
+                return stmts + self.items_unrolled(node, typed.items)
+            walks = (target, it)
             seq = self._walked(self.atom(it, stmts, hint="seq"), it, stmts)
             n = self.namer.fresh("n")
             stmts.append(_assign(n, prim_call("len", [seq]), it))
             bounds = [_name(n)]
             index = self.namer.fresh("i")
             self._assign_item(target, prim_call("[]", [seq, _name(index)]), prefix, node)
-        body = prefix + self.block(node.body)
+        with self._loop_variable(node, *walks):
+            body = prefix + self.block(node.body)
         loop = gast.For(target=_name(index, gast.Store()),
                         iter=prim_call(spelling, bounds), body=body, orelse=[],
                         type_comment=None)
@@ -625,6 +651,69 @@ class Normalizer(CallNormalizer):
             else:
                 self.local_fns[name] = before
         return out
+
+    def items_unrolled(self, node, items, iter_=None, index=None, target=None):
+        """`for layer in self.layers:` over the items of an argument whose layout holds
+        objects of different classes (or functions): the body once per item, the loop
+        variable typed by that item's layout, so each trip calls its own class's methods.
+        (`for k, layer in enumerate(self.layers)`: iter_ the sequence, index `k`.)"""
+        if any(isinstance(n, (gast.Break, gast.Continue)) for s in node.body
+               for n in gast.walk(s)):
+            raise self.error(node, "break/continue in a loop over objects of different "
+                             "classes is not supported.",
+                             "use a flag variable, or an if around the body.")
+        name = (target or node.target).id
+        stmts = []
+        seq = self._pinned(self.atom(iter_ or node.iter, stmts, hint="seq"), node, stmts)
+        if isinstance(seq, gast.Name):
+            self.locals.add(seq.id)
+        before = self.local_fns.get(name)
+        try:
+            for k, item in enumerate(items):
+                if index is not None:
+                    self.assign_target(index, _const(k), stmts, node)
+                self.local_fns.pop(name, None)
+                if isinstance(item, layouts.FunctionItem):
+                    self.local_fns[name] = Static(item.fn)
+                else:
+                    value = gast.copy_location(gast.Subscript(
+                        value=seq, slice=_const(k), ctx=gast.Load()), node.iter)
+                    stmts.extend(self.stmt(gast.copy_location(gast.Assign(
+                        targets=[_name(name, gast.Store())], value=value, type_comment=None),
+                        node)))
+                with self._loop_variable(node, _name(name), item):
+                    stmts.extend(self.block([_copy_stmt(s) for s in node.body]))
+        finally:
+            if before is None:
+                self.local_fns.pop(name, None)
+            else:
+                self.local_fns[name] = before
+        return stmts
+
+    @contextlib.contextmanager
+    def _loop_variable(self, loop, target, walks):
+        """While `loop`'s body is normalized, what its variable `target` (a Name, else
+        nothing is known) takes: an item layout, or the items of expression `walks`. Not
+        where the body rebinds it."""
+        name = target.id if isinstance(target, gast.Name) else None
+        if name is None or walks is None or any(
+                isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
+                for s in loop.body for n in gast.walk(s)):
+            yield
+            return
+        if isinstance(walks, gast.AST):
+            typed = self.typed_argument(walks)
+            if isinstance(typed, layouts.SequenceLayout):     # of one layout (stmt_For)
+                walks = typed.items[0]
+        before = self.loop_variables.get(name)
+        self.loop_variables[name] = walks
+        try:
+            yield
+        finally:
+            if before is None:
+                self.loop_variables.pop(name, None)
+            else:
+                self.loop_variables[name] = before
 
     def zip_unrolled(self, node):
         """`for layer, p in zip(self.layers, params):` where some sequences hold functions
@@ -1216,6 +1305,13 @@ def _user_object(value):
     call = getattr(type(value), "__call__", None)
     return not isinstance(value, type) and inspect.isfunction(call) and \
         not library_module(inspect.getmodule(type(value)))
+
+
+def _one_object_type(items):
+    """Whether every item of a sequence layout is an object of the same layout."""
+    first = items[0] if items else None
+    return first is not None and not isinstance(first, layouts.FunctionItem) and \
+        all(item is first for item in items)
 
 
 def _assignment_counts(body, params):

@@ -36,6 +36,11 @@ def cast_like(dout, out, g, x):
     dg = rt.cast_like(dout, g)
 
 
+@rev("rt.cast_derivative")
+def cast_derivative(dout, out, g, like, cast):
+    dg = rt.cast_derivative(dout, g, cast)
+
+
 # Trees of tp.lax.scan: one step's slices of every leaf, and the steps' outputs stacked.
 @rev("rt.tree_index")
 def tree_index(dout, out, tree, i, axis=0):
@@ -163,7 +168,7 @@ def copy(dout, out, x):
 
 @rev("rt.astype")
 def astype(dout, out, x, dtype):
-    dx = rt.cast_like(dout, x)
+    dx = rt.cast_derivative(dout, x, out)
 
 
 nondiff("rt.seed", "rt.seed_holomorphic", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
@@ -287,7 +292,7 @@ stateful("rt.pop", "pop")
 
 # Python builtins that generated code uses around indices and loops.
 nondiff("slice", "reversed", "rt.reversed_range", "len", "range", "isinstance", "type",
-        "zip", "enumerate")
+        "zip", "enumerate", "rt.is_instance", "rt.type_of")
 
 
 @batch("len", out_batched=False)
@@ -427,6 +432,19 @@ def cast_like_batch(g, x):
         out = rt.broadcast_batch(rt.cast_like(g, x), batch_size)
 
 
+@fwd("rt.cast_derivative")
+def cast_derivative_fwd(out, g, like, cast):
+    dout = rt.cast_derivative(dg, like, cast)
+
+
+@batch("rt.cast_derivative")
+def cast_derivative_batch(g, like, cast):
+    if g_batched:
+        out = rt.cast_derivative(g, like, cast)
+    else:
+        out = rt.broadcast_batch(rt.cast_derivative(g, like, cast), batch_size)
+
+
 @fwd("rt.copy", "np.copy")
 def copy_fwd(out, x):
     dout = rt.copy(dx)
@@ -437,7 +455,7 @@ batch_same("rt.copy", "np.copy")
 
 @fwd("rt.astype")
 def astype_fwd(out, x, dtype):
-    dout = rt.cast_like(dx, out)
+    dout = rt.cast_derivative(dx, out, out)
 
 
 batch_same("rt.astype")

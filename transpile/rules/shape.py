@@ -1670,6 +1670,16 @@ def type_batch(obj):
     out = type(rt.lane_example(obj))
 
 
+@batch("rt.is_instance", out_batched=False)
+def is_instance_batch(obj, classinfo):
+    out = rt.is_instance(rt.lane_example(obj), classinfo)
+
+
+@batch("rt.type_of", out_batched=False)
+def type_of_batch(obj):
+    out = rt.type_of(rt.lane_example(obj))
+
+
 @batch("np.isscalar", out_batched=False)
 def isscalar_batch(element):
     out = np.isscalar(rt.lane_example(element))
