@@ -1091,6 +1091,12 @@ def each_lane(fn, n, flags, *args, **kwargs):
     def stacked(*xs):
         if isinstance(xs[0], str) and all(x == xs[0] for x in xs):
             return xs[0]          # a dict's key, the same in every example (lane_gather)
+        if any(x is None for x in xs):        # an adjoint left unset (zero) in some
+            given = [x for x in xs if x is not None]
+            if not given:
+                return None
+            xs = [array_module(given[0]).zeros_like(given[0]) if x is None else x
+                  for x in xs]
         xp = array_module(*xs)
         if any(np.shape(x) != np.shape(xs[0]) for x in xs):
             raise TransformError(

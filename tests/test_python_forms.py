@@ -1387,6 +1387,12 @@ def _weighted_layers(model, x):
     return total + sum(np.sum(layer.apply(x) ** 2) for layer in model.layers[:2])
 
 
+def _by_index(model, x):
+    for i in range(len(model.layers)):
+        x = model.layers[i].apply(x)
+    return np.sum(x ** 2)
+
+
 def test_a_model_walks_layers_of_several_classes(rng):
     def dense(m, n):
         return _Affine(rng.normal(size=(m, n)), rng.normal(size=n))
@@ -1411,9 +1417,11 @@ def test_a_model_walks_layers_of_several_classes(rng):
     np.testing.assert_allclose(gx(small, x), 2 * (x @ small.layers[0].W + small.layers[0].b)
                                @ small.layers[0].W.T, rtol=1e-13)
     check_grads(_weighted_layers, (model, x), order=1, modes=("fwd", "rev"))
-    # layers of one class: the loop stays a loop
+    # layers of one class: the loop stays a loop (also one over their indices)
     same = _Sequential((dense(3, 3), dense(3, 3), dense(3, 3)))
     check_grads(_sequential_loss, (same, x), order=1, modes=("fwd", "rev"))
+    check_grads(_by_index, (same, x), order=1, modes=("fwd", "rev"))
+    np.testing.assert_allclose(_by_index(same, x), _sequential_loss(same, x), rtol=1e-15)
     gx(same, x)
     assert "for " in gx.source.split("def _Sequential_apply")[-1].split("\ndef ")[0]
 
@@ -1515,3 +1523,79 @@ def test_a_generator_made_in_the_code(rng):
                                [_noisy_loss(v, int(s)) for v, s in zip(xs, seeds)], rtol=1e-14)
     np.testing.assert_allclose(tp.vmap(tp.grad(_noisy_loss))(xs),
                                [tp.grad(_noisy_loss)(v) for v in xs], rtol=1e-14)
+
+
+# ---------------------------------------------------------------- tuples of functions written
+# in the code (Myia's functions_in_tuples: `tup = operator.add, operator.mul`): refused ("a
+# function value can only be called here"); indexed by a constant and looped over now
+
+def _relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _through_local_functions(x, y):
+    acts = (np.tanh, _relu, lambda v: v * y)
+    total = 0.0
+    for act in acts:
+        total = total + np.sum(act(x))
+    ops = operator.add, operator.mul
+    return total + acts[2](x).sum() + np.sum(ops[1](x, y)) + np.sum(ops[0](x, y))
+
+
+def test_tuples_of_functions_written_in_the_code(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    np.testing.assert_allclose(tp.jit(_through_local_functions)(x, y),
+                               _through_local_functions(x, y), rtol=1e-15)
+    check_grads(_through_local_functions, (x, y), order=2, modes=("fwd", "rev"))
+    xs = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(_through_local_functions, in_axes=(0, None))(xs, y),
+                               [_through_local_functions(v, y) for v in xs], rtol=1e-14)
+
+
+# ---------------------------------------------------------------- a nested function's default
+# that is not a constant (Myia's fact_opt: `def fact(n=x)`), refused before: evaluated where
+# the def is, as Python does
+
+def _factorial_from(x):
+    def fact(n=x):
+        if n <= 1:
+            return 1.0
+        return n * fact(n - 1)
+    return fact()
+
+
+def _scaled_by_default(x, y):
+    scale = np.sin(y)
+    h = lambda v, s=scale * 2.0: v * s      # noqa: E731
+    return np.sum(h(x)) + np.sum(h(x, 1.0))
+
+
+def test_nested_defaults_that_are_not_constants(rng):
+    assert tp.grad(_factorial_from)(3.5) == pytest.approx(3 * 3.5 ** 2 - 6 * 3.5 + 2, rel=1e-14)
+    x, y = rng.normal(size=2), 0.3
+    check_grads(_scaled_by_default, (x, y), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.grad(_scaled_by_default)(x, y), 2 * np.sin(y) + 1.0,
+                               rtol=1e-15)
+
+
+# ---------------------------------------------------------------- functions chosen by a
+# conditional expression and lambdas called where they are written (Myia's c_switch_nontail,
+# JAX's api_test): refused before
+
+def _chosen_and_called(x, y):
+    a = (np.sin if x > y else np.cos)(x * y)
+    b = (lambda v: v * x)(y) + (lambda: 2.0)()
+    return a + b + (np.tanh if x < y else (lambda v: v * v))(y)
+
+
+@pytest.mark.parametrize("x", [0.3, 0.9])
+def test_functions_chosen_by_a_conditional_expression(x):
+    y = 0.5
+    expected = (np.sin(x * y) if x > y else np.cos(x * y)) + y * x + 2.0 + \
+        (np.tanh(y) if x < y else y * y)
+    assert tp.jit(_chosen_and_called)(x, y) == pytest.approx(expected, rel=1e-15)
+    check_grads(_chosen_and_called, (x, y), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.vmap(_chosen_and_called)(np.array([0.3, 0.9]),
+                                                           np.array([y, y])),
+                               [_chosen_and_called(0.3, y), _chosen_and_called(0.9, y)],
+                               rtol=1e-15)

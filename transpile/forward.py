@@ -278,7 +278,11 @@ class Forward:
                 out.append(substitute(st, mapping, local, {}))
                 continue
             expr = substitute(st.value, mapping, local, {})
-            if have:
+            if have and spelling.startswith("rt."):
+                # a runtime helper's tangent may be a container (rt.select of tuples):
+                # summed leaf by leaf, never concatenated
+                out.append(_assign(dt, _call("rt.add", [_name(dt), expr])))
+            elif have:
                 total = gast.BinOp(left=_name(dt), op=gast.Add(), right=expr)
                 anno.set(total, Anno.PRIM, (rules.lookup("+"), "+"))
                 out.append(_assign(dt, total))

@@ -256,8 +256,12 @@ class ControlFlowRules:
         if not _may_blow_up(stmts) or _mixes_examples(stmts, self.program):
             return body
         body = _copy.deepcopy(body)
+        # (a list the path pushes on or pops from, an adjoint stack included, is read as
+        # it is: a copy would be popped, the list itself never)
+        stacks = {pop_stack(s) for s in walk_simple(stmts) if is_pop(s)} | \
+            {push_parts(s)[0] for s in walk_simple(stmts) if is_push(s)}
         candidates = {v for v in set().union(*(names_in(s) for s in walk_simple(stmts)))
-                      if self.of(v) is True and v not in self.stacks}
+                      if self.of(v) is True and v not in self.stacks and v not in stacks}
         renames, done = {}, set()
         for s in body:
             live = candidates - done

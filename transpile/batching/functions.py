@@ -111,8 +111,11 @@ def _check_out(bt, fir, spec, want, out_axes):
     def visit(have, w, path):
         if w is False and batched(have):
             unsure.append(path)
-        if isinstance(w, tuple) and isinstance(have, tuple) and len(w) == len(have):
-            for k, (h, x) in enumerate(zip(have, w)):
+        if isinstance(w, tuple) and (have is True or isinstance(have, tuple) and
+                                     len(w) == len(have)):
+            # (a tuple batched as a whole: every element may be)
+            for k, (h, x) in enumerate(zip(have if have is not True else (True,) * len(w),
+                                           w)):
                 visit(h, x, f"{path}[{k}]")
     if isinstance(want, tuple) and isinstance(spec, tuple) and len(want) != len(spec):
         raise TransformError(f"vmap of {fir.name}: out_axes={out_axes!r} does not match the "

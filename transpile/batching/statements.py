@@ -385,7 +385,7 @@ class Batching(CallRules, ControlFlowRules):
             if isinstance(s.value, (gast.BinOp, gast.UnaryOp, gast.Compare)) or (
                     found and found[0] is not None and found[1] != "[]" and not
                     found[0].container and not found[0].container_out and
-                    found[1].startswith("np.")):
+                    found[1].startswith("np.") and found[1] not in _TUPLES_OF_INTS):
                 made.add(t.id)
             else:
                 other.add(t.id)
@@ -658,6 +658,10 @@ class Batching(CallRules, ControlFlowRules):
                           self._convert_parts(e, h, w)
                           for e, h, w in zip(value.elts, have, want)]
             return value
+        if not isinstance(have, tuple):
+            # a container made by a call (`rt.zero_tangent(ds)`): the elements `want`
+            # batches get the axis, the others stay as the name's spec says they are
+            return self.convert(value, have, want)
         return self.convert(value, have, True)
 
     def unpack(self, s):
@@ -842,6 +846,10 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
                      "rt.select_choices_adj", "rt.select_default_adj",
                      "rt.select_default_place", "rt.column_stack_lanes", "rt.column_stack_adj",
                      "rt.meshgrid_adj", "rt.meshgrid_place"}
+
+
+# numpy functions whose results are tuples, not arrays (a batched one is a tuple of arrays)
+_TUPLES_OF_INTS = {"np.shape", "np.broadcast_shapes"}
 
 
 def _reads_arrays(spelling, rule):

@@ -108,11 +108,12 @@ class CallNormalizer:
     def stmt_FunctionDef(self, node):
         self.check_single_binding(node.name, node)
         decorators, node.decorator_list = node.decorator_list, []
-        fn = self.lift(node, node.name)
+        stmts = []
+        fn = self.lift(node, node.name, stmts=stmts)
         for deco in reversed(decorators):     # @tp.vmap, @partial(tp.vmap, in_axes=...)
             fn = self.decorate(fn, deco)
         self.local_fns[node.name] = fn
-        return []
+        return stmts
 
     def decorate(self, fn, deco):
         """A nested function under a decorator: only transformations are known here."""
@@ -143,7 +144,7 @@ class CallNormalizer:
                                 decorator_list=[], returns=None, type_comment=None,
                                 type_params=[])
         gast.copy_location(fdef, node)
-        return self.lift(fdef, "lambda")
+        return self.lift(fdef, "lambda", stmts=stmts)
 
     def expr_Call(self, node, stmts, hint=None):
         if self.is_generator_draw(node):
@@ -157,6 +158,8 @@ class CallNormalizer:
         callee = self.static(func)
         if isinstance(func, gast.Attribute) and (callee is None or _method_of_array(callee)):
             return self.method_call(node, stmts)
+        if callee is None and isinstance(func, gast.Lambda):      # `(lambda v: v * v)(x)`
+            callee = self.expr_Lambda(func, stmts)
         if callee is None:
             if isinstance(func, gast.Call):
                 callee = self.expr(func, stmts)
@@ -185,10 +188,16 @@ class CallNormalizer:
                                      "(a lambda, a def, np.tanh), not a value computed when "
                                      "the code runs.")
                 if isinstance(func, gast.IfExp):
-                    raise self.error(func, "calling a function chosen by a conditional "
-                                     "expression is not supported.",
-                                     "call each in an if statement, or use "
-                                     "tp.lax.cond(pred, f1, f2, *args).")
+                    # `(f1 if c else f2)(x)`: `f1(x) if c else f2(x)` (only one runs)
+                    chosen = gast.IfExp(
+                        test=func.test,
+                        body=gast.Call(func=func.body, args=_copy_node(node.args),
+                                       keywords=_copy_node(node.keywords)),
+                        orelse=gast.Call(func=func.orelse, args=_copy_node(node.args),
+                                         keywords=_copy_node(node.keywords)))
+                    for n in gast.walk(chosen):
+                        gast.copy_location(n, node)
+                    return self.expr(chosen, stmts)
                 raise self.error(func, "calling a function held in a variable is not supported.",
                                  "call the function by its name.")
         return self.call(callee, node, stmts)
@@ -218,8 +227,11 @@ class CallNormalizer:
             return self._annotated_field(owner, node)
         if isinstance(node, gast.Subscript):
             index = _constant_index(node.slice)
+            seq = self.typed_argument(node.value)
             if index is not None:
-                return layouts.item_layout(self.typed_argument(node.value), index)
+                return layouts.item_layout(seq, index)
+            if isinstance(seq, layouts.SequenceLayout) and layouts.one_object_type(seq.items):
+                return seq.items[0]          # `self.layers[i]`, all of one class
         return None
 
     def _annotated_field(self, owner, node):
@@ -905,7 +917,12 @@ class CallNormalizer:
                 bound.append(kw.pop(p))
             elif p in defaults:
                 d = defaults[p]
-                bound.append(_const(d) if is_literal(d) else
+                if isinstance(d, LocalDefault) and d.name not in self.locals:
+                    raise self.error(node, f"'{p}' is left to its default in a call of "
+                                     f"{ir_name} outside the function that defines it; "
+                                     "that default is not a constant.", f"pass {p} here.")
+                bound.append(_const(d) if is_literal(d) else _name(d.name)
+                             if isinstance(d, LocalDefault) else
                              _name(self.program.constant(d, p + "_default")))
             else:
                 raise self.error(node, f"missing argument '{p}' in call to {ir_name}.")
@@ -1548,11 +1565,11 @@ class CallNormalizer:
                                     body=[gast.Return(value=value.body)], decorator_list=[],
                                     returns=None, type_comment=None, type_params=[])
             gast.copy_location(fdef, value)
-            self.local_fns[target] = self.lift(fdef, target)
+            self.local_fns[target] = self.lift(fdef, target, stmts=stmts)
             return True
         return False
 
-    def lift(self, fdef, hint, bound=None):
+    def lift(self, fdef, hint, bound=None, stmts=None):
         """Lift a nested def/lambda to an IR function; its free variables become parameters.
         One that calls itself by its name (a nested `fact`) calls its own IR function. One
         that calls a parameter is a LocalTemplate, lifted at each call for the functions
@@ -1579,9 +1596,17 @@ class CallNormalizer:
         if fdef.args.defaults:
             names = [a.id for a in fdef.args.args][-len(fdef.args.defaults):]
             for n, d in zip(names, fdef.args.defaults):
-                if not isinstance(d, gast.Constant):
+                if isinstance(d, gast.Constant):
+                    defaults[n] = d.value
+                elif stmts is not None:
+                    # evaluated where the def is, as Python does: a call leaving it out
+                    # passes that value (read from a local name of the defining function)
+                    held = self.namer.fresh(f"{hint}_{n}_default")
+                    self.locals.add(held)
+                    stmts.append(_assign(held, self.atom(d, stmts), d))
+                    defaults[n] = LocalDefault(held)
+                else:
                     raise self.error(d, "default values of nested functions must be constants.")
-                defaults[n] = d.value
             fdef.args.defaults = []
         params = [a.id for a in fdef.args.args]
         lifted = LocalFunction(name, params + free, free, defaults)
@@ -1594,6 +1619,14 @@ class CallNormalizer:
         self.program.functions[name] = None  # reserve (recursion)
         self.program.functions[name] = inner.normalize(fdef)
         return lifted
+
+
+class LocalDefault:
+    """The default of a nested function's parameter that is not a constant (`def fact(n=x)`):
+    the local name its value was stored in where the def is."""
+
+    def __init__(self, name_):
+        self.name = name_
 
 
 _VJP_IN_CODE = ("tp.vjp inside transformed code is supported in two forms only: its pullback "

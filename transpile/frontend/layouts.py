@@ -148,3 +148,10 @@ def _layout(value, depth, seen):
             fields[name] = found
     seen.discard(id(value))
     return _interned(ObjectLayout(cls, fields)) if fields else cls
+
+
+def one_object_type(items):
+    """Whether every item of a sequence layout is an object of the same layout."""
+    first = items[0] if items else None
+    return first is not None and not isinstance(first, FunctionItem) and \
+        all(item is first for item in items)

@@ -46,7 +46,8 @@ from . import aliasing, controlflow, layouts
 from .callees import Callees
 from .calls import CallNormalizer
 from .parse import parse_function
-from .resolved import (LocalFunction, LocalPartial, LocalTransformed, Static, assigned_names,
+from .resolved import (LocalFunction, LocalFunctions, LocalPartial, LocalTemplate,
+                       LocalTransformed, Static, assigned_names,
                        library_module, plain_object)
 from .generators import as_list_builder, is_generator
 from .variadic import prologue_statements
@@ -253,6 +254,10 @@ class Normalizer(CallNormalizer):
                 return stmts
             if self._bind_iterator(target, node.value, stmts):
                 return stmts
+            functions = self._functions_written(node.value)
+            if functions is not None and self.assignments.get(target, 0) <= 1:
+                self.local_fns[target] = LocalFunctions(functions)
+                return stmts
             value = self.expr(node.value, stmts, hint=target)
             if isinstance(value, (Static, LocalFunction, LocalPartial, LocalTransformed)):
                 if self.assignments.get(target, 0) <= 1:
@@ -280,6 +285,26 @@ class Normalizer(CallNormalizer):
         for target in node.targets:
             self.assign_target(target, value, stmts, node)
         return stmts
+
+    def _functions_written(self, node):
+        """The functions of a tuple or list display of functions only (`(np.tanh, relu)`,
+        lambdas and nested defs included), resolved; else None."""
+        if not isinstance(node, (gast.Tuple, gast.List)) or not node.elts:
+            return None
+        found = []
+        for elt in node.elts:
+            if isinstance(elt, gast.Lambda):
+                found.append(self.expr(elt, []))
+                continue
+            known = self.static(elt)
+            if isinstance(known, Static) and not (callable(known.value) and
+                                                  not isinstance(known.value, type)):
+                return None
+            if not isinstance(known, (Static, LocalFunction, LocalPartial, LocalTransformed,
+                                      LocalTemplate)):
+                return None
+            found.append(known)
+        return found
 
     @staticmethod
     def _pairwise(node):
@@ -487,7 +512,9 @@ class Normalizer(CallNormalizer):
             raise self.error(node, "for ... else is not supported.", "use a flag variable.")
         known = self.static(node.iter)
         if isinstance(known, Static) and _holds_code(known.value):
-            return self.unrolled(node, known.value)
+            return self.unrolled(node, [Static(item) for item in known.value])
+        if isinstance(known, LocalFunctions):
+            return self.unrolled(node, known.items)
         stmts = []
         it = node.iter
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) and \
@@ -564,7 +591,7 @@ class Normalizer(CallNormalizer):
                 isinstance(target, gast.Tuple) and len(target.elts) == 2 and \
                 isinstance(target.elts[1], gast.Name) and \
                 isinstance(self.typed_argument(it.args[0]), layouts.SequenceLayout) and \
-                not _one_object_type(self.typed_argument(it.args[0]).items):
+                not layouts.one_object_type(self.typed_argument(it.args[0]).items):
             return self.items_unrolled(node, self.typed_argument(it.args[0]).items,
                                        it.args[0], *target.elts)
         elif fn is builtins.enumerate or fn is builtins.zip:
@@ -605,7 +632,7 @@ class Normalizer(CallNormalizer):
         else:
             typed = self.typed_argument(it)
             if isinstance(typed, layouts.SequenceLayout) and isinstance(target, gast.Name) \
-                    and not _one_object_type(typed.items):
+                    and not layouts.one_object_type(typed.items):
                 return stmts + self.items_unrolled(node, typed.items)
             walks = (target, it)
             seq = self._walked(self.atom(it, stmts, hint="seq"), it, stmts)
@@ -643,7 +670,7 @@ class Normalizer(CallNormalizer):
         out = []
         try:
             for item in items:
-                self.local_fns[name] = Static(item)
+                self.local_fns[name] = item
                 out.extend(self.block([_copy_stmt(s) for s in node.body]))
         finally:
             if before is None:
@@ -994,6 +1021,9 @@ class Normalizer(CallNormalizer):
         if isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant) and \
                 type(node.slice.value) is int:
             base = self.static(node.value)       # layers[0] of a static list of models
+            if isinstance(base, LocalFunctions) and \
+                    -len(base.items) <= node.slice.value < len(base.items):
+                return base.items[node.slice.value]
             if isinstance(base, Static) and _holds_code(base.value) and \
                     -len(base.value) <= node.slice.value < len(base.value):
                 return Static(base.value[node.slice.value])
@@ -1305,13 +1335,6 @@ def _user_object(value):
     call = getattr(type(value), "__call__", None)
     return not isinstance(value, type) and inspect.isfunction(call) and \
         not library_module(inspect.getmodule(type(value)))
-
-
-def _one_object_type(items):
-    """Whether every item of a sequence layout is an object of the same layout."""
-    first = items[0] if items else None
-    return first is not None and not isinstance(first, layouts.FunctionItem) and \
-        all(item is first for item in items)
 
 
 def _assignment_counts(body, params):

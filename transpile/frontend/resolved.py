@@ -70,6 +70,14 @@ class LocalTransformed:
         self.freevars = freevars
 
 
+class LocalFunctions:
+    """`acts = (np.tanh, relu)`: a tuple or list of functions written in the code and bound
+    to a name: `acts[1](x)` and `for act in acts:` are resolved while transforming."""
+
+    def __init__(self, items):
+        self.items = list(items)      # Static, LocalFunction, LocalPartial, ...
+
+
 class LocalPartial:
     def __init__(self, target, args, keywords):
         self.target = target          # Static or LocalFunction
