@@ -107,6 +107,17 @@ def seed(out, where):
     return array_module(out).ones(np.shape(out), dtype=dtype) if dtype is not None else 1.0
 
 
+def check_aux_pair(result, where):
+    """With has_aux=True a function returns the pair (output, aux): refuse anything else
+    before generated code takes it apart."""
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        return
+    found = f"a {type(result).__name__} of {len(result)} items" if \
+        isinstance(result, (tuple, list)) else f"a {type(result).__name__}"
+    raise located(where, f"with has_aux=True the function must return a pair (output, aux); "
+                  f"it returned {found}.", "return `value, aux`, or drop has_aux=True.")
+
+
 def seed_holomorphic(out, where):
     """The adjoint 1 of grad(f, holomorphic=True)'s output, which must be a complex scalar:
     rules transpose without conjugating, so the gradient is then f'(z) itself (as in JAX)."""

@@ -601,3 +601,27 @@ def test_jacobians_made_again_reuse_their_code_and_see_new_values():
             return np.sum(c * np.sin(y))
         np.testing.assert_allclose(tp.jacfwd(tp.jacrev(f))(x), np.diag(-c * np.sin(x)))
         np.testing.assert_allclose(tp.hessian_vector_product(f)(x, x), -c * np.sin(x) * x)
+
+
+def _with_aux(x):
+    y = np.sin(x) * x[0]
+    return y, {"norm": np.sum(x ** 2), "y": y}
+
+
+def _scalar_with_aux(x):
+    return np.sum(np.sin(x) ** 2 * x[0]), x * 2.0
+
+
+def test_jacobians_with_has_aux():
+    # JAX's has_aux on jacfwd, jacrev and hessian (api_test): refused before
+    x = np.array([0.3, -1.2, 0.7])
+    expected = np.diag(np.cos(x) * x[0])
+    expected[:, 0] += np.sin(x)
+    for jac in (tp.jacrev, tp.jacfwd):
+        found, aux = jac(_with_aux, has_aux=True)(x)
+        np.testing.assert_allclose(found, expected, rtol=1e-14)
+        np.testing.assert_allclose(aux["y"], np.sin(x) * x[0], rtol=1e-15)
+        assert aux["norm"] == pytest.approx(np.sum(x ** 2), rel=1e-15)
+    h, aux = tp.hessian(_scalar_with_aux, has_aux=True)(x)
+    np.testing.assert_allclose(h, tp.hessian(lambda v: _scalar_with_aux(v)[0])(x), rtol=1e-14)
+    np.testing.assert_allclose(aux, 2.0 * x, rtol=1e-15)

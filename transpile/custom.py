@@ -23,7 +23,6 @@ import numpy as np
 import runtime as rt
 from . import rules
 from .errors import TransformError
-from .tree_util import tree_map
 
 _counter = itertools.count()
 
@@ -200,8 +199,7 @@ def _batched_custom(custom, specs, axis_name, vmap):
     one = "," if len(specs) == 1 else ""
     axes = tuple(0 if batched else None for batched in specs)
     label = identifier(custom.__name__)
-    env = {"body": vmap(custom.fn, axes, 0, axis_name), "tree_map": tree_map,
-           "over_examples": _summed_over_examples}
+    env = {"body": vmap(custom.fn, axes, 0, axis_name), "rt": rt}
     made = type(custom)(file_backed(f"def {label}vmap({args}):\n    return body({args})\n",
                                     env, f"{label}vmap"))
     if custom.rule is not None:
@@ -212,8 +210,7 @@ def _batched_custom(custom, specs, axis_name, vmap):
     if custom.fwd is not None:
         env["fwd"] = vmap(custom.fwd, axes, 0, axis_name)
         env["bwd"] = vmap(custom.bwd, (0, 0), 0, axis_name)
-        summed = [f"cotangents[{k}]" if batched else
-                  f"tree_map(over_examples, cotangents[{k}])"
+        summed = [f"cotangents[{k}]" if batched else f"rt.sum_batch(cotangents[{k}])"
                   for k, batched in enumerate(specs)]
         made.defvjp(
             file_backed(f"def {label}vmap_fwd({args}):\n    return fwd({args})\n", env,
@@ -223,10 +220,6 @@ def _batched_custom(custom, specs, axis_name, vmap):
                         f"    return ({', '.join(summed)}{one})\n", env, f"{label}vmap_bwd"))
     return file_backed(f"def {label}batched(batch_size, {args}):\n"
                        f"    return custom({args})\n", {"custom": made}, f"{label}batched")
-
-
-def _summed_over_examples(cotangent):
-    return np.sum(cotangent, axis=0)
 
 
 def file_backed(text, env, name):

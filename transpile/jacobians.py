@@ -109,13 +109,14 @@ def _generated(f, kind, options, prefix_name):
     return t.generated(), params, prefix, extra, name, defaults
 
 
-def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
+def jacrev(f, argnums=0, holomorphic=False, *, argnum=None, has_aux=False):
     """Reverse-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`;
     a tuple: with respect to those arguments, as a tuple): shape out + in. Complex
     arguments give rows of grad's gradients; a complex output needs `holomorphic=True`
-    (rt.check_jacobian_dtype)."""
+    (rt.check_jacobian_dtype). has_aux: f returns (out, aux); the result is (jacobian,
+    aux)."""
     nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
-    gen, params, prefix, extra, name, defaults = _generated(f, "vjp", {"has_aux": False},
+    gen, params, prefix, extra, name, defaults = _generated(f, "vjp", {"has_aux": has_aux},
                                                             "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
     x = _taken([params[i] for i in nums], single)
@@ -125,13 +126,13 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
     text = (f"import numpy as np\nimport runtime as rt\n\n"
             f"def {name}({_header(params, defaults)}):\n"
             f"{check}"
-            f"    out, saved = f_fwd({call})\n"
+            f"    out, {'aux, ' * has_aux}saved = f_fwd({call})\n"
             f"    rt.check_jacobian_dtype(out, 'jacrev', 'output'{', True' * holomorphic})\n"
             f"    if rt.is_number(out):   # one output: one vjp, its gradient\n"
             f"        cotangents = f_bwd(saved, np.ones_like(out))\n"
             f"    else:\n"
             f"        cotangents = f_bwd_batched(saved, rt.basis_of(out))\n"
-            f"    return rt.jacobian_rows({rows}, out, {x})\n")
+            f"    return rt.jacobian_rows({rows}, out, {x}){', aux' * has_aux}\n")
     def make():
         env = {"f_fwd": gen.entry, "f_bwd": gen.extra["bwd"],
                "f_bwd_batched": api.vmap(gen.extra["bwd"], in_axes=(None, 0)), **prefix,
@@ -142,10 +143,11 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None):
     return api.Transformed(fn, "transform")
 
 
-def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
+def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None, has_aux=False):
     """Forward-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`;
     a tuple: with respect to those arguments, as a tuple): shape out + in. A complex
-    argument needs `holomorphic=True` (rt.check_jacobian_dtype)."""
+    argument needs `holomorphic=True` (rt.check_jacobian_dtype). has_aux: f returns (out,
+    aux); the result is (jacobian, aux)."""
     nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
     nparams = len(api.Transformed(f, "transform").signature.parameters)
     active = tuple(i in nums for i in range(nparams))
@@ -154,7 +156,7 @@ def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
     tangents = "basis" if single else ", ".join(f"basis[{nums.index(i)}]" for i in sorted(nums))
     # a jvp whose only tangents are arguments `argnums`' (the others are constants of it)
     gen, params, prefix, extra, name, defaults = _generated(
-        f, "jvp", {"has_aux": False, "active": active}, "jacfwd")
+        f, "jvp", {"has_aux": has_aux, "active": active}, "jacfwd")
     primals = list(prefix) + params + list(extra)
     x = _taken([params[i] for i in nums], single)
     in_axes = (None,) * len(primals) + (0,) * len(nums)
@@ -162,10 +164,12 @@ def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
             f"def {name}({_header(params, defaults)}):\n"
             f"    rt.check_jacobian_dtype({x}, 'jacfwd', 'argument'{', True' * holomorphic})\n"
             f"    basis = rt.basis_of({x})\n"
-            f"    out, columns = f_jvp_batched({', '.join(primals)}, {tangents})\n"
-            f"    return rt.jacobian_columns(columns, out, {x})\n")
+            f"    out, columns{', aux' * has_aux} = f_jvp_batched({', '.join(primals)}, "
+            f"{tangents})\n"
+            f"    return rt.jacobian_columns(columns, out, {x}){', aux' * has_aux}\n")
+    out_axes = (None, 0, None) if has_aux else (None, 0)     # aux: the same for each column
     def make():
-        env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=(None, 0)),
+        env = {"f_jvp_batched": api.vmap(gen.entry, in_axes=in_axes, out_axes=out_axes),
                **prefix, **extra, **defaults}
         return file_backed(text, env, name)
     fn = _wrapper(("jacfwd", gen, text), [gen, *prefix.values(), *extra.values(),
@@ -173,11 +177,13 @@ def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None):
     return api.Transformed(fn, "transform")
 
 
-def hessian(f, argnums=0, holomorphic=False, *, argnum=None):
+def hessian(f, argnums=0, holomorphic=False, *, argnum=None, has_aux=False):
     """Second derivatives: jacfwd(jacrev(f)), shape in + in for a scalar f (`argnum`:
-    autograd's name for argnums)."""
+    autograd's name for argnums; has_aux: f returns (out, aux), the result is (hessian,
+    aux))."""
     argnums = api.argnums_or_argnum(argnums, argnum)
-    return jacfwd(jacrev(f, argnums, holomorphic), argnums, holomorphic)
+    return jacfwd(jacrev(f, argnums, holomorphic, has_aux=has_aux), argnums, holomorphic,
+                  has_aux=has_aux)
 
 
 def hessian_vector_product(f, argnums=0, *, argnum=None):

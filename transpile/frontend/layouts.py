@@ -16,6 +16,7 @@ from .resolved import library_module
 
 _INTERNED = {}          # layout -> the one object for it (keys compare by identity)
 _MAX_DEPTH = 8
+_MAX_ITEMS = 256        # a longer sequence is data (a dataset's records), not layers
 
 
 class ObjectLayout:
@@ -131,7 +132,7 @@ def _layout(value, depth, seen):
     if _function(value):
         return _interned(FunctionItem(value))
     cls = type(value)
-    if cls is tuple or cls is list:
+    if (cls is tuple or cls is list) and len(value) <= _MAX_ITEMS:
         seen.add(id(value))
         items = tuple(_layout(v, depth + 1, seen) for v in value)
         seen.discard(id(value))

@@ -77,7 +77,10 @@ def split_aux(fir, namer):
     ret = fir.node.body[-1]
     value_name = namer.fresh("value")
     aux_name = namer.fresh("aux")
-    items = []
+    line = fir.source.line_of(ret if getattr(ret, "lineno", None) else fir.node)
+    check = gast.Expr(value=call("rt.check_aux_pair", [
+        ret.value, const(f"{fir.source.filename}:{line} ({fir.source.name})")]))
+    items = [gast.copy_location(check, ret)]
     for i, target in enumerate((value_name, aux_name)):
         item = gast.Subscript(value=ret.value, slice=const(i), ctx=gast.Load())
         anno.set(item, Anno.PRIM, (rules.lookup("[]"), "[]"))

@@ -200,8 +200,9 @@ batch_same("rt.zeros_like")
 batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
-nondiff("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", side_effect=True)
-batch_same("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance",
+nondiff("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", "rt.check_aux_pair",
+        side_effect=True)
+batch_same("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", "rt.check_aux_pair",
            out_batched=False)
 
 
