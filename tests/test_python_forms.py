@@ -1599,3 +1599,38 @@ def test_functions_chosen_by_a_conditional_expression(x):
                                                            np.array([y, y])),
                                [_chosen_and_called(0.3, y), _chosen_and_called(0.9, y)],
                                rtol=1e-15)
+
+
+# ---------------------------------------------------------------- JAX's docs pages (jit,
+# cookbook): transformations of NumPy functions and of partials of constants inside code
+
+def _jit_of_numpy_inside(y):
+    return tp.jit(np.sin)(y) + tp.grad(np.tanh)(y)
+
+
+def _scaled_sin(a, x):
+    return a * np.sin(x)
+
+
+def _jit_of_partial_inside(x):
+    return tp.jit(functools.partial(_scaled_sin, 2.0))(x)
+
+
+_GLOBAL_LOG = []
+
+
+def _appends_to_a_global(x):
+    _GLOBAL_LOG.append(x)
+    return np.log(x)
+
+
+def test_transformations_of_numpy_functions_and_partials_inside_code():
+    y = 0.3
+    assert tp.grad(_jit_of_numpy_inside)(y) == pytest.approx(
+        np.cos(y) - 2 * np.tanh(y) * (1 - np.tanh(y) ** 2), rel=1e-14)
+    np.testing.assert_allclose(tp.vmap(_jit_of_numpy_inside)(np.array([0.3, 0.5])),
+                               [_jit_of_numpy_inside(0.3), _jit_of_numpy_inside(0.5)],
+                               rtol=1e-15)
+    assert tp.grad(_jit_of_partial_inside)(y) == pytest.approx(2.0 * np.cos(y), rel=1e-15)
+    with pytest.raises(tp.TransformError, match="_GLOBAL_LOG.append changes a list"):
+        tp.jit(_appends_to_a_global)(3.0)

@@ -876,6 +876,13 @@ class CallNormalizer:
             ir_name, params, defaults = self.program_function(value, node)
             return self.user_call(ir_name, params, defaults, args, keywords, node)
         written = dotted(node.func) if isinstance(node, gast.Call) else None
+        if isinstance(getattr(value, "__self__", None), (list, dict, set)):
+            # `global_list.append(x)`: a method of a list the code reads from outside
+            raise self.error(node, f"{written or 'this call'} changes a list, dict or set "
+                             "that the function reads from a global or a closure; "
+                             "transformed code cannot change values outside it.",
+                             "return the value instead, or collect it outside the "
+                             "transformed function.")
         raise self.error(node, *rules.core.missing_rule_message(value, written))
 
     def method_of_object(self, method, args, keywords, node):
@@ -1315,6 +1322,9 @@ class CallNormalizer:
             target = self.static(fn)
             if target is None and isinstance(fn, gast.Call):   # tp.grad(tp.grad(f))
                 target = self.expr(fn, [])
+            if isinstance(target, Static) and rules.lookup_object(target.value) is not None:
+                # tp.jit(np.sin): a function calling the primitive, as at the top level
+                target = Static(custom.primitive_wrapper(target.value) or target.value)
         return self.apply_transformation(transform, target, extra, options, fn)
 
     def apply_transformation(self, transform, target, extra, options, where):
@@ -1339,6 +1349,19 @@ class CallNormalizer:
         if isinstance(target, LocalFunction):
             fn = self.callees.compile(self.program, target.ir_name)
             return LocalTransformed(transform(fn, *extra, **options), target.freevars)
+        if isinstance(target, LocalPartial) and isinstance(target.target, Static) and all(
+                isinstance(v, gast.Constant) for v in
+                [*target.args, *(v for _, v in target.keywords)]):
+            # `tp.jit(partial(h, 2.0))`: a partial of constants, known while transforming
+            bound = _partial_of(target.target.value, [v.value for v in target.args],
+                                [(k, v.value) for k, v in target.keywords])
+            return Static(transform(bound, *extra, **options))
+        if isinstance(target, LocalPartial):
+            raise self.error(where, f"{transform.__name__}() of a functools.partial made in "
+                             "transformed code is not supported (its bound arguments are "
+                             "values the code computes).",
+                             f"apply {transform.__name__} to the function itself and pass "
+                             "the bound arguments at the call, or make the partial outside.")
         raise self.error(where, f"{transform.__name__}() needs a function known while "
                          "transforming.")
 
