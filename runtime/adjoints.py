@@ -107,6 +107,32 @@ def seed(out, where):
     return array_module(out).ones(np.shape(out), dtype=dtype) if dtype is not None else 1.0
 
 
+def check_cotangent(cotangent, out):
+    """A pullback's cotangent has its output's structure and, leaf by leaf, its shape (as
+    JAX requires): refused with both named, before the backward pass computes with it."""
+    def describe(tree):
+        if isinstance(tree, (tuple, list)):
+            return [describe(v) for v in tree]
+        if isinstance(tree, dict):
+            return {k: describe(v) for k, v in tree.items()}
+        return None if tree is None else np.shape(tree)
+    have, want = describe(cotangent), describe(out)
+    if have != want and not _same_up_to_none(have, want):
+        raise TypeError(f"the pullback's cotangent must have the output's structure and "
+                        f"shapes {want}, got {have}")
+
+
+def _same_up_to_none(have, want):
+    """None in a cotangent is zero for its part of the output."""
+    if have is None:
+        return True
+    if isinstance(want, list) and isinstance(have, list) and len(have) == len(want):
+        return all(_same_up_to_none(h, w) for h, w in zip(have, want))
+    if isinstance(want, dict) and isinstance(have, dict) and set(have) == set(want):
+        return all(_same_up_to_none(have[k], want[k]) for k in want)
+    return have == want
+
+
 def check_aux_pair(result, where):
     """With has_aux=True a function returns the pair (output, aux): refuse anything else
     before generated code takes it apart."""

@@ -1149,3 +1149,20 @@ def test_out_axes_none_for_a_value_returned_through_a_branch():
         np.arange(3.0), np.array(3.0))
     assert np.shape(y) == () and y == 3.0
     np.testing.assert_allclose(doubled, [0.0, 2.0, 4.0])
+
+
+def _scan_with_a_carried_flag(x):
+    def body(state, _):
+        val, flag = state
+        return tp.lax.cond(flag, lambda v: (v * x, True), lambda v: (v, False), val), None
+    return tp.lax.scan(body, (1.0, True), np.zeros(3))[0][0]
+
+
+def test_a_carried_tuple_whose_flag_no_example_differs_in():
+    # (JAX's test_xla_cpu_gpu_loop_cond_bug) the carry held by a name was given the batch
+    # on all its elements where its spec has it on the value only: `if flag:` then met an
+    # array of flags
+    xs = np.array([2.0, 3.0])
+    np.testing.assert_allclose(tp.vmap(_scan_with_a_carried_flag)(xs), xs ** 3, rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_scan_with_a_carried_flag))(xs), 3 * xs ** 2,
+                               rtol=1e-15)

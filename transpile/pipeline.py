@@ -23,6 +23,7 @@ import gast
 
 from runtime.backend import allocating_with
 from runtime.ragged import Ragged, ragged_error
+from runtime.adjoints import check_cotangent
 from runtime.trees import tree_leaves
 from . import batching, emit, forward
 from .emit import located
@@ -123,7 +124,7 @@ class Generated:
         result = self.entry(*args)
         out, saved = result[0], result[-1]
         fn = VJPFunction(self.extra["bwd"], saved, self.nprefix,
-                         self.nuser if nprimals is None else nprimals, self.text)
+                         self.nuser if nprimals is None else nprimals, self.text, out)
         if self.options.get("has_aux"):
             return out, fn, result[1]
         return out, fn
@@ -132,11 +133,14 @@ class Generated:
 class VJPFunction:
     """vjp_fn(cotangent) -> tuple of cotangents, one per primal; `.source` shows the code."""
 
-    def __init__(self, bwd, saved, nprefix, nuser, text):
+    def __init__(self, bwd, saved, nprefix, nuser, text, out=None):
         self.bwd, self.saved, self.nprefix, self.nuser = bwd, saved, nprefix, nuser
         self.source = text
+        self.out = out
 
     def __call__(self, cotangent):
+        if self.out is not None:
+            check_cotangent(cotangent, self.out)
         grads = self.bwd(self.saved, cotangent)
         return tuple(grads[self.nprefix:self.nprefix + self.nuser])
 

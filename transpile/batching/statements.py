@@ -658,9 +658,10 @@ class Batching(CallRules, ControlFlowRules):
                           self._convert_parts(e, h, w)
                           for e, h, w in zip(value.elts, have, want)]
             return value
-        if not isinstance(have, tuple):
-            # a container made by a call (`rt.zero_tangent(ds)`): the elements `want`
-            # batches get the axis, the others stay as the name's spec says they are
+        if not isinstance(have, tuple) or len(have) == len(want):
+            # a container made by a call (`rt.zero_tangent(ds)`) or held by a name: the
+            # elements `want` batches get the axis, the others stay as the name's spec
+            # says they are
             return self.convert(value, have, want)
         return self.convert(value, have, True)
 
