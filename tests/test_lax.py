@@ -244,3 +244,23 @@ def test_switch_in_transformed_code():
         tp.grad(lambda x: operands_given_whole(0, (x,)))(0.5)
     with pytest.raises(tp.TransformError, match="list of functions written in the call"):
         tp.grad(lambda x: lax.switch(0, x, x))(np.ones(2))
+
+
+def _window(x, i):
+    return np.sum(tp.lax.dynamic_slice_in_dim(x, i, 3) ** 2) + \
+        tp.lax.dynamic_index_in_dim(x, i + 1, keepdims=False)
+
+
+def test_dynamic_slices_whose_start_differs_between_examples():
+    # JAX's main use of them (batching_test, lax_control_flow_test): refused under vmap
+    # ("an index that differs between examples ..."), pointing into lax.py
+    x = np.arange(8.0) * 0.7
+    xs, starts = np.stack([x, 2 * x, -x]), np.array([0, 4, 6])
+    np.testing.assert_allclose(tp.vmap(_window)(xs, starts),
+                               [_window(a, i) for a, i in zip(xs, starts)], rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_window))(xs, starts),
+                               [tp.grad(_window)(a, i) for a, i in zip(xs, starts)], rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(_window, in_axes=(None, 0))(x, starts),
+                               [_window(x, i) for i in starts], rtol=1e-14)
+    assert _window(x, 7) == pytest.approx(np.sum(x[5:8] ** 2) + x[7], rel=1e-15)   # clamped
+    check_grads(_window, (x, 2), order=2, modes=("fwd", "rev"))

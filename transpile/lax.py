@@ -187,9 +187,11 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     """operand's `slice_size` entries along `axis` from `start_index`, which is clamped so
     that the slice fits (as JAX clamps it)."""
     n = np.shape(operand)[axis]
-    start = int(np.clip(start_index, 0, n - slice_size))
+    start = np.clip(start_index, 0, n - slice_size)
     moved = np.moveaxis(operand, axis, 0)
-    return np.moveaxis(moved[start:start + slice_size], 0, axis)
+    # indexed by positions, not sliced: under vmap a start that differs between examples
+    # (JAX's main use) picks each example's own rows
+    return np.moveaxis(moved[start + np.arange(slice_size)], 0, axis)
 
 
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
