@@ -406,7 +406,11 @@ def axis_name_of(v, spelling, literal=lambda node: node):
     if not isinstance(node, gast.Constant) or not isinstance(node.value, str):
         many = " (a tuple of them for psum, pmean, pmax and pmin)" \
             if spelling in REDUCTIONS else ""
-        raise TransformError(f"{spelling[3:]}: the axis name must be a string literal{many}")
+        tuple_given = isinstance(node, gast.Tuple) and spelling not in REDUCTIONS
+        raise TransformError(
+            f"{spelling[3:]}: the axis name must be a string literal{many}" +
+            (f"; {spelling[3:]} over several axes at once (a tuple of names) is not "
+             "supported yet.\n  hint: apply it once per axis." if tuple_given else "."))
     return node.value
 
 
