@@ -1634,3 +1634,18 @@ def test_transformations_of_numpy_functions_and_partials_inside_code():
     assert tp.grad(_jit_of_partial_inside)(y) == pytest.approx(2.0 * np.cos(y), rel=1e-15)
     with pytest.raises(tp.TransformError, match="_GLOBAL_LOG.append changes a list"):
         tp.jit(_appends_to_a_global)(3.0)
+
+
+def _through_float32(x):
+    return np.sum(np.float32(x) * np.sin(x)) + np.sum(np.float16(x[:1]))
+
+
+def test_numpy_float32_called_on_values():
+    # JAX docs (control flow): `np.float32(1.0)` had no rule
+    x = np.array([0.3, 1.2])
+    g = tp.grad(_through_float32)(x)
+    expected = np.float32(x) * np.cos(x) + np.sin(x)
+    expected[0] += 1.0
+    np.testing.assert_allclose(g, expected, rtol=1e-6)
+    np.testing.assert_allclose(tp.vmap(_through_float32)(np.stack([x, 2 * x])),
+                               [_through_float32(x), _through_float32(2 * x)], rtol=1e-6)

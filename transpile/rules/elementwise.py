@@ -1204,6 +1204,20 @@ batch_elementwise("np.float64", "np.complex128")
 batch_elementwise("float", vectorized="rt.as_float")
 
 
+# numpy's narrower float types called on values cast them: the derivative is cast back
+@rev("np.float32", "np.float16", "np.complex64")
+def narrow_cast(dout, out, x):
+    dx = rt.cast_like(dout, x)
+
+
+@fwd("np.float32", "np.float16", "np.complex64")
+def narrow_cast_fwd(out, x):
+    dout = rt.cast_like(dx, out)
+
+
+batch_elementwise("np.float32", "np.float16", "np.complex64")
+
+
 # numpy's integer and bool types called on values cast them (`np.int64(W[:, -1])` to index
 # with): the result carries no derivative.
 nondiff("np.int64", "np.int32", "np.int16", "np.int8", "np.uint64", "np.uint32", "np.uint16",
