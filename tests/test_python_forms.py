@@ -1542,7 +1542,17 @@ def _through_local_functions(x, y):
     return total + acts[2](x).sum() + np.sum(ops[1](x, y)) + np.sum(ops[0](x, y))
 
 
+def _apply_both(fs, x):
+    return fs[0](x) * fs[1](x)
+
+
+def _passes_functions_on(x):
+    fs = (np.sin, np.cos)
+    return np.sum(_apply_both(fs, x))
+
+
 def test_tuples_of_functions_written_in_the_code(rng):
+    check_grads(_passes_functions_on, (rng.normal(size=3),), order=2, modes=("fwd", "rev"))
     x, y = rng.normal(size=3), rng.normal(size=3)
     np.testing.assert_allclose(tp.jit(_through_local_functions)(x, y),
                                _through_local_functions(x, y), rtol=1e-15)

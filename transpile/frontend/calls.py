@@ -605,6 +605,9 @@ class CallNormalizer:
         if isinstance(found, Static) and (_is_function(found.value) or
                                           plain_object(found.value)):
             return found      # (an object whose methods the callee may call: by identity)
+        if isinstance(found, Static) and isinstance(found.value, tuple) and found.value and \
+                all(_is_function(v) for v in found.value):
+            return found      # a tuple of functions (`fs = (np.sin, np.cos)`), by identity
         return None
 
     def dict_view(self, d, view, node, stmts):

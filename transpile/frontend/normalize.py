@@ -254,9 +254,13 @@ class Normalizer(CallNormalizer):
                 return stmts
             if self._bind_iterator(target, node.value, stmts):
                 return stmts
-            functions = self._functions_written(node.value)
+            functions = self._functions_written(node.value, stmts)
             if functions is not None and self.assignments.get(target, 0) <= 1:
-                self.local_fns[target] = LocalFunctions(functions)
+                # functions known while transforming: a tuple of them, as a global's is
+                # (passed on to helpers too); with lambdas or nested defs, resolved here
+                self.local_fns[target] = Static(tuple(f.value for f in functions)) \
+                    if all(isinstance(f, Static) for f in functions) else \
+                    LocalFunctions(functions)
                 return stmts
             value = self.expr(node.value, stmts, hint=target)
             if isinstance(value, (Static, LocalFunction, LocalPartial, LocalTransformed)):
@@ -286,7 +290,7 @@ class Normalizer(CallNormalizer):
             self.assign_target(target, value, stmts, node)
         return stmts
 
-    def _functions_written(self, node):
+    def _functions_written(self, node, stmts):
         """The functions of a tuple or list display of functions only (`(np.tanh, relu)`,
         lambdas and nested defs included), resolved; else None."""
         if not isinstance(node, (gast.Tuple, gast.List)) or not node.elts:
@@ -294,7 +298,7 @@ class Normalizer(CallNormalizer):
         found = []
         for elt in node.elts:
             if isinstance(elt, gast.Lambda):
-                found.append(self.expr(elt, []))
+                found.append(self.expr(elt, stmts))
                 continue
             known = self.static(elt)
             if isinstance(known, Static) and not (callable(known.value) and
@@ -941,7 +945,7 @@ class Normalizer(CallNormalizer):
             return value
         if isinstance(value, Static):
             return self.static_atom(value.value, node)
-        if isinstance(value, (LocalFunction, LocalPartial, LocalTransformed)):
+        if isinstance(value, (LocalFunction, LocalPartial, LocalTransformed, LocalFunctions)):
             raise self.error(node, "a function value can only be called here, not stored or "
                              "passed.", "call it directly, or pass its result.")
         tmp = self.namer.fresh(hint or _temp_name(value))
