@@ -1659,3 +1659,18 @@ def test_numpy_float32_called_on_values():
     np.testing.assert_allclose(g, expected, rtol=1e-6)
     np.testing.assert_allclose(tp.vmap(_through_float32)(np.stack([x, 2 * x])),
                                [_through_float32(x), _through_float32(2 * x)], rtol=1e-6)
+
+
+def _ufunc_methods(x):
+    return (np.add.reduce(x) @ np.ones(3) + np.sum(np.maximum.reduce(x, 1)) +
+            np.sum(np.multiply.reduce(x, axis=1)) + np.sum(np.add.accumulate(x, axis=1)) +
+            np.sum(np.multiply.accumulate(x)) + np.minimum.reduce(x, axis=None))
+
+
+def test_ufunc_reduce_and_accumulate(rng):
+    # JAX's batching_test ports: `np.add.reduce`, `np.maximum.reduce`, ... had no rule
+    x = rng.normal(size=(4, 3))
+    assert tp.jit(_ufunc_methods)(x) == pytest.approx(_ufunc_methods(x), rel=1e-14)
+    check_grads(_ufunc_methods, (x,), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.vmap(_ufunc_methods)(np.stack([x, 2 * x])),
+                               [_ufunc_methods(x), _ufunc_methods(2 * x)], rtol=1e-14)

@@ -76,6 +76,11 @@ ODEINT_PARAMS = ("func", "y0", "t", "args", "Dfun", "col_deriv", "full_output", 
                  "rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mxhnil",
                  "mxordn", "mxords", "printmessg", "tfirst")
 
+# ufunc methods that are numpy reductions with rules (np.add.reduce is np.sum along axis 0)
+UFUNC_METHODS = {("add", "reduce"): "np.sum", ("multiply", "reduce"): "np.prod",
+                 ("maximum", "reduce"): "np.max", ("minimum", "reduce"): "np.min",
+                 ("add", "accumulate"): "np.cumsum", ("multiply", "accumulate"): "np.cumprod"}
+
 # operator.add & co., passed as functions (functools.reduce(operator.add, xs))
 OPERATORS = {id(operator.add): "+", id(operator.sub): "-", id(operator.mul): "*",
              id(operator.truediv): "/", id(operator.pow): "**", id(operator.matmul): "@",
@@ -851,6 +856,20 @@ class CallNormalizer:
                                   keywords, node, extra=extra)
         if id(value) in OPERATORS and not keywords:     # operator.add as a value: `+`
             return prim_call(OPERATORS[id(value)], args)
+        owner = getattr(value, "__self__", None)
+        if isinstance(owner, np.ufunc) and \
+                (owner.__name__, getattr(value, "__name__", "")) in UFUNC_METHODS:
+            # np.add.reduce(x, axis): the reduction with its own rules (axis 0 by default)
+            spelled = UFUNC_METHODS[(owner.__name__, value.__name__)]
+            if len(args) > 2 or any(k not in ("axis", "keepdims", "dtype")
+                                    for k, _ in keywords):
+                raise self.error(node, f"np.{owner.__name__}.{value.__name__} is supported "
+                                 "in transformed code with (array, axis, keepdims=, dtype=).")
+            if len(args) == 2:
+                keywords = [("axis", args.pop())] + list(keywords)
+            if not any(k == "axis" for k, _ in keywords):
+                keywords = [("axis", _const(0))] + list(keywords)
+            return prim_call(spelled, args, keywords)
         found = rules.lookup_object(value)
         if found is not None:
             if _writes_into_out(value, args, keywords):
