@@ -25,7 +25,7 @@ from ..ir import anno
 from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
 from ..ir.program import is_literal
-from ..ir.templates import binop_spelling, dotted
+from ..ir.templates import binop_spelling, dotted, literal_index
 from . import layouts
 from .parse import parse_function
 from .resolved import (LocalFunction, LocalPartial, LocalTemplate, LocalTransformed, Static,
@@ -231,7 +231,7 @@ class CallNormalizer:
                 return layouts.field_layout(owner, node.attr)
             return self._annotated_field(owner, node)
         if isinstance(node, gast.Subscript):
-            index = _constant_index(node.slice)
+            index = literal_index(node.slice)
             seq = self.typed_argument(node.value)
             if index is not None:
                 return layouts.item_layout(seq, index)
@@ -1712,23 +1712,6 @@ def _names_user_class(found):
     classes = value if isinstance(value, tuple) else (value,)
     return any(isinstance(c, type) and not library_module(inspect.getmodule(c))
                for c in classes)
-
-
-def _constant_index(node):
-    """The int or slice of constants `node` writes (`[0]`, `[1:]`, `[::-1]`), else None."""
-    if isinstance(node, gast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
-            isinstance(node.operand, gast.Constant) and type(node.operand.value) is int:
-        return -node.operand.value
-    if isinstance(node, gast.Slice):
-        parts = [None if p is None else _constant_index(p)
-                 for p in (node.lower, node.upper, node.step)]
-        if all(p is None or type(p) is int for p in parts) and \
-                all((p is None) == (q is None) for p, q in
-                    zip(parts, (node.lower, node.upper, node.step))):
-            return slice(*parts)
-    return None
 
 
 def _annotated_class(owner, field):

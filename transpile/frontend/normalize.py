@@ -670,18 +670,26 @@ class Normalizer(CallNormalizer):
                 isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
                 for s in node.body for n in gast.walk(s)):
             raise self.error(node.target, f"'{name}' is assigned in the loop over functions.")
-        before = self.local_fns.get(name)
         out = []
-        try:
+        with self._restored(self.local_fns, name):
             for item in items:
                 self.local_fns[name] = item
                 out.extend(self.block([_copy_stmt(s) for s in node.body]))
+        return out
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _restored(table, name):
+        """What `name` stands for in `table` (local_fns, loop_variables), put back after a
+        loop that binds it for its body (an unrolled one: to each item)."""
+        before = table.get(name)
+        try:
+            yield
         finally:
             if before is None:
-                self.local_fns.pop(name, None)
+                table.pop(name, None)
             else:
-                self.local_fns[name] = before
-        return out
+                table[name] = before
 
     def items_unrolled(self, node, items, iter_=None, index=None, target=None):
         """`for layer in self.layers:` over the items of an argument whose layout holds
@@ -698,8 +706,7 @@ class Normalizer(CallNormalizer):
         seq = self._pinned(self.atom(iter_ or node.iter, stmts, hint="seq"), node, stmts)
         if isinstance(seq, gast.Name):
             self.locals.add(seq.id)
-        before = self.local_fns.get(name)
-        try:
+        with self._restored(self.local_fns, name):
             for k, item in enumerate(items):
                 if index is not None:
                     self.assign_target(index, _const(k), stmts, node)
@@ -714,11 +721,6 @@ class Normalizer(CallNormalizer):
                         node)))
                 with self._loop_variable(node, _name(name), item):
                     stmts.extend(self.block([_copy_stmt(s) for s in node.body]))
-        finally:
-            if before is None:
-                self.local_fns.pop(name, None)
-            else:
-                self.local_fns[name] = before
         return stmts
 
     @contextlib.contextmanager
@@ -736,15 +738,9 @@ class Normalizer(CallNormalizer):
             typed = self.typed_argument(walks)
             if isinstance(typed, layouts.SequenceLayout):     # of one layout (stmt_For)
                 walks = typed.items[0]
-        before = self.loop_variables.get(name)
-        self.loop_variables[name] = walks
-        try:
+        with self._restored(self.loop_variables, name):
+            self.loop_variables[name] = walks
             yield
-        finally:
-            if before is None:
-                self.loop_variables.pop(name, None)
-            else:
-                self.loop_variables[name] = before
 
     def zip_unrolled(self, node):
         """`for layer, p in zip(self.layers, params):` where some sequences hold functions

@@ -143,3 +143,28 @@ def cmp_spelling(op):
         if isinstance(op, cls):
             return s
     raise ValueError(op)
+
+
+def literal_index(node):
+    """The int, or slice of literal ints (None allowed), that `node` writes (`0`, `-1`,
+    `1:`, `slice(None, 2)`), else None."""
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
+            isinstance(node.operand, gast.Constant) and type(node.operand.value) is int:
+        return -node.operand.value
+    if isinstance(node, gast.Slice):
+        parts = [node.lower, node.upper, node.step]
+    elif isinstance(node, gast.Call) and dotted(node.func) == "slice" and \
+            not node.keywords and 1 <= len(node.args) <= 3:
+        parts = list(node.args)
+    else:
+        return None
+    values = [None if _writes_none(p) else literal_index(p) for p in parts]
+    if all(_writes_none(p) or type(v) is int for p, v in zip(parts, values)):
+        return slice(*values)
+    return None
+
+
+def _writes_none(node):
+    return node is None or isinstance(node, gast.Constant) and node.value is None

@@ -19,7 +19,7 @@ import gast
 
 from ..ir import anno
 from ..ir.nodes import assign, call, const, name
-from ..ir.templates import dotted
+from ..ir.templates import dotted, literal_index
 from .abstract import Array, Sequence
 from .constants import name_counts
 from .helpers import NEW_ARRAY_FUNCTIONS
@@ -285,7 +285,7 @@ def _tree_definition(value, inference):
             isinstance(inference.of(args[0]), Sequence):
         return "zeros", args
     if spelling in _INDEX_ADD and len(args) == 4 and \
-            isinstance(inference.of(args[1]), Sequence) and _literal_index(args[2]) \
+            isinstance(inference.of(args[1]), Sequence) and literal_index(args[2]) \
             is not None and (_is_none(args[0]) or isinstance(args[0], gast.Name)):
         return "index_add", args
     return None
@@ -293,22 +293,6 @@ def _tree_definition(value, inference):
 
 def _is_none(node):
     return isinstance(node, gast.Constant) and node.value is None
-
-
-def _literal_index(node):
-    """An int or a slice of literal ints (None allowed) written in `node`, else None."""
-    if isinstance(node, gast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
-            isinstance(node.operand, gast.Constant) and type(node.operand.value) is int:
-        return -node.operand.value
-    if isinstance(node, gast.Call) and dotted(node.func) == "slice" and not node.keywords \
-            and 1 <= len(node.args) <= 3:
-        parts = [None if _is_none(a) else _literal_index(a) for a in node.args]
-        if all(p is None or type(p) is int for p in parts) and \
-                all(_is_none(a) or p is not None for a, p in zip(node.args, parts)):
-            return slice(*parts)
-    return None
 
 
 class _Folder:
@@ -361,7 +345,7 @@ class _Folder:
         if len(slots) > n:
             raise _GiveUp(target)
         slots += [None] * (n - len(slots))     # the adjoint of a list that grew
-        index = _literal_index(index)
+        index = literal_index(index)
         if isinstance(index, int):
             if not -n <= index < n:
                 raise _GiveUp(target)
