@@ -504,6 +504,16 @@ def dict_keys(d):
     return list(d.keys())
 
 
+def is_mapping(x):
+    """Whether `dict(x)` copies x (a dict: it has keys) or reads pairs from it."""
+    return hasattr(x, "keys")
+
+
+def mapping_keys(x):
+    """The keys of `dict(x)`'s x where it is a dict (none where it holds pairs)."""
+    return list(x.keys()) if hasattr(x, "keys") else []
+
+
 def to_tuple(x):
     return tuple(x)
 

@@ -1674,3 +1674,47 @@ def test_ufunc_reduce_and_accumulate(rng):
     check_grads(_ufunc_methods, (x,), order=2, modes=("fwd", "rev"))
     np.testing.assert_allclose(tp.vmap(_ufunc_methods)(np.stack([x, 2 * x])),
                                [_ufunc_methods(x), _ufunc_methods(2 * x)], rtol=1e-14)
+
+
+# ---------------------------------------------------------------- a function passed to a
+# helper whose parameter has the function's own name (jax-md's `shift_fn`, `def helper(predict,
+# ...)` given `predict`): the helper's parameter hid the module-level function of that name,
+# and plain, jit and pmap code called None
+
+def _predict(w, x):
+    return np.sum(w * x) if np.sum(x) > 0 else -np.sum(w * x)
+
+
+def _through(_predict, w, x):
+    return _predict(w, x)
+
+
+def _calls_through(w, x):
+    return _through(_predict, w, x) ** 2
+
+
+def _periodic(side):
+    def shift_fn(r, dr):
+        return np.mod(r + dr, side)
+    return shift_fn
+
+
+def _position_step(x, shift_fn, dt):
+    return shift_fn(x, dt * x)
+
+
+def _make_step(shift_fn):
+    def step(x):
+        return _position_step(x, shift_fn, 0.5)
+    return step
+
+
+def test_a_function_passed_under_its_own_name():
+    w, x = np.array([1.0, 2.0]), np.array([-1.0, -3.0])
+    assert tp.jit(_calls_through)(w, x) == _calls_through(w, x)
+    np.testing.assert_allclose(tp.grad(_calls_through)(w, x), 2 * np.sum(w * x) * x, rtol=1e-15)
+    step = _make_step(_periodic(2.0))
+    x = np.array([0.3, 1.7])
+    np.testing.assert_allclose(tp.jit(step)(x), step(x), rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(step)(np.stack([x, x / 2])),
+                               np.stack([step(x), step(x / 2)]), rtol=1e-15)

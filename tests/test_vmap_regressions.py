@@ -2,6 +2,8 @@
 
 Every batched result is checked against a Python loop over examples (and derivatives of
 Jacobians against finite differences). Each test failed before its fix."""
+import typing
+
 import numpy as np
 import pytest
 
@@ -1166,3 +1168,47 @@ def test_a_carried_tuple_whose_flag_no_example_differs_in():
     np.testing.assert_allclose(tp.vmap(_scan_with_a_carried_flag)(xs), xs ** 3, rtol=1e-15)
     np.testing.assert_allclose(tp.vmap(tp.grad(_scan_with_a_carried_flag))(xs), 3 * xs ** 2,
                                rtol=1e-15)
+
+
+# ---------------------------------------------------------------- a namedtuple made in
+# vmapped code of one batched field and one the examples share (jax-md's FIRE state): every
+# field was taken for batched, so the shared one's first axis was read as the batch
+
+class _State(typing.NamedTuple):
+    x: typing.Any
+    w: typing.Any
+
+
+def _through_a_state(x, w):
+    s = _State(x * 2.0, w)
+    t = _State(s.x + 1.0, s.w * 3.0)
+    return np.sum(t.x * t.w) + np.sum(s.w)
+
+
+def test_a_namedtuple_of_batched_and_shared_fields():
+    xs, w = np.array([0.1, 0.4, 0.9]), np.array([1.0, 2.0, 3.0])
+    for f in (tp.vmap(_through_a_state, in_axes=(0, None)),
+              tp.jit(tp.vmap(_through_a_state, in_axes=(0, None)))):
+        np.testing.assert_allclose(f(xs, w), [_through_a_state(a, w) for a in xs], rtol=1e-14)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_through_a_state, argnums=(0, 1)),
+                                       in_axes=(0, None))(xs, w)[1],
+                               [tp.grad(_through_a_state, argnums=1)(a, w) for a in xs],
+                               rtol=1e-14)
+
+
+def _summed_with(x, keepdims=False):
+    return np.sum(x, keepdims=keepdims)
+
+
+def _twice_in_a_loop(r):
+    u = 0.0
+    for _ in range(2):
+        u = u + _summed_with(r ** 2)
+    return u
+
+
+def test_keepdims_passed_through_a_helper_saved_in_a_loop():
+    # (jax-md's species energies) the helper's saved (x, keepdims) were pushed on a stack
+    # batched as a whole, and keepdims reached np.sum's adjoint as an array of flags
+    xs = np.random.default_rng(15).normal(size=(3, 4))
+    np.testing.assert_allclose(tp.vmap(tp.grad(_twice_in_a_loop))(xs), 4 * xs, rtol=1e-15)

@@ -1982,5 +1982,64 @@ def test_jacobians_keep_defaults_and_partial_keywords():
         assert jac(_sin_times_y)(x, y, 0.5) == pytest.approx(np.cos(x) * y * 0.5, rel=1e-15)
     assert tp.hessian(_sin_times_y)(x, y) == pytest.approx(-np.sin(x) * y * 2.0, rel=1e-15)
     w = np.array([1.5, -0.5])
-    np.testing.assert_allclose(tp.jacrev(functools.partial(_sin_times_y, y=w))(np.array([0.1, 0.2])),
-                               np.diag(np.cos([0.1, 0.2]) * w * 2.0), rtol=1e-15)
+    at = np.array([0.1, 0.2])
+    np.testing.assert_allclose(tp.jacrev(functools.partial(_sin_times_y, y=w))(at),
+                               np.diag(np.cos(at) * w * 2.0), rtol=1e-15)
+
+
+# ---------------------------------------------------------------- decorators made with
+# functools.wraps (jax-md's cutoff wrappers): inspect follows `__wrapped__`, so the wrapped
+# function's source was transformed in place of the wrapper's: tp.jit(w)(x) gave sin(x) for
+# 10 * sin(x), silently
+
+def _sine(x):
+    return np.sin(x)
+
+
+def _times_ten(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return 10.0 * fn(x)
+    return wrapper
+
+
+def _doubled(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) * 2.0
+    return wrapper
+
+
+@_doubled
+def _product(x, y=1.0):
+    return x * y
+
+
+def test_a_function_wrapped_by_a_decorator_is_the_wrapper():
+    w = _times_ten(_sine)
+    x = np.array([0.3, 1.2])
+    np.testing.assert_allclose(tp.jit(w)(x), 10.0 * np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(w)(x), 10.0 * np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(tp.grad(lambda v: np.sum(w(v)))(x), 10.0 * np.cos(x),
+                               rtol=1e-15)
+    assert tp.grad(_product)(2.0) == 2.0
+    assert tp.grad(_product, argnums=1)(2.0, 3.0) == 4.0
+    assert tp.grad(lambda v: _product(v, 3.0))(2.0) == 6.0
+
+
+# ---------------------------------------------------------------- dict(d) of a dict (jax-md's
+# merge_dicts): read as dict(pairs), it unpacked each key: keys that are pairs gave a wrong
+# dict silently ({(2.0, 4.0): 3.0} became {2.0: 4.0})
+
+def _copies_dicts(x):
+    d = dict({(2.0, 4.0): 3.0})
+    e = dict({"a": x, "b": 2.0 * x})
+    p = dict([("c", x * x), ("d", 1.0)])
+    return np.sum(x * sum(d.values())) + np.sum(e["b"] + p["c"])
+
+
+def test_dict_of_a_dict_copies_it():
+    x = np.array([0.5, 1.5])
+    np.testing.assert_allclose(tp.grad(_copies_dicts)(x), 5.0 + 2.0 * x, rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(_copies_dicts)(np.stack([x, 2 * x])),
+                               [_copies_dicts(x), _copies_dicts(2 * x)], rtol=1e-15)

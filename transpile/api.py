@@ -18,12 +18,13 @@ from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
 from .custom import (CustomRule, fixed_arity_wrapper, method_caller, primitive_wrapper,
+                     wrapped_signature_caller,
                      summed_output, wrapper_for)
 from .errors import ArgumentDependent, TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
 from .frontend.layouts import argument_type
-from .frontend.parse import parse_function
+from .frontend.parse import parse_function, signature_of
 
 _CACHE = {}
 _IN_PROGRESS = set()
@@ -110,8 +111,15 @@ class Root:
                 return
             raise TypeError(f"transpile transforms Python functions, got {target!r} of type "
                             f"{type(target).__name__}.")
+        own = signature_of(target)
+        if any(p.kind == p.VAR_KEYWORD for p in own.parameters.values()) and \
+                hasattr(target, "__wrapped__"):
+            # a decorator's wrapper(*args, **kwargs) made with functools.wraps: a function
+            # of the wrapped one's parameters calling the wrapper
+            target = wrapped_signature_caller(target)
+            own = signature_of(target)
         self.fn = target
-        self.signature = inspect.signature(target)
+        self.signature = own
         kinds = [p.kind for p in self.signature.parameters.values()]
         # f(a, *args): made for each number of arguments a call gives (Transformed.at_arity)
         self.variadic = inspect.Parameter.VAR_POSITIONAL in kinds and not any(

@@ -363,6 +363,32 @@ def fixed_arity_wrapper(fn, n):
 _FIXED_ARITY = {}
 
 
+def wrapped_signature_caller(wrapper):
+    """A plain function with the parameters of the function `wrapper` wraps (functools.wraps
+    sets `__wrapped__`), calling `wrapper` with them: a decorator's `wrapper(*args,
+    **kwargs)` transformed as a function of those. One per wrapper."""
+    if id(wrapper) not in _WRAPPED_CALLERS:
+        params = list(inspect.signature(wrapper).parameters.values())   # the wrapped one's
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            return wrapper
+        head, call = [], []
+        for k, p in enumerate(params):
+            if p.kind == p.KEYWORD_ONLY and "*" not in head:
+                head.append("*")
+            head.append(p.name if p.default is p.empty else f"{p.name}=default_{k}")
+            call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
+        name = identifier(getattr(wrapper, "__name__", "wrapped")).rstrip("_") or "wrapped"
+        env = {"wrapper_": wrapper, **{f"default_{k}": p.default for k, p in enumerate(params)
+                                      if p.default is not p.empty}}
+        made = file_backed(f"def {name}({', '.join(head)}):\n"
+                           f"    return wrapper_({', '.join(call)})\n", env, name)
+        _WRAPPED_CALLERS[id(wrapper)] = (wrapper, made)
+    return _WRAPPED_CALLERS[id(wrapper)][1]
+
+
+_WRAPPED_CALLERS = {}
+
+
 def summed_output(f):
     """A plain function returning np.sum(f(...)), with f's parameters (autograd's
     elementwise_grad is the gradient of it)."""

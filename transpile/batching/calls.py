@@ -49,6 +49,11 @@ class CallRules:
             return self.collective(s, v, spelling), spec
         if self._part_of(v, spelling) is not None:
             return self.part(v), spec
+        if self._namedtuple_made(v, spelling) is not None:
+            return v, spec        # its fields as they are (each with its own spec)
+        if self._field_of(v, spelling) is not None and \
+                isinstance(self.expr_spec(v.args[0]), tuple):
+            return v, spec        # a field of such a namedtuple, read as it is
         if self._element_of(v, spelling) is not None:
             return v, spec        # an element of a container, with its own spec
         if spelling == "rt.lane_index":

@@ -79,6 +79,7 @@ class Batching(CallRules, ControlFlowRules):
 
     def analyse(self, stmts):
         self.spec = {p: s for p, s in self.in_specs.items() if s is not False}
+        self.field_names = _namedtuple_fields(stmts, self.program.namespace)
         self.local = _path_local(stmts, self.fir.node.body[-1], set(self.fir.params))
         self.uniform_needed = set()
         # lists that grow (stacks, appended lists): one spec for all their elements
@@ -196,6 +197,12 @@ class Batching(CallRules, ControlFlowRules):
         part = self._part_of(v, spelling)
         if part is not None:
             return part
+        made = self._namedtuple_made(v, spelling)
+        if made is not None:
+            return made
+        field = self._field_of(v, spelling)
+        if field is not None:
+            return field
         elem = self._element_of(v, spelling)
         if elem is not None:
             return elem
@@ -325,6 +332,37 @@ class Batching(CallRules, ControlFlowRules):
                 self.uniform_needed.add(g.id)
             return True
         return spec[k.value]
+
+    def _namedtuple_made(self, v, spelling):
+        """The spec of `rt.to_like(fields, proto)` that makes a namedtuple (`State(x, w)`
+        in the code, proto the class's instance of Nones): its fields' own specs, as a tuple
+        display's (a field no example differs in stays so); else None."""
+        if spelling != "rt.to_like" or len(v.args) != 2 or v.keywords or \
+                not isinstance(v.args[1], gast.Name):
+            return None
+        proto = self.program.namespace.get(v.args[1].id)
+        fields = self.expr_spec(v.args[0])
+        if not (isinstance(proto, tuple) and hasattr(proto, "_fields")) or \
+                not isinstance(fields, tuple) or len(fields) != len(proto):
+            return None
+        return fields
+
+    def _field_of(self, v, spelling):
+        """The spec of `rt.attribute(s, "w")` (`s.w`) for a namedtuple `s` whose fields
+        have their own specs: field w's, where every assignment of `s` makes one of a
+        known class (field_names); otherwise `s` is made batched throughout. Else None."""
+        if spelling != "rt.attribute" or len(v.args) != 2 or v.keywords or \
+                not isinstance(v.args[0], gast.Name) or \
+                not isinstance(v.args[1], gast.Constant):
+            return None
+        spec = self.expr_spec(v.args[0])
+        if not isinstance(spec, tuple):
+            return None
+        fields = self.field_names.get(v.args[0].id)
+        if fields is not None and v.args[1].value in fields and len(fields) == len(spec):
+            return spec[fields.index(v.args[1].value)]
+        self.uniform_needed.add(v.args[0].id)
+        return True
 
     def _part_of(self, v, spelling):
         """The spec of `rt.part(g, k, like)`, element k of an adjoint container whose
@@ -797,7 +835,8 @@ SEQUENCE_ARGS = {"np.concatenate", "np.concat", "np.stack", "np.vstack", "np.row
 # arguments (as batching templates name them) that must be the same in every example
 UNIFORM_ROLES = {"shape", "newshape", "reps", "repeats", "shift", "offset",
                  "indices_or_sections", "pad_width", "num", "dimensions", "N", "M", "size",
-                 "axis", "axes", "axis1", "axis2", "source", "destination"}
+                 "axis", "axes", "axis1", "axis2", "source", "destination", "keepdims",
+                 "ddof"}
 
 
 UNIFORM_HELPERS = {"rt.batched_axis": "axis", "rt.lane_axes": "axis", "rt.lane_perm": "axes",
@@ -851,6 +890,28 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
 
 # numpy functions whose results are tuples, not arrays (a batched one is a tuple of arrays)
 _TUPLES_OF_INTS = {"np.shape", "np.broadcast_shapes"}
+
+
+def _namedtuple_fields(stmts, namespace):
+    """Name -> the field names of the namedtuple class every assignment of it makes
+    (`s = rt.to_like(fields, State_proto)`, normalized `State(x, w)`), for the names of
+    which that holds."""
+    found, other = {}, set()
+    for st in walk_simple(stmts):
+        for t in (targets(st) if not isinstance(st, (gast.If, gast.While)) else ()):
+            v = st.value if isinstance(st, gast.Assign) and len(st.targets) == 1 and \
+                isinstance(st.targets[0], gast.Name) else None
+            proto = None
+            if isinstance(v, gast.Call) and dotted(v.func) == "rt.to_like" and \
+                    len(v.args) == 2 and isinstance(v.args[1], gast.Name):
+                proto = namespace.get(v.args[1].id)
+            fields = getattr(type(proto), "_fields", None) if isinstance(proto, tuple) \
+                else None
+            if fields is None or found.get(t, fields) != fields:
+                other.add(t)
+            else:
+                found[t] = fields
+    return {n: f for n, f in found.items() if n not in other}
 
 
 def _reads_arrays(spelling, rule):

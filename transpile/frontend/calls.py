@@ -27,7 +27,7 @@ from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_c
 from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted, literal_index
 from . import layouts
-from .parse import parse_function
+from .parse import parse_function, signature_of
 from .resolved import (LocalFunction, LocalPartial, LocalTemplate, LocalTransformed, Static,
                        assigned_names, library_module, plain_object, third_party_function)
 from .variadic import call_shape, has_variadic
@@ -267,7 +267,7 @@ class CallNormalizer:
         if not self.argument_types or has_variadic(fn):
             return {}
         try:
-            params = list(inspect.signature(fn).parameters)
+            params = list(signature_of(fn).parameters)
         except (TypeError, ValueError):
             return {}
         found = {p: self.typed_argument(a) for p, a in zip(params, node.args)}
@@ -325,7 +325,7 @@ class CallNormalizer:
         if isinstance(method, custom.CustomRule) or has_variadic(method):
             return self.call_static(method, args, keywords, node, stmts)
         # the method's body, normalized knowing what `self` (and other objects) are
-        params = list(inspect.signature(method).parameters)
+        params = list(signature_of(method).parameters)
         types = {params[0]: layout, **self.argument_types_of(
             method, gast.Call(func=node.func, args=[obj_node] + list(node.args),
                               keywords=node.keywords))}
@@ -538,11 +538,11 @@ class CallNormalizer:
                              "code.", f"write {cls.__name__}._make(items) outside, or pass "
                              "the fields one by one.")
         try:
-            bound = inspect.signature(cls).bind(*node.args, **{k.arg: k.value
+            bound = signature_of(cls).bind(*node.args, **{k.arg: k.value
                                                                for k in node.keywords})
         except TypeError as e:
             raise self.error(node, f"{cls.__name__}(...): {e}.") from None
-        params = inspect.signature(cls).parameters
+        params = signature_of(cls).parameters
         items = []
         for field in made._fields:
             if field in bound.arguments:
@@ -691,7 +691,7 @@ class CallNormalizer:
         """parameter -> function value, for the parameters of `fn` that this call (or a
         default) gives a function."""
         try:
-            signature = inspect.signature(fn)
+            signature = signature_of(fn)
         except (TypeError, ValueError):
             return {}
         params = list(signature.parameters.values())
@@ -768,7 +768,7 @@ class CallNormalizer:
             presets[p] = value
         ir_name, params, defaults = self.function_ir(fn, node, bound_functions=presets,
                                                      extra_params=extra_params)
-        names = list(inspect.signature(fn).parameters)
+        names = list(signature_of(fn).parameters)
         args = [_const(None) if i < len(names) and names[i] in bound else self.atom(a, stmts)
                 for i, a in enumerate(node.args)]
         keywords = [(k.arg, _const(None) if k.arg in bound else self.atom(k.value, stmts))
@@ -912,7 +912,7 @@ class CallNormalizer:
         method's function, normalized with `self` bound to that object (its attribute
         reads then happen when the code runs, see expr_Attribute)."""
         fn, owner = method.__func__, method.__self__
-        params = list(inspect.signature(fn).parameters.values())
+        params = list(signature_of(fn).parameters.values())
         if not params or params[0].kind not in (params[0].POSITIONAL_ONLY,
                                                 params[0].POSITIONAL_OR_KEYWORD):
             raise self.error(node, f"cannot call {fn.__qualname__}: a method needs a first "
@@ -958,6 +958,10 @@ class CallNormalizer:
         if kw:
             raise self.error(node, f"unexpected keyword argument '{next(iter(kw))}' in call "
                              f"to {ir_name}.")
+        if ir_name in self.locals or ir_name in self.params:
+            # the caller binds that name itself (`def helper(step, x): return step(x)`
+            # calling the function `step`): the function under another name
+            ir_name = self.program.function_alias(ir_name, self.locals | self.params)
         call = gast.Call(func=_name(ir_name), args=bound + list(extra), keywords=[])
         anno.set(call, Anno.CALLEE, ir_name)
         return call
@@ -1192,12 +1196,25 @@ class CallNormalizer:
         """dict(a=x, b=y) -> {'a': x, 'b': y}; dict(pairs) -> {k: v for k, v in pairs}."""
         if len(node.args) == 1 and not node.keywords and \
                 not isinstance(node.args[0], gast.Starred):
+            # dict(d) copies a dict, dict(pairs) reads pairs: which, the value tells when
+            # the code runs (`rt.is_mapping`, the same for every example)
+            given = self.atom(node.args[0], stmts, hint="items")
             key, value = self._fresh_local("key"), self._fresh_local("value")
-            comp = gast.DictComp(key=_name(key), value=_name(value), generators=[
+            pairs = gast.DictComp(key=_name(key), value=_name(value), generators=[
                 gast.comprehension(target=gast.Tuple(elts=[_store(key), _store(value)],
                                                      ctx=gast.Store()),
-                                   iter=node.args[0], ifs=[], is_async=0)])
-            return self.expr(self._located(comp, node), stmts)
+                                   iter=given, ifs=[], is_async=0)])
+            if isinstance(given, gast.Name):
+                self.locals.add(given.id)
+            test, keys = self._fresh_local("mapping"), self._fresh_local("keys")
+            stmts.append(_assign(test, prim_call("rt.is_mapping", [given]), node))
+            stmts.append(_assign(keys, prim_call("rt.mapping_keys", [given]), node))
+            copy_ = gast.DictComp(key=_name(key), value=gast.Subscript(
+                value=given, slice=_name(key), ctx=gast.Load()), generators=[
+                gast.comprehension(target=_store(key), iter=_name(keys), ifs=[],
+                                   is_async=0)])
+            chosen = gast.IfExp(test=_name(test), body=copy_, orelse=pairs)
+            return self.expr(self._located(chosen, node), stmts)
         if node.args or any(k.arg is None for k in node.keywords):
             raise self.error(node, "dict() is supported in transformed code with keyword "
                              "arguments or one iterable of pairs.",
@@ -1792,7 +1809,7 @@ def _writes_into_out(fn, args, keywords):
     if not third_party_function(fn):
         return False            # runtime's helpers name a parameter `out` (the result)
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        params = list(signature_of(fn).parameters.values())
     except (TypeError, ValueError):
         return False
     positional = []

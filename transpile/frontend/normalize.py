@@ -45,7 +45,7 @@ from ..ir.templates import binop_spelling, cmp_spelling, dotted
 from . import aliasing, controlflow, layouts
 from .callees import Callees
 from .calls import CallNormalizer
-from .parse import parse_function
+from .parse import parse_function, signature_of
 from .resolved import (LocalFunction, LocalFunctions, LocalPartial, LocalTemplate,
                        LocalTransformed, Static, assigned_names,
                        library_module, plain_object)
@@ -1507,7 +1507,7 @@ def lifted_closure_names(fn):
 
 def defaults_of(fn):
     out = {}
-    for p in inspect.signature(fn).parameters.values():
+    for p in signature_of(fn).parameters.values():
         if p.default is not inspect.Parameter.empty:
             out[p.name] = p.default
     return out
@@ -1558,7 +1558,7 @@ def normalize_function(fn, program, call_node=None, call_src=None, lift_closure=
             # not stay registered half-normalized for a later call to find
             program.forget_function(key, name)
             raise
-    params = shape.params if shape is not None else list(inspect.signature(fn).parameters)
+    params = shape.params if shape is not None else list(signature_of(fn).parameters)
     if bound_self is not None:
         raise TransformError(f"calling the bound method {fn.__qualname__} from transformed "
                              "code is not supported yet.\n  hint: call it as a plain function "

@@ -29,9 +29,17 @@ class Source:
         return lineno + self.first_line - 1 if lineno else None
 
 
+def signature_of(fn):
+    """inspect.signature of `fn`, a plain function's own (a decorator's wrapper made with
+    functools.wraps is not its wrapped function: inspect follows `__wrapped__` otherwise)."""
+    return inspect.signature(fn, follow_wrapped=not inspect.isfunction(fn))
+
+
 def _get_source_lines(fn):
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # the code object's lines: inspect would follow a wrapper's __wrapped__ (a
+        # functools.wraps decorator) to the function it wraps, and transform that one
+        lines, first = inspect.getsourcelines(getattr(fn, "__code__", fn))
     except (OSError, TypeError) as e:
         raise TransformError(
             f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}.\n"

@@ -11,7 +11,7 @@ import inspect
 import gast
 
 from ..ir.nodes import assign, const, name
-from .parse import parse_function
+from .parse import parse_function, signature_of
 
 
 class Shape:
@@ -34,7 +34,7 @@ class Shape:
 def has_variadic(fn):
     """Whether `fn` has *args, **kwargs or keyword-only parameters."""
     try:
-        params = inspect.signature(fn).parameters.values()
+        params = signature_of(fn).parameters.values()
     except (TypeError, ValueError):
         return False
     return any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params)
@@ -45,7 +45,7 @@ def call_shape(fn, n_args, keywords):
     `keywords` (the copies' names avoid every name the function's source uses)."""
     fdef, _ = parse_function(fn)
     taken = {n.id for n in gast.walk(fdef) if isinstance(n, gast.Name)}
-    params = list(inspect.signature(fn).parameters.values())
+    params = list(signature_of(fn).parameters.values())
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                        p.POSITIONAL_OR_KEYWORD)]
     by_name = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}

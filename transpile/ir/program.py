@@ -74,9 +74,42 @@ class Program:
         """(name, is_new) for the function identified by `key`."""
         if key in self.keys:
             return self.keys[key], False
-        name = self.namer.fresh(hint)
+        name = self._fresh_outside_scopes(hint)
         self.keys[key] = name
         return name, True
+
+    def _fresh_outside_scopes(self, hint):
+        """A new module-level name that no function being normalized binds (a parameter
+        `shift_fn` would hide a function of that name called in its body)."""
+        name = self.namer.fresh(hint)
+        while any(name in namer.generated or name in local
+                  for namer, local in self.open_scopes):
+            name = self.namer.fresh(hint)
+        return name
+
+    def function_alias(self, name, avoid):
+        """Another module-level name for IR function `name`, for a caller that binds
+        `name` itself (its parameter passes the function it calls): a copy of the
+        definition under a name outside `avoid`. `name` itself while it is being made."""
+        fir = self.functions.get(name)
+        if fir is None:
+            return name
+        aliases = self.__dict__.setdefault("_aliases", {})
+        alias = aliases.get(name)
+        if alias is None or alias in avoid:
+            alias = self.namer.fresh(name + "_fn")
+            while alias in avoid:
+                alias = self.namer.fresh(name + "_fn")
+            import copy as _copy
+            node = _copy.deepcopy(fir.node)
+            node.name = alias
+            made = FunctionIR(alias, node, fir.source, fir.params, fir.freevars)
+            made.result_sharing = fir.result_sharing
+            self.functions[alias] = made
+            if name in self.custom:          # a custom rule's function keeps its rules
+                self.custom[alias] = self.custom[name]
+            aliases[name] = alias
+        return alias
 
 
 class Snapshot:
