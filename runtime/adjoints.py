@@ -107,16 +107,17 @@ def seed(out, where):
     return array_module(out).ones(np.shape(out), dtype=dtype) if dtype is not None else 1.0
 
 
-def check_cotangent(cotangent, out):
-    """A pullback's cotangent has its output's structure and, leaf by leaf, its shape (as
-    JAX requires): refused with both named, before the backward pass computes with it."""
+def check_cotangent(cotangent, like):
+    """A pullback's cotangent has the structure of its output `like` and, leaf by leaf,
+    its shape (as JAX requires): refused with both named, before the backward pass
+    computes with it."""
     def describe(tree):
         if isinstance(tree, (tuple, list)):
             return [describe(v) for v in tree]
         if isinstance(tree, dict):
             return {k: describe(v) for k, v in tree.items()}
         return None if tree is None else np.shape(tree)
-    have, want = describe(cotangent), describe(out)
+    have, want = describe(cotangent), describe(like)
     if have != want and not _same_up_to_none(have, want):
         raise TypeError(f"the pullback's cotangent must have the output's structure and "
                         f"shapes {want}, got {have}")

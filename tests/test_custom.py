@@ -1061,3 +1061,17 @@ def test_smaller_custom_rule_findings_of_jax_ports():
     assert tp.jit(lambda f, x: f(x), static_argnums=0)(f_jvp, 3.0) == \
         pytest.approx(6.0 * np.cos(1.0), rel=1e-15)
     assert tp.linear_transpose(lambda x: (1 + 2j) * x, 1j)(3 + 4j)[0] == -5 + 10j
+
+
+def test_a_pullback_is_transformed_and_checks_its_cotangent():
+    # the cotangent check (api_test) is a primitive: a pullback given to vmap, jit or grad
+    # is transformed through it (the JAX docs' vmap of a vjp, a Jacobian built so)
+    x = np.array([0.3, 1.2, -0.7])
+    y, pb = tp.vjp(lambda v: np.sin(v) * v, x)
+    eye = np.eye(3)
+    np.testing.assert_allclose(tp.vmap(pb)(eye)[0], np.stack([pb(m)[0] for m in eye]),
+                               rtol=1e-15)
+    np.testing.assert_allclose(tp.jit(pb)(eye[1])[0], pb(eye[1])[0], rtol=1e-15)
+    with pytest.raises(TypeError, match="cotangent must have the output's structure"):
+        pb((eye[0], eye[1]))
+    assert tp.linear_transpose(lambda v: 2 * v, 1)(3)[0] == 6.0

@@ -264,3 +264,13 @@ def test_dynamic_slices_whose_start_differs_between_examples():
                                [_window(x, i) for i in starts], rtol=1e-14)
     assert _window(x, 7) == pytest.approx(np.sum(x[5:8] ** 2) + x[7], rel=1e-15)   # clamped
     check_grads(_window, (x, 2), order=2, modes=("fwd", "rev"))
+
+
+def test_a_negative_start_counts_from_the_end():
+    # JAX's allow_negative_indices (the default): wrapped, then clamped
+    x = np.arange(6.0)
+    np.testing.assert_array_equal(tp.lax.dynamic_slice_in_dim(x, -1, 3), [3.0, 4.0, 5.0])
+    np.testing.assert_array_equal(tp.lax.dynamic_slice_in_dim(x, -5, 2), [1.0, 2.0])
+    assert tp.lax.dynamic_index_in_dim(x, -1, keepdims=False) == 5.0
+    np.testing.assert_array_equal(tp.vmap(lambda i: tp.lax.dynamic_slice_in_dim(x, i, 2))(
+        np.array([-1, 0, 2])), [[4.0, 5.0], [0.0, 1.0], [2.0, 3.0]])

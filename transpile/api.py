@@ -573,7 +573,7 @@ def linear_transpose(f, *primals):
     them. f must be linear: transpile does not check it (for an affine f the result is the
     transpose of its linear part; where f is not linear it is the vjp at zero)."""
     zeros = tree_map(lambda p: np.zeros(np.shape(p), p.dtype if hasattr(p, "dtype") else
-                                        np.result_type(p)), primals)   # 1j: complex
+                                        np.result_type(p, 0.0)), primals)   # 1j: complex
 
     def f_transpose(cotangent):
         return vjp(f, *zeros)[1](cotangent)

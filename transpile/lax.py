@@ -184,10 +184,12 @@ stop_gradient.__transpile_variant__ = \
 
 
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
-    """operand's `slice_size` entries along `axis` from `start_index`, which is clamped so
-    that the slice fits (as JAX clamps it)."""
+    """operand's `slice_size` entries along `axis` from `start_index` (from the end where
+    negative), which is clamped so that the slice fits (as JAX clamps it)."""
     n = np.shape(operand)[axis]
-    start = np.clip(start_index, 0, n - slice_size)
+    # a negative start counts from the end (JAX's allow_negative_indices), then clamped
+    start = np.clip(np.where(start_index < 0, start_index + n, start_index), 0,
+                    n - slice_size)
     moved = np.moveaxis(operand, axis, 0)
     # indexed by positions, not sliced: under vmap a start that differs between examples
     # (JAX's main use) picks each example's own rows
