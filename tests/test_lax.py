@@ -197,7 +197,9 @@ def test_cond_with_too_many_operands_is_a_clear_error():
 def test_dynamic_slice_clamps_as_jax_does():
     x = np.arange(12.0).reshape(6, 2)
     np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, 5, 3), x[3:6])
-    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, -2, 2), x[0:2])
+    # a negative start counts from the end first (JAX 0.10's allow_negative_indices)
+    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, -2, 2), x[4:6])
+    np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, -100, 2), x[0:2])
     np.testing.assert_array_equal(lax.dynamic_slice_in_dim(x, 1, 1, axis=1), x[:, 1:2])
     np.testing.assert_array_equal(lax.dynamic_index_in_dim(x, 7, keepdims=False), x[5])
 
