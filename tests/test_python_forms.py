@@ -1342,7 +1342,7 @@ def test_models_held_by_models_and_passed_to_helpers(rng):
 
 @tp.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
-class _Affine:
+class _LayerAffine:
     W: np.ndarray
     b: np.ndarray
 
@@ -1374,7 +1374,7 @@ def _sequential_loss(model, x):
 
 def _reference_sequential(model, x):
     for layer in model.layers:
-        x = x @ layer.W + layer.b if isinstance(layer, _Affine) else np.tanh(x)
+        x = x @ layer.W + layer.b if isinstance(layer, _LayerAffine) else np.tanh(x)
     return np.sum(x ** 2)
 
 
@@ -1395,14 +1395,14 @@ def _by_index(model, x):
 
 def test_a_model_walks_layers_of_several_classes(rng):
     def dense(m, n):
-        return _Affine(rng.normal(size=(m, n)), rng.normal(size=n))
+        return _LayerAffine(rng.normal(size=(m, n)), rng.normal(size=n))
     model = _Sequential((dense(3, 4), _Tanh(), dense(4, 2), _Tanh()))
     x = rng.normal(size=(5, 3))
     np.testing.assert_allclose(tp.jit(_sequential_loss)(model, x),
                                _reference_sequential(model, x), rtol=1e-14)
     check_grads(_sequential_loss, (model, x), order=1, modes=("fwd", "rev"))
     g = tp.grad(_sequential_loss)(model, x)
-    assert type(g) is _Sequential and [type(v) for v in g.layers] == [_Affine, _Tanh] * 2
+    assert type(g) is _Sequential and [type(v) for v in g.layers] == [_LayerAffine, _Tanh] * 2
     gx = tp.grad(_sequential_loss, argnums=1)
     np.testing.assert_allclose(gx(model, x), tp.grad(_reference_sequential, argnums=1)(model, x),
                                rtol=1e-13)
@@ -1426,7 +1426,7 @@ def test_a_model_walks_layers_of_several_classes(rng):
     assert "for " in gx.source.split("def _Sequential_apply")[-1].split("\ndef ")[0]
 
 
-class _Scale:
+class _Scaling:
     def __init__(self, s):
         self.s = s
 
@@ -1442,7 +1442,7 @@ def _through_all(fs, x):
 
 def test_a_list_of_callable_objects_and_functions_as_an_argument(rng):
     x = rng.normal(size=4)
-    fs = [_Scale(2.0), np.sin, _Scale(-3.0)]
+    fs = [_Scaling(2.0), np.sin, _Scaling(-3.0)]
     np.testing.assert_allclose(tp.grad(_through_all, argnums=1)(fs, x), -6.0 * np.cos(2.0 * x),
                                rtol=1e-14)
     xs = rng.normal(size=(3, 4))
@@ -1681,16 +1681,16 @@ def test_ufunc_reduce_and_accumulate(rng):
 # ...)` given `predict`): the helper's parameter hid the module-level function of that name,
 # and plain, jit and pmap code called None
 
-def _predict(w, x):
+def _signed(w, x):
     return np.sum(w * x) if np.sum(x) > 0 else -np.sum(w * x)
 
 
-def _through(_predict, w, x):
-    return _predict(w, x)
+def _through(_signed, w, x):
+    return _signed(w, x)
 
 
 def _calls_through(w, x):
-    return _through(_predict, w, x) ** 2
+    return _through(_signed, w, x) ** 2
 
 
 def _periodic(side):

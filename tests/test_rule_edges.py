@@ -155,6 +155,9 @@ SWEEP = [
     ("np.clip", "np.clip(x, -0.2, 5.0) + np.clip(y, y - 1.0, y + 1.0)", "away"),
     ("np.hypot", "np.hypot(x, y)", "away"),
     ("np.asarray", "np.asarray(x) * y", "pair"),
+    # (a float32 cast of a value float32 holds exactly: finite differences of a rounded
+    # one would measure the rounding)
+    ("np.float32", "np.float32(np.round(x * 64) / 64) * y + np.float32(0.5) * x", "pair"),
     ("np.conj", "np.conj(x)", "x"), ("np.real", "np.real(x)", "x"),
     ("np.imag", "np.imag(x) + x", "x"),
     # math and builtins on Python floats (the same rows as numpy's, on another code path)

@@ -473,6 +473,7 @@ def vjp(f, *primals, has_aux=False):
     With has_aux=True, f returns (out, aux) and vjp returns (out, vjp_fn, aux).
     """
     proxies = stand_ins.has_proxies()
+    registered = proxies and stand_ins.holds_registered(primals)
     if proxies:                       # registered dataclasses: as namedtuples inside
         primals = stand_ins.to_transformable(primals)
     t = Transformed(f, "vjp", {"has_aux": has_aux})
@@ -484,12 +485,15 @@ def vjp(f, *primals, has_aux=False):
         t, gen = _for_arguments(t, primals, e.params)
     if gen.device_constants or _on_device(primals):
         gen = gen.on_device(cupy_module())
-    if proxies:
-        out, vjp_fn, *aux = gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
+    result = gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
+    if registered or proxies and stand_ins.holds_registered((result[0], *result[2:])):
+        # (without a registered class's object in or out, the pullback is the plain one,
+        # which transformations take again: tp.vmap(pullback) for a Jacobian)
+        out, vjp_fn, *aux = result
         pullback = functools.wraps(vjp_fn)(lambda *cotangents: stand_ins.from_transformable(
             vjp_fn(*stand_ins.to_transformable(cotangents))))
         return stand_ins.from_transformable((out, pullback, *aux))
-    return gen.call(t, t.full_args(primals, {}), nprimals=len(primals))
+    return result
 
 
 def jvp(f, primals, tangents, has_aux=False):

@@ -69,6 +69,18 @@ def is_registered(obj):
     return type(obj) in _PROXIES or type(obj) in _NODES
 
 
+def holds_registered(tree):
+    """Whether `tree` holds an instance of a registered class or a stand-in of one."""
+    if is_registered(tree) or type(tree) in _CLASS_OF_PROXY or \
+            type(tree) in _UNFLATTEN_OF_PROXY:
+        return True
+    if isinstance(tree, (tuple, list)):
+        return any(holds_registered(v) for v in tree)
+    if isinstance(tree, dict):
+        return any(holds_registered(v) for v in tree.values())
+    return False
+
+
 def has_proxies():
     """Whether any class is registered (the API converts arguments only then)."""
     return bool(_PROXIES or _NODES)
