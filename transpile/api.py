@@ -190,8 +190,10 @@ class Transformed:
         self._nparams = len(self.signature.parameters)
         self._keyword_only = any(p.kind == p.KEYWORD_ONLY
                                  for p in self.signature.parameters.values())
-        self._has_defaults = any(p.default is not p.empty
-                                 for p in self.signature.parameters.values())
+        # grad's negative argnums count from the last argument passed (_counted_from)
+        self._counts_from_passed = kind == "grad" and any(
+            a < 0 for a in self.options["argnums"]) and any(
+            p.default is not p.empty for p in self.signature.parameters.values())
 
         self._partial_axes = None     # vmap with one int in_axes: defaults are not mapped
         functools.update_wrapper(self, target, updated=())
@@ -309,8 +311,7 @@ class Transformed:
                 raise TypeError(f"{self.__name__} takes *args: call it with positional "
                                 "arguments only")
             return self.at_arity(len(args))._call(*args)
-        if self.kind == "grad" and self._has_defaults and \
-                any(a < 0 for a in self.options["argnums"]):
+        if self._counts_from_passed:
             return self._counted_from(len(args))._call(*args, **kwargs)
         if self._partial_axes is not None and len(args) + len(kwargs) < self._nparams:
             return self._vmap_of_passed(args, kwargs)

@@ -183,11 +183,7 @@ def _positional_partial(bound):
     params = [p for p in inspect.signature(bound).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     name = identifier(getattr(bound.func, "__name__", "partial")).rstrip("_") or "partial"
-    names = positional_names(len(params))
-    made = file_backed(f"def {name}({', '.join(names)}):\n"
-                       f"    return bound({', '.join(names)})\n", {"bound": bound}, name)
-    made.__defaults__ = tuple(p.default for p in params if p.default is not p.empty) or None
-    return made
+    return _forwarding(bound, params, name)
 
 
 def _batched_custom(custom, specs, axis_name, vmap):
@@ -322,26 +318,32 @@ def method_caller(method):
     that `tp.grad(model.loss)` reads the object's attributes as the method runs. One per
     method (holding its object, so its identity keys cached code safely)."""
     key = (id(method.__self__), id(method.__func__))
-    if key in _METHOD_CALLERS:
-        return _METHOD_CALLERS[key][1]
-    params = list(inspect.signature(method).parameters.values())
+    if key not in _METHOD_CALLERS:
+        made = _forwarding(method, list(inspect.signature(method).parameters.values()),
+                           identifier(method.__func__.__name__).rstrip("_") or "method")
+        if made is None:
+            return None
+        _METHOD_CALLERS[key] = (method, made)
+    return _METHOD_CALLERS[key][1]
+
+
+def _forwarding(target, params, name):
+    """`def name(<params>): return target(<params>)`, the parameters' defaults and keyword-
+    only ones kept; None where they include *args or **kwargs."""
     if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
            for p in params):
         return None
-    names = [p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}" for p in params]
-    signature = ", ".join(
-        p.name if p.default is p.empty else f"{p.name}={p.name}_default" for p in params
-        if p.kind != p.KEYWORD_ONLY)
-    kwonly = [p.name if p.default is p.empty else f"{p.name}={p.name}_default"
-              for p in params if p.kind == p.KEYWORD_ONLY]
+    def written(p):
+        return p.name if p.default is p.empty else f"{p.name}={p.name}_default"
+    signature = ", ".join(written(p) for p in params if p.kind != p.KEYWORD_ONLY)
+    kwonly = [written(p) for p in params if p.kind == p.KEYWORD_ONLY]
     if kwonly:
         signature += (", " if signature else "") + "*, " + ", ".join(kwonly)
-    name = identifier(method.__func__.__name__).rstrip("_") or "method"
-    text = f"def {name}({signature}):\n    return bound_method_({', '.join(names)})\n"
-    env = {"bound_method_": method}
+    call = [p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}" for p in params]
+    env = {"target_": target}
     env.update((p.name + "_default", p.default) for p in params if p.default is not p.empty)
-    _METHOD_CALLERS[key] = (method, file_backed(text, env, name))
-    return _METHOD_CALLERS[key][1]
+    return file_backed(f"def {name}({signature}):\n    return target_({', '.join(call)})\n",
+                       env, name)
 
 
 _METHOD_CALLERS = {}
@@ -369,20 +371,8 @@ def wrapped_signature_caller(wrapper):
     **kwargs)` transformed as a function of those. One per wrapper."""
     if id(wrapper) not in _WRAPPED_CALLERS:
         params = list(inspect.signature(wrapper).parameters.values())   # the wrapped one's
-        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-            return wrapper
-        head, call = [], []
-        for k, p in enumerate(params):
-            if p.kind == p.KEYWORD_ONLY and "*" not in head:
-                head.append("*")
-            head.append(p.name if p.default is p.empty else f"{p.name}=default_{k}")
-            call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
         name = identifier(getattr(wrapper, "__name__", "wrapped")).rstrip("_") or "wrapped"
-        env = {"wrapper_": wrapper, **{f"default_{k}": p.default for k, p in enumerate(params)
-                                      if p.default is not p.empty}}
-        made = file_backed(f"def {name}({', '.join(head)}):\n"
-                           f"    return wrapper_({', '.join(call)})\n", env, name)
-        _WRAPPED_CALLERS[id(wrapper)] = (wrapper, made)
+        _WRAPPED_CALLERS[id(wrapper)] = (wrapper, _forwarding(wrapper, params, name) or wrapper)
     return _WRAPPED_CALLERS[id(wrapper)][1]
 
 

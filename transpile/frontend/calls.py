@@ -28,7 +28,8 @@ from ..ir.program import is_literal
 from ..ir.templates import binop_spelling, dotted, literal_index
 from . import layouts
 from .parse import parse_function, signature_of
-from .resolved import (LocalFunction, LocalPartial, LocalTemplate, LocalTransformed, Static,
+from .resolved import (LocalDefault, LocalFunction, LocalPartial, LocalTemplate,
+                       LocalTransformed, Static,
                        assigned_names, library_module, plain_object, third_party_function)
 from .variadic import call_shape, has_variadic
 
@@ -1681,14 +1682,6 @@ class CallNormalizer:
         self.program.functions[name] = None  # reserve (recursion)
         self.program.functions[name] = inner.normalize(fdef)
         return lifted
-
-
-class LocalDefault:
-    """The default of a nested function's parameter that is not a constant (`def fact(n=x)`):
-    the local name its value was stored in where the def is."""
-
-    def __init__(self, name_):
-        self.name = name_
 
 
 _VJP_IN_CODE = ("tp.vjp inside transformed code is supported in two forms only: its pullback "

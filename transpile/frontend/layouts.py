@@ -4,7 +4,7 @@ items hold where those are objects of users' classes or functions (a model's lay
 `Sequential((Linear(...), Tanh(), Linear(...)))` given to `loss(model, x)` whose
 `model.apply` loops `for layer in self.layers: x = layer.apply(x)`: which `apply` each
 trip calls depends on the items, not on the class Sequential. The API layer records the
-argument's layout (`layout_of`) in the key of the code it makes, so another model of
+argument's layout (`argument_type`) in the key of the code it makes, so another model of
 other layers gets code of its own; the front end reads a field's or an item's layout
 where it calls a method (typed_argument) and unrolls a loop over items of different
 classes. Arrays and numbers in fields are data, not part of the layout.

@@ -78,6 +78,14 @@ class LocalFunctions:
         self.items = list(items)      # Static, LocalFunction, LocalPartial, ...
 
 
+class LocalDefault:
+    """The default of a nested function's parameter that is not a constant (`def fact(n=x)`):
+    the local name its value was stored in where the def is."""
+
+    def __init__(self, name):
+        self.name = name
+
+
 class LocalPartial:
     def __init__(self, target, args, keywords):
         self.target = target          # Static or LocalFunction
