@@ -2032,7 +2032,8 @@ def test_a_function_wrapped_by_a_decorator_is_the_wrapper():
 # dict silently ({(2.0, 4.0): 3.0} became {2.0: 4.0})
 
 def _copies_dicts(x):
-    d = dict({(2.0, 4.0): 3.0})
+    z = {k: v for k, v in dict(zip(["a"], [x])).items()}     # (seed 65003: a name unbound)
+    d = dict({(2.0, 4.0): 3.0}) if z else {}
     e = dict({"a": x, "b": 2.0 * x})
     p = dict([("c", x * x), ("d", 1.0)])
     return np.sum(x * sum(d.values())) + np.sum(e["b"] + p["c"])

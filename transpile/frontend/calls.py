@@ -1215,7 +1215,9 @@ class CallNormalizer:
                 gast.comprehension(target=_store(key), iter=_name(keys), ifs=[],
                                    is_async=0)])
             chosen = gast.IfExp(test=_name(test), body=copy_, orelse=pairs)
-            return self.expr(self._located(chosen, node), stmts)
+            made = self.atom(self._located(chosen, node), stmts, hint="items")
+            self.locals.add(made.id)      # (code made from it later reads it by name)
+            return made
         if node.args or any(k.arg is None for k in node.keywords):
             raise self.error(node, "dict() is supported in transformed code with keyword "
                              "arguments or one iterable of pairs.",
