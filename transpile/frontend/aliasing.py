@@ -339,8 +339,21 @@ class _MemoryFacts(_Facts):
                 obj, inner = self.of(state, _base(value))
                 state[name] = (site, inner if self._container(obj) else obj | inner)
             elif prim is not None and (prim.view or spelling in _SHARING_CALLS):
-                base = _base(value)
-                state[name] = self.of(state, base) if base else (site, frozenset())
+                # a view of an argument, or the argument itself
+                args = value.args if isinstance(value, gast.Call) else \
+                    [getattr(value, "value", None)]
+                bases = [args[k].id for k in prim.view or (0,)
+                         if k < len(args) and isinstance(args[k], gast.Name)]
+                if not bases:
+                    _age(state, s)
+                    state[name] = (site, frozenset())
+                else:       # of a container (rt.part of a tuple): what it holds
+                    obj, held = frozenset(), frozenset()
+                    for b in bases:
+                        more, inner = self.of(state, b)
+                        obj |= inner | (frozenset() if self._container(more) else more)
+                        held |= inner
+                    state[name] = (obj, held)
             elif prim is not None and prim.container:   # holds its elements
                 _age(state, s)
                 self.site_kind[id(s)] = "tuple" if spelling == "tuple" else "list"
@@ -353,9 +366,9 @@ class _MemoryFacts(_Facts):
                     obj, inner = self.of(state, n)
                     held |= obj | inner
                 state[name] = (site, held)
-            else:
+            else:                           # a new object (on each trip of a loop)
+                _age(state, s)
                 if spelling in _NEW_ARRAY_CALLS:
-                    _age(state, s)
                     self.site_kind[id(s)] = "array"
                 elif spelling in _NUMBER_CALLS and not value.keywords or \
                         isinstance(value, (gast.BinOp, gast.UnaryOp)) and all(

@@ -13,7 +13,7 @@ import runtime as rt  # noqa: F401
 
 # ---------------------------------------------------------------- aligning, selecting
 
-@rev("rt.align")
+@rev("rt.align", view=True)
 def align(dout, out, x, y, outer=0):
     dx = rt.align_adj(dout, x, outer)
 
@@ -23,7 +23,7 @@ def align_fwd(out, x, y, outer=0):
     dout = rt.align(dx, y, outer)
 
 
-@rev("rt.align_lanes")
+@rev("rt.align_lanes", view=True)
 def align_lanes(dout, out, x, y, outer=0):
     dx = rt.align_adj(dout, x, outer)
 
@@ -33,7 +33,7 @@ def align_lanes_fwd(out, x, y, outer=0):
     dout = rt.align_lanes(dx, y, outer)
 
 
-@rev("rt.align_adj")
+@rev("rt.align_adj", view=True)
 def align_adj(dout, out, d, x, outer=0):
     dd = rt.align_adj(dout, d, outer)
 
@@ -43,7 +43,7 @@ def align_adj_fwd(out, d, x, outer=0):
     dout = rt.align_adj(dd, x, outer)
 
 
-@rev("rt.lane_guard")
+@rev("rt.lane_guard", view=True)
 def lane_guard(dout, out, x, mask, outer=0):
     dx = rt.lane_guard_adj(dout, mask, outer)
 
@@ -53,7 +53,7 @@ def lane_guard_fwd(out, x, mask, outer=0):
     dout = dx
 
 
-@rev("rt.lane_borrow")
+@rev("rt.lane_borrow", view=True)
 def lane_borrow(dout, out, x, mask, outer=0):
     dx = rt.lane_guard_adj(dout, mask, outer)
 
@@ -76,7 +76,7 @@ def lane_guard_adj_fwd(out, d, mask, outer=0):
     dout = rt.lane_guard_adj(dd, mask, outer)
 
 
-@rev("rt.align_to_slot")
+@rev("rt.align_to_slot", view=True)
 def align_to_slot(dout, out, value, slot, index, outer=0):
     dvalue = rt.align_to_slot_adj(dout, value, index, outer)
 
@@ -98,7 +98,7 @@ def align_to_slot_adj_fwd(out, d, value, index, outer=0):
 
 # the branch (or the result) passed last is read for its shape only: a loop whose carried
 # value changes shape selects one whole branch, and the other gets zeros of its own shape
-@rev("rt.select")
+@rev("rt.select", view=(1, 2))
 def select(dout, out, cond, then, otherwise, outer=0):
     dthen = rt.select_adj(cond, dout, True, outer, then)
     dotherwise = rt.select_adj(cond, dout, False, outer, otherwise)
@@ -122,7 +122,7 @@ def select_adj_fwd(out, cond, d, taken, outer=0, like=None):
 
 # ---------------------------------------------------------------- entering, leaving, broadcasting
 
-@rev("rt.broadcast_batch")
+@rev("rt.broadcast_batch", view=True)
 def broadcast_batch(dout, out, value, n, have=False, outer=0):
     dvalue = rt.sum_batch(dout, have, outer)
 
@@ -132,7 +132,7 @@ def broadcast_batch_fwd(out, value, n, have=False, outer=0):
     dout = rt.broadcast_batch(dvalue, n, have, outer)
 
 
-@rev("rt.batch_view")
+@rev("rt.batch_view", view=True)
 def batch_view(dout, out, value, n, outer=0):
     dvalue = rt.sum_batch(dout, False, outer)
 
@@ -142,7 +142,7 @@ def batch_view_fwd(out, value, n, outer=0):
     dout = rt.batch_view(dvalue, n, outer)
 
 
-@rev("rt.sum_batch")
+@rev("rt.sum_batch", view=True)
 def sum_batch(dout, out, value, have=False, outer=0):
     dvalue = rt.unsum_batch(dout, value, have, outer)
 
@@ -152,7 +152,7 @@ def sum_batch_fwd(out, value, have=False, outer=0):
     dout = rt.sum_batch(dvalue, have, outer)
 
 
-@rev("rt.unsum_batch")
+@rev("rt.unsum_batch", view=True)
 def unsum_batch(dout, out, d, like, have=False, outer=0):
     dd = rt.sum_batch(dout, have, outer)
 
@@ -162,7 +162,7 @@ def unsum_batch_fwd(out, d, like, have=False, outer=0):
     dout = rt.unsum_batch(dd, like, have, outer)
 
 
-@rev("rt.move_batch_axis")
+@rev("rt.move_batch_axis", view=True)
 def move_batch_axis(dout, out, value, axes, outer=0):
     dvalue = rt.batch_out(dout, axes, outer)
 
@@ -172,7 +172,7 @@ def move_batch_axis_fwd(out, value, axes, outer=0):
     dout = rt.move_batch_axis(dvalue, axes, outer)
 
 
-@rev("rt.batch_out")
+@rev("rt.batch_out", view=True)
 def batch_out(dout, out, value, axes, outer=0):
     dvalue = rt.move_batch_axis(dout, axes, outer)
 
@@ -182,7 +182,7 @@ def batch_out_fwd(out, value, axes, outer=0):
     dout = rt.batch_out(dvalue, axes, outer)
 
 
-@rev("rt.as_float")
+@rev("rt.as_float", view=True)
 def as_float(dout, out, x):
     dx = rt.cast_like(dout, x)
 
@@ -195,7 +195,7 @@ def as_float_fwd(out, x):
 batch_elementwise("rt.as_float")
 
 
-@rev("rt.flat_lanes")
+@rev("rt.flat_lanes", view=True)
 def flat_lanes(dout, out, x, outer=0):
     dx = np.reshape(dout, np.shape(x))
 
@@ -205,7 +205,7 @@ def flat_lanes_fwd(out, x, outer=0):
     dout = rt.flat_lanes(dx, outer)
 
 
-@rev("rt.lanes_array")
+@rev("rt.lanes_array", view=True)
 def lanes_array(dout, out, x, spec, n, outer=0):
     dx = rt.lanes_unarray(dout, x, spec, outer)
 
@@ -215,7 +215,7 @@ def lanes_array_fwd(out, x, spec, n, outer=0):
     dout = rt.lanes_array(dx, spec, n, outer)
 
 
-@rev("rt.lanes_unarray")
+@rev("rt.lanes_unarray", view=True)
 def lanes_unarray(dout, out, d, x, spec, outer=0):
     dd = rt.lanes_array(dout, spec, rt.batch_size_of(d, outer), outer)
 
@@ -227,7 +227,7 @@ def lanes_unarray_fwd(out, d, x, spec, outer=0):
 
 # ---------------------------------------------------------------- subscripts, products
 
-@rev("rt.lane_getitem")
+@rev("rt.lane_getitem", view=True)
 def lane_getitem(dout, out, x, index, outer=0):
     dx = rt.lane_getitem_adj(dout, x, index, outer)
 
@@ -237,7 +237,7 @@ def lane_getitem_fwd(out, x, index, outer=0):
     dout = rt.lane_getitem(dx, index, outer)
 
 
-@rev("rt.lane_getitem_adj")
+@rev("rt.lane_getitem_adj", view=True)
 def lane_getitem_adj(dout, out, d, x, index, outer=0):
     dd = rt.lane_getitem(dout, index, outer)
 
@@ -304,7 +304,7 @@ def batched_dot_adj_b(dout, out, g, a, b, a_batched, b_batched, outer=0, outer_a
 
 
 # the identity, or a refusal (see above)
-@rev("rt.unvmapped_adjoint")
+@rev("rt.unvmapped_adjoint", view=True)
 def unvmapped_adjoint(dout, out, g, outer_adj):
     dg = rt.unvmapped_adjoint(dout, outer_adj)
 
@@ -323,7 +323,7 @@ def batched_dot_adj_b_fwd(out, g, a, b, a_batched, b_batched, outer=0, outer_adj
     dout = rt.batched_dot_adj_b(g, da, b, a_batched, b_batched, outer, outer_adj)
 
 
-@rev("rt.unbatch_out")
+@rev("rt.unbatch_out", view=True)
 def unbatch_out(dout, out, value, have, want, where, outer=0):
     dvalue = rt.unbatch_out_adj(dout, value, have, want, outer)
 
@@ -343,14 +343,17 @@ def unbatch_out_adj_fwd(out, d, value, have, want, outer=0):
     dout = rt.unbatch_out_adj(dd, value, have, want, outer)
 
 
-nondiff("rt.uniform_lanes", "rt.lane_key")
+nondiff("rt.uniform_lanes")
+nondiff("rt.lane_key", view=(1,))   # (an index passed through)
 set_batch_rule("rt.lane_key", BatchRule("unsupported"))
 batch_lanes("rt.uniform_lanes", ("value",))
 nondiff("rt.axis_size", side_effect=True)
 nondiff("rt.batch_size_of")
 batch_lanes("rt.batch_size_of", ("value",), out_batched=False)
 nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
-        "rt.lane_index", "rt.lane_scatter_index", "rt.lane_shape")
+        "rt.lane_shape")
+nondiff("rt.lane_index", view=(1,))          # (an index passed through)
+nondiff("rt.lane_scatter_index", view=True)
 batch_same("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_shape", out_batched=False)
 batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per outer example)
 
@@ -392,7 +395,7 @@ batch_lanes("rt.is_number", ("x",), out_batched=False)
 
 # the Jacobian's layout from the stacked vjps (jacrev) or jvps (jacfwd): linear in them,
 # the output y and argument x read for their structure and shapes
-@rev("rt.jacobian_rows")
+@rev("rt.jacobian_rows", view=True)
 def jacobian_rows(dout, out, cotangents, y, x, outer=0):
     dcotangents = rt.jacobian_rows_adj(dout, cotangents, y, x, outer)
 
@@ -402,7 +405,7 @@ def jacobian_rows_fwd(out, cotangents, y, x, outer=0):
     dout = rt.jacobian_rows(dcotangents, y, x, outer)
 
 
-@rev("rt.jacobian_rows_adj")
+@rev("rt.jacobian_rows_adj", view=True)
 def jacobian_rows_adj(dout, out, d, cotangents, y, x, outer=0):
     dd = rt.jacobian_rows(dout, y, x, outer)
 
@@ -412,7 +415,7 @@ def jacobian_rows_adj_fwd(out, d, cotangents, y, x, outer=0):
     dout = rt.jacobian_rows_adj(dd, cotangents, y, x, outer)
 
 
-@rev("rt.jacobian_columns")
+@rev("rt.jacobian_columns", view=True)
 def jacobian_columns(dout, out, columns, y, x, outer=0):
     dcolumns = rt.jacobian_columns_adj(dout, y, x, outer)
 
@@ -422,7 +425,7 @@ def jacobian_columns_fwd(out, columns, y, x, outer=0):
     dout = rt.jacobian_columns(dcolumns, y, x, outer)
 
 
-@rev("rt.jacobian_columns_adj")
+@rev("rt.jacobian_columns_adj", view=True)
 def jacobian_columns_adj(dout, out, d, y, x, outer=0):
     dd = rt.jacobian_columns(dout, y, x, outer)
 

@@ -106,7 +106,7 @@ for _s in ("rt.psum", "rt.pmean", "rt.pmax", "rt.pmin", "rt.all_gather", "rt.axi
 # the batched operand; each one's transpose is another of them. `outer`: the axes enclosing
 # vmaps put in front (batch_lanes: a vmap of this vmapped code adds one).
 
-@rev("rt.all_gather_lanes")
+@rev("rt.all_gather_lanes", view=True)
 def all_gather_lanes(dout, out, x, axis=0, tiled=False, outer=0):
     dx = rt.all_gather_lanes_adjoint(dout, x, axis, tiled, outer)
 
@@ -116,7 +116,7 @@ def all_gather_lanes_fwd(out, x, axis=0, tiled=False, outer=0):
     dout = rt.all_gather_lanes(dx, axis, tiled, outer)
 
 
-@rev("rt.all_gather_lanes_adjoint")
+@rev("rt.all_gather_lanes_adjoint", view=True)
 def all_gather_lanes_adjoint(dout, out, g, x, axis=0, tiled=False, outer=0):
     dg = rt.all_gather_lanes(dout, axis, tiled, outer)
 
@@ -147,7 +147,7 @@ def ppermute_lanes_fwd(out, x, perm, outer=0):
     dout = rt.ppermute_lanes(dx, perm, outer)
 
 
-@rev("rt.all_to_all_lanes")
+@rev("rt.all_to_all_lanes", view=True)
 def all_to_all_lanes(dout, out, x, split_axis, concat_axis, tiled=False, outer=0):
     dx = rt.all_to_all_lanes(dout, concat_axis, split_axis, tiled, outer)
 

@@ -94,7 +94,8 @@ class Primitive:
         self.rev = None             # Template of the reverse rule, or None
         self.fwd = None             # Template of the forward (tangent) rule, or None
         self.nondiff = False        # outputs carry no derivative (argmax, comparisons, ...)
-        self.view = False           # result may share memory with its first argument
+        self.view = ()              # positions of arguments the result may be or share
+                                    # memory with (a view, the argument passed through)
         self.side_effect = False    # must not be removed even if its result is unused
         self.container = False      # tuple/list/dict literal: structural rule
         self.stateful = False       # mutates its first argument (a stack pop)
@@ -161,17 +162,27 @@ def _method_key(method):
 def rev(*spellings, view=False, container_out=False, side_effect=False):
     """Register the reverse-mode template below it for the primitive(s) spelled so.
 
+    view: the result may be its first argument or share its memory (True), or one of the
+    arguments at these positions (a tuple): the aliasing pass then knows that an in-place
+    write into the argument reaches it.
     container_out: the primitive returns a tuple or list; the template then receives an
     adjoint whose unset slots are zeros (`rt.filled`). side_effect: as for `nondiff`."""
     def decorate(fn):
         prim = _register(spellings, fn.__name__)
         prim.rev = Template(fn)
-        prim.view = prim.view or view
+        prim.view = _positions(prim.view, view)
         prim.side_effect = prim.side_effect or side_effect
         prim.container_out = prim.container_out or container_out or \
             any(s in CONTAINER_OUTPUT for s in spellings)
         return fn
     return decorate
+
+
+def _positions(had, view):
+    """The argument positions a result may share memory with: `had`, and `view` (True: the
+    first argument)."""
+    more = (0,) if view is True else tuple(view or ())
+    return tuple(sorted(set(had) | set(more)))
 
 
 def register_container(kind):
@@ -208,7 +219,7 @@ def nondiff(*spellings, view=False, side_effect=False, name=None):
     for s in spellings:
         prim = _register([s], name or s.rsplit(".", 1)[-1].replace("[]", "getitem"))
         prim.nondiff = True
-        prim.view = prim.view or view
+        prim.view = _positions(prim.view, view)
         prim.side_effect = prim.side_effect or side_effect
 
 

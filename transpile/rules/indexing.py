@@ -52,7 +52,7 @@ def lane_slot_batch(x, idx):
         out = rt.lane_slot(x, rt.lane_index(x, idx))
 
 
-@rev("rt.index_add", "rt.index_add_into")
+@rev("rt.index_add", "rt.index_add_into", view=(0, 3))
 def index_add(dout, out, dx, x, idx, dy):
     ddx = dout
     ddy = rt.part(dout, idx, dy)
@@ -101,7 +101,7 @@ def index_add_batch(dx, x, idx, dy):
                                           dy))
 
 
-@rev("rt.part")
+@rev("rt.part", view=True)
 def part(dout, out, g, key, like):
     dg = rt.index_add(None, g, key, dout)
 
@@ -131,7 +131,7 @@ def part_batch(g, key, like):
                           rt.lane_index(rt.lanes_view(g, batch_size), key), like)
 
 
-@rev("rt.filled")
+@rev("rt.filled", view=True)
 def filled(dout, out, g, like):
     dg = dout
 
@@ -147,7 +147,7 @@ def filled_batch(g, like):
                     like if like_batched or not g_batched else rt.lanes_view(like, batch_size))
 
 
-@rev("rt.index_update")
+@rev("rt.index_update", view=(0, 2))
 def index_update(dout, out, x, idx, v):
     dx = rt.index_clear(dout, idx)
     dv = rt.unbroadcast(rt.written_part(dout, idx), v)
@@ -195,7 +195,7 @@ def index_update_batch(x, idx, v):
                                                               idx))))
 
 
-@rev("rt.index_clear")
+@rev("rt.index_clear", view=True)
 def index_clear(dout, out, g, idx):
     dg = rt.index_clear(dout, idx)
 
@@ -250,7 +250,7 @@ def to_like_fwd(out, g, x):
     dout = rt.to_like(dg, x)
 
 
-@rev("rt.written_part")
+@rev("rt.written_part", view=True)
 def written_part(dout, out, g, idx, lanes=False):
     dg = rt.index_update(rt.zeros_like(g), idx, dout)
 
@@ -293,7 +293,7 @@ def lanes_slot_batch(x, index):
 batch_same("tuple", "list", "dict")
 
 
-@rev("rt.lanes_items", container_out=True)
+@rev("rt.lanes_items", container_out=True, view=True)
 def lanes_items(dout, out, x, outer=0):
     dx = rt.lanes_stack_like(dout, x, True, None, outer)
 

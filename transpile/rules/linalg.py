@@ -189,7 +189,7 @@ def einsum_batch(subscripts, op0=None, op1=None, op2=None, op3=None, op4=None, o
                         None, subscripts, op0, op1, op2, op3, op4, op5, op6, op7)
 
 
-@rev("rt.einsum_gen")
+@rev("rt.einsum_gen", view=(2, 3))
 def einsum_gen(dout, out, spec, like, op0, op1=None, op2=None, op3=None, op4=None, op5=None,
                op6=None, op7=None, op8=None):
     dop0 = rt.einsum_gen(rt.einsum_swap(spec, 0), op0, dout, op1, op2, op3, op4, op5, op6, op7,
@@ -1217,7 +1217,7 @@ def norm_batch(x, ord=None, axis=None, keepdims=False):
     out = rt.lanes_norm(x, ord, axis, keepdims)
 
 
-@rev("rt.expand_norm")
+@rev("rt.expand_norm", view=True)
 def expand_norm(dout, out, g, x, ord=None, axis=None, keepdims=False):
     dg = np.sum(dout, axis, keepdims=keepdims)
 
@@ -1502,7 +1502,8 @@ batch_lanes("rt.norm_unroute", ("w", "x"))
 
 
 # the helpers above, batched again (vmap of vmap): their `outer` goes up by one
-nondiff("rt.lanes_view", "rt.lanes_probe", "rt.lanes_spec", "rt.example_einsum_spec",
+nondiff("rt.lanes_view", view=True)
+nondiff("rt.lanes_probe", "rt.lanes_spec", "rt.example_einsum_spec",
         "rt.lanes_einsum_spec", "rt.lanes_tensordot_spec", "rt.lanes_inner_spec",
         "rt.lanes_solve_shape", "rt.lanes_norm_axes", "rt.lanes_matrix_rank")
 batch_same("rt.lanes_spec", out_batched=False)

@@ -61,7 +61,7 @@ def total_batch(iterable, start=0):
                             rt.broadcast_batch(start, batch_size))
 
 
-@rev("rt.sum_adj", container_out=True)
+@rev("rt.sum_adj", container_out=True, view=True)
 def sum_adj(dout, out, g, xs):
     dg = rt.sum_adj_t(dout, g)
 
@@ -463,7 +463,7 @@ def lane_total_fwd(out, iterable, start=0, outer=0):
     dout = rt.lane_total(diterable, dstart, outer)
 
 
-@rev("rt.lane_sum_adj", container_out=True)
+@rev("rt.lane_sum_adj", container_out=True, view=True)
 def lane_sum_adj(dout, out, g, xs, outer=0):
     dg = rt.lane_sum_adj_t(dout, g, outer)
 

@@ -5,7 +5,7 @@ import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
 
-@rev("rt.unbroadcast")
+@rev("rt.unbroadcast", view=True)
 def unbroadcast(dout, out, g, x):
     dg = rt.broadcast_like(dout, g)
 
@@ -15,18 +15,18 @@ def broadcast_to(dout, out, array, shape):
     darray = rt.unbroadcast(dout, array)
 
 
-@rev("rt.expand")
+@rev("rt.expand", view=True)
 def expand(dout, out, g, x, axis=None, keepdims=False):
     dg = np.sum(dout, axis, keepdims=keepdims)
 
 
-@rev("rt.add")
+@rev("rt.add", view=(0, 1))
 def add(dout, out, a, b):
     da = dout
     db = dout
 
 
-@rev("rt.as_grad")
+@rev("rt.as_grad", view=True)
 def as_grad(dout, out, g, x):
     dg = dout
 
@@ -36,7 +36,7 @@ def cast_like(dout, out, g, x):
     dg = rt.cast_like(dout, g)
 
 
-@rev("rt.cast_derivative")
+@rev("rt.cast_derivative", view=True)
 def cast_derivative(dout, out, g, like, cast):
     dg = rt.cast_derivative(dout, g, cast)
 
@@ -214,7 +214,7 @@ batch_same("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", "r
 
 
 # the sequence a lowered `for` loop walks: itself, or a dict's keys (they carry nothing)
-@rev("rt.loop_sequence")
+@rev("rt.loop_sequence", view=True)
 def loop_sequence(dout, out, seq, where):
     dseq = rt.loop_sequence_adj(dout, seq)
 
@@ -224,7 +224,7 @@ def loop_sequence_fwd(out, seq, where):
     dout = rt.loop_sequence_tangent(dseq, seq)
 
 
-@rev("rt.loop_sequence_adj")
+@rev("rt.loop_sequence_adj", view=True)
 def loop_sequence_adj(dout, out, g, seq):
     dg = rt.loop_sequence_adj(dout, seq)
 
@@ -234,7 +234,7 @@ def loop_sequence_adj_fwd(out, g, seq):
     dout = rt.loop_sequence_adj(dg, seq)
 
 
-@rev("rt.loop_sequence_tangent")
+@rev("rt.loop_sequence_tangent", view=True)
 def loop_sequence_tangent(dout, out, t, seq):
     dt = rt.loop_sequence_adj(dout, seq)
 
@@ -343,7 +343,7 @@ def enumerate_batch(iterable, start=0):
                           "loop over range(len(...)) and index")
 
 
-@rev("rt.to_like")
+@rev("rt.to_like", view=True)
 def to_like(dout, out, g, x):
     dg = rt.to_like(dout, g)
 
@@ -470,7 +470,7 @@ batch_same("rt.astype")
 nondiff("&", "|", "^", "<<", ">>")   # masks and bit operations carry no derivative
 
 
-@rev("rt.broadcast_like")
+@rev("rt.broadcast_like", view=True)
 def broadcast_like(dout, out, t, out_):
     dt = rt.unbroadcast(dout, t)
 
@@ -548,7 +548,7 @@ def basis_like_batch(x, i):
 
 # A stack copied before the backward pass pops it: its adjoint (a stack of adjoints, in
 # pop order) passes through unchanged.
-@rev("rt.copy_stack")
+@rev("rt.copy_stack", view=True)
 def copy_stack(dout, out, stack):
     dstack = dout
 
@@ -585,7 +585,7 @@ batch_lanes("rt.lane_seed_holomorphic", ("out",))
 batch_lanes("rt.lane_basis_like", ("x",))
 
 
-@rev("rt.lane_unbroadcast")
+@rev("rt.lane_unbroadcast", view=True)
 def lane_unbroadcast(dout, out, g, shape, outer=0):
     dg = rt.lane_broadcast_to_shape(dout, rt.example_shape(g, outer), outer)
 
@@ -605,7 +605,7 @@ def lane_broadcast_to_shape_fwd(out, t, shape, outer=0):
     dout = rt.lane_broadcast_to_shape(dt, shape, outer)
 
 
-@rev("rt.lane_expand_to")
+@rev("rt.lane_expand_to", view=True)
 def lane_expand_to(dout, out, g, shape, axis=None, keepdims=False, outer=0):
     dg = rt.lane_expand_to_adj(dout, axis, keepdims, outer)
 
@@ -625,7 +625,7 @@ def lane_expand_to_adj_fwd(out, x, axis=None, keepdims=False, outer=0):
     dout = rt.lane_expand_to_adj(dx, axis, keepdims, outer)
 
 
-@rev("rt.lane_as_grad")
+@rev("rt.lane_as_grad", view=True)
 def lane_as_grad(dout, out, g, x, g_batched, x_batched, n, outer=0):
     dg = rt.lane_as_grad_adj(dout, g, x, g_batched, x_batched, n, outer)
 
@@ -635,7 +635,7 @@ def lane_as_grad_fwd(out, g, x, g_batched, x_batched, n, outer=0):
     dout = rt.lane_as_grad(dg, x, g_batched, x_batched, n, outer)
 
 
-@rev("rt.lane_as_grad_adj")
+@rev("rt.lane_as_grad_adj", view=True)
 def lane_as_grad_adj(dout, out, d, g, x, g_batched, x_batched, n, outer=0):
     dd = rt.lane_as_grad(dout, x, g_batched, x_batched, n, outer)
 
@@ -645,7 +645,7 @@ def lane_as_grad_adj_fwd(out, d, g, x, g_batched, x_batched, n, outer=0):
     dout = rt.lane_as_grad_adj(dd, g, x, g_batched, x_batched, n, outer)
 
 
-@rev("rt.lane_to_like")
+@rev("rt.lane_to_like", view=True)
 def lane_to_like(dout, out, g, x, outer=0):
     dg = rt.lane_to_like(dout, g, outer)
 

@@ -288,7 +288,7 @@ def diag_batch(v, k=0):
         out = rt.lane_diag(v, k)
 
 
-@rev("rt.diag_adj")
+@rev("rt.diag_adj", view=True)
 def diag_adj(dout, out, g, v, k=0):
     dg = np.diag(dout, k)
 
@@ -804,7 +804,7 @@ def concatenate_batch(arrays, axis=0):
                          rt.batched_axis(axis))
 
 
-@rev("rt.concatenate_adj", container_out=True)
+@rev("rt.concatenate_adj", container_out=True, view=True)
 def concatenate_adj(dout, out, g, arrays, axis=0):
     dg = np.concatenate(dout, axis)
 
@@ -879,7 +879,7 @@ def vstack_batch(tup):
     out = np.concatenate(rt.lane_atleast(rt.broadcast_batch(tup, batch_size, tup_spec), 2), 1)
 
 
-@rev("rt.vstack_adj", container_out=True)
+@rev("rt.vstack_adj", container_out=True, view=True)
 def vstack_adj(dout, out, g, tup):
     dg = np.vstack(dout)
 
@@ -922,7 +922,7 @@ def hstack_batch(tup):
                                                                         tup_spec)[0])))
 
 
-@rev("rt.hstack_adj", container_out=True)
+@rev("rt.hstack_adj", container_out=True, view=True)
 def hstack_adj(dout, out, g, tup):
     dg = np.hstack(dout)
 
@@ -1218,7 +1218,7 @@ def pad_batch(array, pad_width, mode="constant", constant_values=0):
             np.shape(array), pad_width)
 
 
-@rev("rt.unpad")
+@rev("rt.unpad", view=True)
 def unpad(dout, out, g, array, pad_width, mode="constant"):
     dg = np.pad(dout, pad_width)
 
@@ -1855,7 +1855,7 @@ def lane_atleast_fwd(out, x, nd, outer=0):
     dout = rt.lane_atleast(dx, nd, outer)
 
 
-@rev("rt.lane_diag")
+@rev("rt.lane_diag", view=True)
 def lane_diag(dout, out, v, k=0, outer=0):
     dv = rt.lane_diag_adj(dout, v, k, outer)
 
@@ -1873,7 +1873,7 @@ def lane_diag_batch(v, k=0, outer=0):
         out = rt.lane_diag(v, k, outer + 1)
 
 
-@rev("rt.lane_diag_adj")
+@rev("rt.lane_diag_adj", view=True)
 def lane_diag_adj(dout, out, g, v, k=0, outer=0):
     dg = rt.lane_diag(dout, k, outer)
 
@@ -1931,8 +1931,8 @@ def axes_helper_batch(a, b=None, c=None):
                           "compute axes and shapes from shapes, not from values")
 
 
-nondiff("rt.lane_shape_of", "rt.lane_size", "rt.lane_example", "rt.lane_int", "rt.lane_bool",
-        "rt.lane_eye")
+nondiff("rt.lane_shape_of", "rt.lane_size", "rt.lane_int", "rt.lane_bool", "rt.lane_eye")
+nondiff("rt.lane_example", view=True)
 batch_same("rt.lane_int", "rt.lane_bool", "rt.lane_eye")   # elementwise / k's leading axes
 
 

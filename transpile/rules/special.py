@@ -35,7 +35,7 @@ def logsumexp_batch(a, axis=None, b=None, keepdims=False, return_sign=False):
         out = rt.logsumexp(a, rt.lane_axis(axis, a), b, keepdims, return_sign)
 
 
-@rev("rt.weight")
+@rev("rt.weight", view=True)
 def weight(dout, out, w, b=None, return_sign=False):
     dw = rt.weight(dout, b)
     db = rt.unbroadcast(dout * w, b)
