@@ -874,6 +874,20 @@ def frames(outer, count):
     return tuple(tuple(f) for f in outer)
 
 
+def outer_frames(outer, flags=None):
+    """`outer` of a helper batched by one more vmap, where the code holds it in a name (a
+    value the forward pass saved for the backward pass) rather than spelling it: as the
+    vmap pass computes it from a literal. `flags`: for a helper batching each argument
+    separately, which arguments this vmap batches."""
+    if outer == ():
+        outer = 0
+    if flags is not None:
+        return tuple((f,) + tuple(b) for f, b in zip(flags, frames(outer, len(flags))))
+    if isinstance(outer, tuple):            # per-argument frames, all now batched
+        return tuple((1,) + tuple(f) for f in outer)
+    return outer + 1
+
+
 def _lead(flags):
     return "".join(_FRAMES[j] for j, f in enumerate(flags) if f)
 

@@ -456,6 +456,22 @@ def tree_stack(trees, axis=0):
                     xp.stack([xp.asarray(v) for v in leaves], axis), *trees)
 
 
+def tree_step_like(tree, axis=0):
+    """Ones shaped as one slice along `axis` of every leaf: the input of a step that
+    tp.lax.scan takes over zero steps for the shapes of its outputs only (ones, where most
+    functions are defined)."""
+    return _leafwise(lambda leaf: array_module(leaf).ones(
+        np.shape(leaf)[:axis] + np.shape(leaf)[axis + 1:], dtype=np.result_type(leaf)), tree)
+
+
+def tree_stack_empty(tree, axis=0):
+    """Every leaf stacked zero times along `axis`: tp.lax.scan's outputs over zero steps,
+    shaped as the steps would stack them (`tree`: one step's outputs)."""
+    return _leafwise(lambda leaf: array_module(leaf).zeros(
+        np.shape(leaf)[:axis] + (0,) + np.shape(leaf)[axis:], dtype=np.result_type(leaf)),
+        tree)
+
+
 def tree_unstack(tree, like, axis=0):
     """The adjoint of `tree_stack`: a list (as long as `like`) of the slices of each leaf."""
     xp = array_module(*[leaf for leaf in tree_leaves(tree) if leaf is not None])

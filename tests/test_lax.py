@@ -151,6 +151,42 @@ def test_scan_rnn_against_a_hand_written_loop():
     assert np.isclose(rnn(params, xs), np.sum(h) + total)
 
 
+def _scan_two_outputs(c, xs):
+    def step(c, x):
+        return c * 1.5 + np.sum(x[0]), (c * x[1], np.log(x[1]) * c)
+    c, (a, b) = lax.scan(step, c, xs)
+    return c + np.sum(a) + np.sum(b), a, b
+
+
+def test_scan_and_map_over_zero_steps_give_empty_outputs_of_the_steps_shape():
+    """As JAX: the outputs of no step have length 0 and the shape a step gives (they were
+    None); the step is taken once, on ones and without warnings, for that shape only."""
+    rng = _rng()
+    c = rng.uniform(0.5, 2.0)
+    for n in (0, 3):
+        xs = (rng.uniform(0.5, 2.0, (n, 3)), rng.uniform(0.5, 2.0, (n, 2)))
+        value, a, b = _scan_two_outputs(c, xs)
+        assert a.shape == (n, 2) and b.shape == (n, 2) and (n or value == c)
+        with np.errstate(all="raise"):
+            jitted = tp.jit(_scan_two_outputs)(c, xs)
+        assert all(np.allclose(j, p) for j, p in zip(jitted, (value, a, b)))
+        check_grads(lambda c: _scan_two_outputs(c, xs)[0], (c,), order=2, modes=("rev", "fwd"))
+        cs = rng.uniform(0.5, 2.0, 4)
+        batched = tp.vmap(_scan_two_outputs, in_axes=(0, None))(cs, xs)
+        looped = [_scan_two_outputs(ci, xs) for ci in cs]
+        for k in range(3):
+            assert batched[k].shape == (4,) + np.shape(looped[0][k])
+            assert np.allclose(batched[k], [out[k] for out in looped])
+        _, tangents = tp.jvp(lambda c: _scan_two_outputs(c, xs), (c,), (1.0,))
+        assert [np.shape(t) for t in tangents] == [(), (n, 2), (n, 2)]
+        assert tp.jacrev(lambda c: _scan_two_outputs(c, xs)[1])(c).shape == (n, 2)
+    with np.errstate(all="raise"):           # log(0) on the ones: no FloatingPointError
+        ys = lax.map(lambda x: (x * 2.0, np.log(x[0] - 1.0)), np.zeros((0, 3)))
+    assert [y.shape for y in ys] == [(0, 3), (0,)]
+    carry, ys = lax.scan(lambda c, _: (c + 1.0, c * np.ones(2)), 0.5, None, length=0)
+    assert carry == 0.5 and ys.shape == (0, 2)
+
+
 def test_while_loop_stops_on_a_value():
     """JAX's while_loop is not reverse-differentiable; this one is (a Python while)."""
     a = _rng().uniform(1.0, 4.0, 5)

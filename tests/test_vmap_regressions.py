@@ -9,6 +9,7 @@ import pytest
 
 import transpile as tp
 from runtime.trees import tree_leaves, tree_map
+from transpile.test_util import check_grads
 
 RNG = np.random.default_rng(20240611)
 
@@ -1212,3 +1213,30 @@ def test_keepdims_passed_through_a_helper_saved_in_a_loop():
     # batched as a whole, and keepdims reached np.sum's adjoint as an array of flags
     xs = np.random.default_rng(15).normal(size=(3, 4))
     np.testing.assert_allclose(tp.vmap(tp.grad(_twice_in_a_loop))(xs), 4 * xs, rtol=1e-15)
+
+
+# ---------------------------------------------------------------- a helper of nested vmaps
+# (rt.lanes_matmul's `outer`) saved by the forward pass: vmapping the backward pass again
+# met the name, not a literal, and stopped with an internal error (jax-md's displacement
+# functions under hessian and vmap(grad))
+
+def _box_map(r, box):
+    return r @ box.T
+
+
+def _box_energy(R, box):
+    return np.sum(tp.vmap(tp.vmap(_box_map, (0, None)), (0, None))(R, box) ** 2)
+
+
+def test_the_saved_outer_axes_of_a_nested_vmap_are_batched_again():
+    rng = np.random.default_rng(11)
+    R, box = rng.normal(size=(4, 2, 3, 2)), rng.normal(size=(2, 2))
+    grads = [tp.grad(_box_energy)(r, box) for r in R]
+    close(tp.vmap(tp.grad(_box_energy), (0, None))(R, box), np.stack(grads))
+    check_grads(_box_energy, (R[0], box), order=2, modes=("rev", "fwd"))
+    hessians = [tp.hessian(_box_energy)(r, box) for r in R[:2]]
+    close(tp.vmap(tp.hessian(_box_energy), (0, None))(R[:2], box), np.stack(hessians))
+    close(tp.vmap(tp.vmap(tp.grad(_box_energy), (0, None)), (0, None))(R[None], box),
+          np.stack(grads)[None])
+    close(tp.jacrev(tp.grad(_box_energy, argnums=1), argnums=1)(R[0], box),
+          tp.jacfwd(tp.grad(_box_energy, argnums=1), argnums=1)(R[0], box))

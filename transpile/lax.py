@@ -143,6 +143,12 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """carry, y = f(carry, x) for each x along xs' leading axis (every leaf of a tuple or
     list of arrays; xs None: `length` steps with x None); returns (carry, the ys stacked)."""
     n = rt.scan_length(xs, length)
+    if n == 0:
+        # JAX gives the outputs of zero steps in the shape the steps would stack: one step
+        # is taken on ones for that shape, its values thrown away
+        with np.errstate(all="ignore"):
+            _, y = f(init, rt.tree_step_like(xs))
+        return init, rt.tree_stack_empty(y)
     carry = init
     ys = []
     for t in range(n):
@@ -159,8 +165,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
 def map(f, xs):
     """f applied along xs' leading axis, results stacked (a loop, as JAX's lax.map)."""
+    n = rt.scan_length(xs, None)
+    if n == 0:                  # (as scan's zero steps)
+        with np.errstate(all="ignore"):
+            y = f(rt.tree_step_like(xs))
+        return rt.tree_stack_empty(y)
     ys = []
-    for i in range(rt.scan_length(xs, None)):
+    for i in range(n):
         ys.append(f(rt.tree_index(xs, i)))
     return rt.tree_stack(ys)
 

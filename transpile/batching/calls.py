@@ -203,10 +203,12 @@ class CallRules:
         outer = self.literal(bound.arguments.get(param, const(0)))
         if isinstance(outer, gast.Constant) and outer.value == ():
             outer = const(0)
-        if not isinstance(outer, (gast.Constant, gast.Tuple)):
-            raise self.error(s, f"internal: {spelling} with a computed `outer`")
         new = call(spelling, args)
-        if each:
+        if not isinstance(outer, (gast.Constant, gast.Tuple)):
+            # a name the code saved (a helper of a backward pass): the same, at run time
+            value = call("rt.outer_frames", [outer] + ([literal_ast(tuple(flags))] if each
+                                                       else []))
+        elif each:
             old = ast.literal_eval(gast.unparse(outer)) if isinstance(outer, gast.Tuple) \
                 else outer.value
             before = runtime.batching.frames(old, len(flags))

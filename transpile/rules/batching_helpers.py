@@ -385,6 +385,9 @@ batch_lanes("rt.batched_dot_adj_b", ("dout", "a", "b"), each=True, param="outer_
 batch_lanes("rt.lane_len", ("x",), out_batched=False)
 nondiff("rt.lane_check_unpack", side_effect=True)
 batch_lanes("rt.lane_check_unpack", ("x",), out_batched=False)
+# the `outer` of a helper batched again, computed where the code saved it in a name
+nondiff("rt.outer_frames")
+batch_same("rt.outer_frames", out_batched=False)
 nondiff("rt.scan_length")
 batch_lanes("rt.scan_length", ("xs",), out_batched=False)
 # Jacobians (transpile/jacobians.py): the basis depends only on the per-example shape

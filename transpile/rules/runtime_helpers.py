@@ -97,6 +97,23 @@ def tree_stack_batch(trees, axis=0):
                         rt.lane_axis(axis, trees))
 
 
+# scan over zero steps: a step's input of zeros (for the outputs' shapes only) and outputs
+# of length 0, which carry no derivative (they hold no number)
+nondiff("rt.tree_step_like", "rt.tree_stack_empty")
+
+
+@batch("rt.tree_step_like")
+def tree_step_like_batch(tree, axis=0):
+    out = rt.tree_step_like(rt.broadcast_batch(tree, batch_size, tree_spec),
+                            rt.lane_axis(axis, tree))
+
+
+@batch("rt.tree_stack_empty")
+def tree_stack_empty_batch(tree, axis=0):
+    out = rt.tree_stack_empty(rt.broadcast_batch(tree, batch_size, tree_spec),
+                              rt.lane_axis(axis, tree))
+
+
 @rev("rt.tree_unstack", container_out=True)
 def tree_unstack(dout, out, tree, like, axis=0):
     dtree = rt.tree_stack(dout, axis)
