@@ -14,6 +14,7 @@ import importlib.util
 import math
 import pathlib
 import sys
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -1075,3 +1076,95 @@ def test_a_pullback_is_transformed_and_checks_its_cotangent():
     with pytest.raises(TypeError, match="cotangent must have the output's structure"):
         pb((eye[0], eye[1]))
     assert tp.linear_transpose(lambda v: 2 * v, 1)(3)[0] == 6.0
+
+
+# ---------------------------------------------------------------- tp.checkpoint (jax.checkpoint)
+
+def _ck_layer(w, x):
+    return np.tanh(x @ w) + 0.1 * np.sin(x)
+
+
+def _ck_net(ws, x):
+    for w in ws:
+        x = tp.checkpoint(_ck_layer)(w, x)
+    return np.sum(x ** 2)
+
+
+def _plain_net(ws, x):
+    for w in ws:
+        x = _ck_layer(w, x)
+    return np.sum(x ** 2)
+
+
+@tp.checkpoint
+def _ck_block(x, w):
+    return np.sin(x @ w) ** 2
+
+
+@functools.partial(tp.checkpoint, static_argnums=(1,))
+def _ck_repeat(x, n):
+    for _ in range(n):
+        x = np.tanh(x) * 1.1
+    return x
+
+
+def _ck_mixed(x, w):
+    z = _ck_repeat(_ck_block(x, w), 3)
+    inner = tp.checkpoint(lambda v: np.exp(-v) * w[0, 0])
+
+    def step(c, xi):
+        c = tp.remat(lambda c: np.cos(c * xi))(c)
+        return c, c * 2.0
+    c, ys = tp.lax.scan(step, z[0], x)
+    return np.sum(inner(z)) + np.sum(ys) + np.sum(c)
+
+
+def _plain_mixed(x, w):
+    z = np.sin(x @ w) ** 2
+    for _ in range(3):
+        z = np.tanh(z) * 1.1
+    c, ys = z[0], []
+    for xi in x:
+        c = np.cos(c * xi)
+        ys.append(c * 2.0)
+    return np.sum(np.exp(-z) * w[0, 0]) + np.sum(ys) + np.sum(c)
+
+
+def test_checkpoint_gives_the_functions_values_and_derivatives():
+    rng = np.random.default_rng(35)
+    x, w = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    assert np.isclose(_ck_mixed(x, w), _plain_mixed(x, w))
+    check_grads(_ck_mixed, (x, w), order=2, modes=("rev", "fwd"))
+    for argnums in (0, 1):
+        np.testing.assert_allclose(tp.grad(_ck_mixed, argnums=argnums)(x, w),
+                                   tp.grad(_plain_mixed, argnums=argnums)(x, w), rtol=1e-10)
+    assert np.isclose(tp.jit(_ck_mixed)(x, w), _plain_mixed(x, w))
+    xs = rng.normal(size=(4, 3, 3))
+    np.testing.assert_allclose(tp.vmap(_ck_mixed, (0, None))(xs, w),
+                               [_plain_mixed(v, w) for v in xs], rtol=1e-12)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_ck_mixed), (0, None))(xs, w),
+                               [tp.grad(_plain_mixed)(v, w) for v in xs], rtol=1e-10)
+    np.testing.assert_allclose(
+        tp.grad(lambda w: np.sum(tp.vmap(_ck_mixed, (0, None))(xs, w)))(w),
+        sum(tp.grad(_plain_mixed, argnums=1)(v, w) for v in xs), rtol=1e-10)
+    assert np.isclose(tp.grad(tp.checkpoint(np.sin))(0.7), np.cos(0.7))
+    with pytest.raises(tp.TransformError, match="saves only the function's arguments"):
+        tp.checkpoint(_ck_layer, policy=lambda *args: True)
+
+
+def test_checkpoint_keeps_only_the_arguments_for_the_backward_pass():
+    """The point of it: twenty layers of 200 x 200 keep one input each, not the four
+    intermediates of each layer (peak traced memory of the gradient's call)."""
+    rng = np.random.default_rng(36)
+    ws = [rng.normal(size=(200, 200)) / 14 for _ in range(20)]
+    x = rng.normal(size=(200, 200))
+    peaks = []
+    for net in (_plain_net, _ck_net):
+        grad = tp.grad(net, argnums=1)
+        got = grad(ws, x)
+        tracemalloc.start()
+        grad(ws, x)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    np.testing.assert_allclose(got, tp.grad(_plain_net, argnums=1)(ws, x), rtol=1e-10)
+    assert peaks[1] < 0.6 * peaks[0], peaks

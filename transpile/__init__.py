@@ -6,7 +6,7 @@
 from . import rules  # noqa: F401  (importing it registers the primitive table)
 from .api import (Jitted, Transformed, elementwise_grad, grad, jit, jvp, linear_transpose,
                   linearize, transform, value_and_grad, vjp, vmap)
-from .custom import custom_jvp, custom_vjp
+from .custom import checkpoint, custom_jvp, custom_vjp, remat
 from .errors import TransformError
 from .jacobians import hessian, hessian_vector_product, jacfwd, jacrev
 from . import distributed, flatten_util, integrate, lax, misc, nn, optim, signal, tree, tree_util
@@ -22,5 +22,5 @@ from .pmap import (device_count, devices, local_device_count, local_devices, pma
                    process_count, process_index)
 from runtime import random
 
-__all__ = ["distributed", "flatten_util", "misc", "integrate", "signal", "profile", "profiler", "random", "lax", "nn", "optim", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten", "cond", "fori_loop", "scan", "select", "stop_gradient", "switch", "while_loop", "Jitted", "block_until_ready", "device_put", "devices", "device_count", "local_devices", "local_device_count", "process_index", "process_count", "pmap", "ShardedArray", "jit", "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter", "TransformError", "Transformed", "custom_jvp", "custom_vjp", "elementwise_grad", "grad", "hessian", "hessian_vector_product", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
+__all__ = ["distributed", "flatten_util", "misc", "integrate", "signal", "profile", "profiler", "random", "lax", "nn", "optim", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten", "cond", "fori_loop", "scan", "select", "stop_gradient", "switch", "while_loop", "Jitted", "block_until_ready", "device_put", "devices", "device_count", "local_devices", "local_device_count", "process_index", "process_count", "pmap", "ShardedArray", "jit", "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter", "TransformError", "Transformed", "checkpoint", "remat", "custom_jvp", "custom_vjp", "elementwise_grad", "grad", "hessian", "hessian_vector_product", "jacfwd", "jacrev", "jvp", "transform", "value_and_grad", "vjp", "vmap"]
 __version__ = "0.1.0"

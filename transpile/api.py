@@ -17,9 +17,8 @@ from runtime.trees import tangent_zeros, tree_leaves, tree_map
 from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
-from .custom import (CustomRule, fixed_arity_wrapper, method_caller, primitive_wrapper,
-                     wrapped_signature_caller,
-                     summed_output, wrapper_for)
+from .custom import (CustomRule, checkpoint, fixed_arity_wrapper, method_caller,
+                     primitive_wrapper, wrapped_signature_caller, summed_output, wrapper_for)
 from .errors import ArgumentDependent, TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
@@ -1102,7 +1101,7 @@ def jit(f=None, static_argnums=(), static_argnames=(), donate_argnums=(), backen
 
 
 _TRANSFORMATIONS = {"grad": grad, "value_and_grad": value_and_grad, "transform": transform,
-                    "jvp": jvp, "vjp": vjp, "vmap": vmap, "jit": jit}
+                    "jvp": jvp, "vjp": vjp, "vmap": vmap, "jit": jit, "checkpoint": checkpoint}
 CALLEES = _ApiCallees()
 
 

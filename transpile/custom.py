@@ -177,6 +177,74 @@ class custom_jvp(CustomRule):  # noqa: N801
         return self.defjvp(file_backed(text, env, name))
 
 
+class Checkpointed(CustomRule):
+    """`tp.checkpoint(f)` (JAX's jax.checkpoint, jax.remat): the same values and derivatives
+    as `f`, but reverse mode keeps only its arguments for the backward pass, not the
+    values inside it; the backward pass runs `f`'s forward pass again from them. Memory for
+    time, in a deep model or a long loop of calls. Forward mode and vmap see `f`'s body
+    (vmap of a checkpointed function is checkpointed: vmap(f)'s body under reverse mode)."""
+
+    def __init__(self, fn, static_argnums=()):
+        super().__init__(fn, static_argnums)
+
+    def reverse_rules(self, mask, grad):
+        """fwd calls `f` and saves its arguments; bwd differentiates `f` at them: the
+        gradient of <f(args), g> for the arguments `mask` marks (all, where None)."""
+        pairs = self.__dict__.setdefault("_pairs", {})
+        if mask not in pairs:
+            pairs[mask] = self._pair(mask, grad)
+        return pairs[mask]
+
+    def forward_rule(self, mask):
+        return None           # forward mode differentiates the body (pipeline.jvp_variant)
+
+    def _pair(self, mask, grad):
+        params = positional_names(len(self.signature.parameters))
+        args = ", ".join(params)
+        one = "," if len(params) == 1 else ""
+        wrt = [k for k in range(len(params)) if mask is None or mask[k]]
+        name = identifier(self.__name__)
+        product = file_backed(f"def {name}product({args}, u):\n"
+                              f"    return rt.tree_vdot(fn({args}), u)\n",
+                              {"fn": self.fn, "rt": rt}, f"{name}product")
+        env = {"fn": self.fn, "rt": rt,
+               "pullback": grad(product, argnums=tuple(wrt)) if wrt else None}
+        fwd = file_backed(f"def {name}checkpoint_fwd({args}):\n"
+                          f"    return fn({args}), ({args}{one})\n", env,
+                          f"{name}checkpoint_fwd")
+        found = {k: f"found[{i}]" for i, k in enumerate(wrt)}
+        cotangents = ", ".join(found.get(k, f"rt.tangent_zeros({p})")
+                               for k, p in enumerate(params))
+        recompute = f"    found = pullback({args}, g)\n" if wrt else ""
+        bwd = file_backed(f"def {name}checkpoint_bwd(saved, g):\n"
+                          f"    {args}{one} = saved\n"
+                          f"{recompute}"
+                          f"    return ({cotangents}{one})\n", env, f"{name}checkpoint_bwd")
+        return fwd, bwd
+
+
+def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=(), concrete=False):
+    """`f` whose reverse mode saves only its arguments and recomputes the rest in the
+    backward pass (JAX's jax.checkpoint, also named remat); the values and derivatives are
+    `f`'s. Usable as `tp.checkpoint(f)`, `@tp.checkpoint` or with `static_argnums` (fixed
+    while transforming, as custom_vjp's nondiff_argnums). `prevent_cse` has nothing to
+    prevent here; JAX's saving policies are refused (this saves the arguments only)."""
+    if policy is not None:
+        raise TransformError("tp.checkpoint with a policy: this checkpoint saves only the "
+                             "function's arguments (JAX's default, "
+                             "checkpoint_policies.nothing_saveable).\n  hint: leave policy "
+                             "out; the values and derivatives are the same.")
+    if fun is None:
+        return functools.partial(checkpoint, prevent_cse=prevent_cse,
+                                 static_argnums=static_argnums)
+    if rules.lookup_object(fun) is not None:        # tp.checkpoint(np.sin)
+        fun = primitive_wrapper(fun) or fun
+    return Checkpointed(fun, static_argnums)
+
+
+remat = checkpoint
+
+
 def _positional_partial(bound):
     """A function of the positional parameters a functools.partial leaves (`partial(fun,
     a=0.1)`: of fun's others, as JAX's custom_jvp of it takes them), calling it."""

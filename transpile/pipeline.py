@@ -338,12 +338,16 @@ class Build:
         """The forward-mode function of `ir_name` for arguments carrying tangents (`mask`)."""
         key = (ir_name, mask)
         program = self.program
+        body = ir_name
         if key not in self.jvp_variants and ir_name in program.custom:
             fn = program.custom[ir_name].forward_rule(mask)
-            self.jvp_variants[key] = normalize_function(fn, program)[0]
+            if fn is not None:
+                self.jvp_variants[key] = normalize_function(fn, program)[0]
+            else:             # no rule of its own in forward mode (checkpoint): the body's
+                body = normalize_function(program.custom[ir_name].fn, program)[0]
         if key not in self.jvp_variants:
             name = self.jvp_variants[key] = self.fresh(ir_name + "_jvp")
-            callee = program.functions[ir_name]
+            callee = program.functions[body]
             wrt = [p for p, m in zip(callee.params, mask) if m]
             self.add(forward.jvp_function(program, _fresh(callee), name, wrt, self.jvp_variant))
         return self.jvp_variants[key]
