@@ -55,6 +55,12 @@ def extremum_share(a, out, axis=None, keepdims=False):
     return share.astype(_float_dtype(a)) if shape else _float_dtype(a).type(share)
 
 
+def outer_shape(a, b, outer=0):
+    """a's shape with one axis of length 1 for each of b's: `ufunc.outer(a, b)` is the ufunc
+    of `a` reshaped so and `b`. `outer`: leading batch axes of both (vmap), not counted."""
+    return np.shape(a)[outer:] + (1,) * (np.ndim(b) - outer)
+
+
 def cumsum_adj(g, a, axis=None):
     """Adjoint of `np.cumsum(a, axis)`: a reversed cumulative sum, in `a`'s shape."""
     xp = array_module(g)

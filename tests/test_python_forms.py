@@ -1676,6 +1676,31 @@ def test_ufunc_reduce_and_accumulate(rng):
                                [_ufunc_methods(x), _ufunc_methods(2 * x)], rtol=1e-14)
 
 
+def _ufunc_outers(a, b):
+    return (np.sum(np.sin(np.multiply.outer(a, b)) + np.subtract.outer(b, a).T ** 2) +
+            np.sum(np.logaddexp.reduce(np.add.outer(a, a), axis=1)) +
+            np.logaddexp.reduce(a) * np.sum(np.power.outer(np.abs(a) + 0.5, b[0])))
+
+
+def test_ufunc_outer_and_logaddexp_reduce(rng):
+    # the refusals of the JAX ports: `np.multiply.outer` and `np.logaddexp.reduce`
+    a, b = rng.normal(size=3), rng.normal(size=(2, 2))
+    assert tp.jit(_ufunc_outers)(a, b) == pytest.approx(_ufunc_outers(a, b), rel=1e-14)
+    check_grads(_ufunc_outers, (a, b), order=2, modes=("fwd", "rev"))
+    A, B = rng.normal(size=(4, 3)), rng.normal(size=(4, 2, 2))
+    for in_axes in [(0, None), (None, 0), (0, 0)]:
+        args = (A if in_axes[0] == 0 else a, B if in_axes[1] == 0 else b)
+        looped = [_ufunc_outers(A[k] if in_axes[0] == 0 else a, B[k] if in_axes[1] == 0
+                                else b) for k in range(4)]
+        np.testing.assert_allclose(tp.vmap(_ufunc_outers, in_axes)(*args), looped,
+                                   rtol=1e-13)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_ufunc_outers))(A, B),
+                               [tp.grad(_ufunc_outers)(x, y) for x, y in zip(A, B)],
+                               rtol=1e-12)
+    np.testing.assert_allclose(tp.vmap(tp.vmap(_ufunc_outers))(A[None], B[None])[0],
+                               [_ufunc_outers(x, y) for x, y in zip(A, B)], rtol=1e-13)
+
+
 # ---------------------------------------------------------------- a function passed to a
 # helper whose parameter has the function's own name (jax-md's `shift_fn`, `def helper(predict,
 # ...)` given `predict`): the helper's parameter hid the module-level function of that name,

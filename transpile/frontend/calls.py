@@ -80,7 +80,8 @@ ODEINT_PARAMS = ("func", "y0", "t", "args", "Dfun", "col_deriv", "full_output", 
 # ufunc methods that are numpy reductions with rules (np.add.reduce is np.sum along axis 0)
 UFUNC_METHODS = {("add", "reduce"): "np.sum", ("multiply", "reduce"): "np.prod",
                  ("maximum", "reduce"): "np.max", ("minimum", "reduce"): "np.min",
-                 ("add", "accumulate"): "np.cumsum", ("multiply", "accumulate"): "np.cumprod"}
+                 ("add", "accumulate"): "np.cumsum", ("multiply", "accumulate"): "np.cumprod",
+                 ("logaddexp", "reduce"): "rt.logsumexp"}
 
 # operator.add & co., passed as functions (functools.reduce(operator.add, xs))
 OPERATORS = {id(operator.add): "+", id(operator.sub): "-", id(operator.mul): "*",
@@ -836,6 +837,19 @@ class CallNormalizer:
                                              tuple((k, v) for k, (_, v) in named.items()))
         return False, None
 
+    def ufunc_outer(self, ufunc, args, keywords, node, stmts):
+        """`np.multiply.outer(a, b)`: the ufunc of `a` with an axis of length 1 for each of
+        b's, and `b` (then every derivative and batching rule is the ufunc's)."""
+        if len(args) != 2 or keywords:
+            raise self.error(node, f"np.{ufunc.__name__}.outer is supported in transformed "
+                             "code with two arrays and no keywords.")
+        a, b = args
+        shape, shaped = self.namer.fresh("shape"), self.namer.fresh("shaped")
+        stmts.append(_assign(shape, prim_call("rt.outer_shape", [a, b]), node))
+        stmts.append(_assign(shaped, prim_call("np.reshape", [_copy_node(a), _name(shape)]),
+                             node))
+        return prim_call(rules.lookup_object(ufunc)[1], [_name(shaped), _copy_node(b)])
+
     def call_static(self, value, args, keywords, node, stmts):
         if isinstance(value, custom.CustomRule):
             # Generated code calls the custom object itself, so code transformed again
@@ -871,6 +885,9 @@ class CallNormalizer:
             if not any(k == "axis" for k, _ in keywords):
                 keywords = [("axis", _const(0))] + list(keywords)
             return prim_call(spelled, args, keywords)
+        if isinstance(owner, np.ufunc) and getattr(value, "__name__", "") == "outer" and \
+                owner.nin == 2 and rules.lookup_object(owner) is not None:
+            return self.ufunc_outer(owner, args, keywords, node, stmts)
         found = rules.lookup_object(value)
         if found is not None:
             if _writes_into_out(value, args, keywords):

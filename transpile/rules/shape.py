@@ -1944,3 +1944,6 @@ batch_lanes("rt.lane_diag_adj", ("g", "v"))
 batch_lanes("rt.lane_shape_of", ("x",), out_batched=False)
 batch_lanes("rt.lane_size", ("a",), out_batched=False)
 batch_lanes("rt.lane_example", ("x",))
+# np.multiply.outer(a, b) reshapes a so (frontend/calls.py): a shape per example
+nondiff("rt.outer_shape")
+batch_lanes("rt.outer_shape", ("a", "b"), out_batched=False)
