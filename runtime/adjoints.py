@@ -515,6 +515,11 @@ def mapping_keys(x):
     return list(x.keys()) if hasattr(x, "keys") else []
 
 
+def merged_keys(*mappings):
+    """The keys of `{**a, **b, ...}` in Python's order: each where it first appears."""
+    return list(dict.fromkeys(k for m in mappings for k in m.keys()))
+
+
 def to_tuple(x):
     return tuple(x)
 

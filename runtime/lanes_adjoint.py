@@ -233,6 +233,8 @@ def lane_to_like(g, x, outer=0):
     adjoint in the container type of x; for an array x, the list of per-element adjoints
     stacked along each example's first axis (unset elements are zeros)."""
     k = outer + 1
+    if isinstance(x, dict):
+        return None         # list(d) is d's keys: they carry no derivative (as rt.to_like)
     if isinstance(x, (tuple, list)):
         if isinstance(g, (tuple, list)):
             return rebuild_like(x, g)

@@ -302,6 +302,17 @@ def loop_sequence_tangent(t, seq):
     return [None] * len(seq) if _keyed(seq) else t
 
 
+def check_keys(mapping, keys, where):
+    """`f(**kw)` of a dict the code made with these keys (`kw = {"a": x, "b": y}`), read as
+    f(a=kw["a"], b=kw["b"]): a dict whose keys changed since (an item added or removed)
+    would make another call."""
+    if tuple(mapping) != tuple(keys):
+        raise located(where, f"the dict unpacked by ** has the keys {tuple(mapping)!r} here; "
+                      f"the code was made for the keys {tuple(keys)!r} it was written with.",
+                      "pass the keywords one by one, or build the dict with all its keys "
+                      "in one display.")
+
+
 def check_length(seq, n, where, at_least=False, what="zip"):
     """Refuse `for a, b, c in zip(*seq)` where `seq` has other than 3 items: the loop is
     lowered to zip(seq[0], seq[1], seq[2]), which is Python's loop only for such a `seq`

@@ -1258,7 +1258,7 @@ def test_operators_and_defaults_given_to_transformations(rng):
     assert tp.grad(operator.neg)(a) == -1.0
     m, v = rng.normal(size=(4, 3, 3)), rng.normal(size=(4, 3))
     np.testing.assert_allclose(tp.vmap(operator.matmul)(m, v), np.einsum("bij,bj->bi", m, v),
-                               rtol=1e-14)
+                               rtol=1e-14, atol=1e-14)     # (sums of 3 rounded differently)
     x = rng.normal(size=5)
     for run in (tp.vmap(_scale_and_shift), tp.jit(tp.vmap(_scale_and_shift))):
         for _ in range(2):                  # the general code, then the specialized one
@@ -1743,3 +1743,58 @@ def test_a_function_passed_under_its_own_name():
     np.testing.assert_allclose(tp.jit(step)(x), step(x), rtol=1e-15)
     np.testing.assert_allclose(tp.vmap(step)(np.stack([x, x / 2])),
                                np.stack([step(x), step(x / 2)]), rtol=1e-15)
+
+
+# ---------------------------------------------------------------- ** in dict displays and
+# in calls (refusals of the JAX ports and jax-md: `{**defaults, **params}`, `f(**kwargs)`)
+
+_SUM_OPTIONS = {"axis": 0, "keepdims": True}
+
+
+def _affine_kw(x, scale=1.0, shift=0.0):
+    return x * scale + shift
+
+
+def _merges(x, p):
+    a = {"w": x * 2.0, "b": 1.0}
+    c = {**a, "b": x[0], **p}           # "w" from p (the last), "b" written, "z" from p
+    kw = {"scale": 3.0, "shift": x[1]}
+    total = np.sum(c["w"] * c["b"] * c["z"], **_SUM_OPTIONS) + _affine_kw(x, **kw)
+    return np.sum(total + _affine_kw(x, **{"scale": x[2]})), list(c)
+
+
+def _keys_grown(x):
+    kw = {"scale": 2.0}
+    kw["shift"] = x[0]
+    return np.sum(_affine_kw(x, **kw))
+
+
+def _summed_with_options(m):
+    return np.sum(np.sum(m, **_SUM_OPTIONS) ** 2)
+
+
+def test_double_star_in_dict_displays_and_calls(rng):
+    x = rng.uniform(0.5, 2.0, 3)
+    p = {"z": rng.normal(size=3), "w": rng.normal(size=3)}
+    value, keys = _merges(x, p)
+    assert keys == ["w", "b", "z"] and tp.jit(_merges)(x, p)[1] == keys
+    assert tp.jit(_merges)(x, p)[0] == pytest.approx(value, rel=1e-14)
+    check_grads(lambda x: _merges(x, p)[0], (x,), order=2, modes=("fwd", "rev"))
+    xs = rng.uniform(0.5, 2.0, (4, 3))
+    np.testing.assert_allclose(tp.vmap(lambda x: _merges(x, p)[0])(xs),
+                               [_merges(v, p)[0] for v in xs], rtol=1e-13)
+    grad = tp.grad(lambda x: _merges(x, p)[0])
+    np.testing.assert_allclose(tp.vmap(grad)(xs), [grad(v) for v in xs], rtol=1e-12)
+    with pytest.raises(tp.TransformError, match="the code was made for the keys"):
+        tp.grad(_keys_grown)(x)
+
+
+def test_double_star_of_a_module_dict_follows_its_changes(monkeypatch):
+    m = np.arange(6.0).reshape(2, 3)
+    grad = tp.grad(_summed_with_options)
+    monkeypatch.setitem(_SUM_OPTIONS, "keepdims", False)
+    for axis in (0, 1, None):
+        monkeypatch.setitem(_SUM_OPTIONS, "axis", axis)
+        expected = 2 * np.broadcast_to(np.sum(m, axis=axis, keepdims=True), m.shape)
+        np.testing.assert_allclose(grad(m), expected, rtol=1e-15)
+        assert tp.jit(_summed_with_options)(m) == _summed_with_options(m)

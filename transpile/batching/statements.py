@@ -596,6 +596,8 @@ class Batching(CallRules, ControlFlowRules):
         if not any(batched(self.expr_spec(a)) for a in operands(v)):
             return [], v
 
+        if isinstance(v, gast.Compare) and isinstance(v.ops[0], (gast.In, gast.NotIn)):
+            return [], v        # `k in d`: a key of a dict, an item of a list, as it is
         if isinstance(v, (gast.BinOp, gast.Compare)):
             # `xs - m` reads a list as an array; `xs + ys` of two lists joins them
             ops = operands(v)
@@ -876,7 +878,7 @@ RT_CONTAINER_ARGS = {"rt.add", "rt.as_grad", "rt.unbroadcast", "rt.basis_like", 
                      "rt.zeros_like", "rt.tangent_zeros", "rt.zero_tangent", "rt.astype",
                      "rt.check_float_input", "rt.push", "rt.pop", "rt.pop_adjoint",
                      "rt.tree_index", "rt.tree_index_adj", "rt.tree_stack", "rt.tree_unstack",
-                     "rt.tree_step_like", "rt.tree_stack_empty",
+                     "rt.tree_step_like", "rt.tree_stack_empty", "rt.lane_contains",
                      "rt.stop_gradient", "rt.loop_sequence", "rt.loop_sequence_adj", "rt.lane_guard",
                      "rt.lane_borrow", "rt.lane_guard_adj",
                      "rt.loop_sequence_tangent", "rt.check_length", "rt.check_instance",

@@ -24,7 +24,7 @@ from ..errors import ArgumentDependent
 from ..ir import anno
 from ..ir.anno import Anno
 from ..ir.nodes import assign as _assign, const as _const, name as _name, prim_call
-from ..ir.program import is_literal
+from ..ir.program import Snapshot, is_literal
 from ..ir.templates import binop_spelling, dotted, literal_index
 from . import layouts
 from .parse import parse_function, signature_of
@@ -158,7 +158,7 @@ class CallNormalizer:
             return self.generator_draw(node, stmts)
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
-            node = self.unpacked_call(node)
+            node = self.unpacked_call(node, stmts)
         func = node.func
         if isinstance(func, gast.Name) and func.id in self.pullbacks:
             return self.pullback_call(node, stmts)
@@ -635,7 +635,7 @@ class CallNormalizer:
             gast.copy_location(n, node)
         return self.expr(listed, stmts, view)
 
-    def unpacked_call(self, node):
+    def unpacked_call(self, node, stmts):
         """`f(*args, **kwargs)` with the arguments spelled out, where their number is known
         while transforming: the function's own *args and **kwargs (a copy for each call
         shape, see variadic.py), slices of its *args with constant bounds (`*args[1:]`),
@@ -658,13 +658,59 @@ class CallNormalizer:
                 keywords.append(k)
                 continue
             value = k.value
+            if isinstance(value, gast.Dict) and all(
+                    isinstance(key, gast.Constant) and isinstance(key.value, str)
+                    for key in value.keys):          # f(**{"a": x})
+                keywords.extend(gast.keyword(arg=key.value, value=v)
+                                for key, v in zip(value.keys, value.values))
+                continue
+            found = self.static(value) if isinstance(value, gast.Name) and \
+                value.id not in self.keyed else None
+            if isinstance(found, Static) and type(found.value) is dict and \
+                    all(isinstance(key, str) for key in found.value):
+                keywords.extend(self.keywords_of_global(value, found.value))
+                continue
+            if isinstance(value, gast.Name) and value.id in self.dict_keys and \
+                    value.id not in self.keyed:
+                keywords.extend(self.keywords_of_local(value, stmts))
+                continue
             if not (isinstance(value, gast.Name) and value.id in self.keyed):
                 raise self.error(value, "**kwargs in a call is supported for the function's "
-                                 "own **kwargs.", "pass the keywords one by one.")
+                                 "own **kwargs, a dict written in the code with its keys "
+                                 "(`kw = {\"axis\": 0}`), a dict of the module (or a "
+                                 "closure) and one written in the call.",
+                                 "pass the keywords one by one.")
             keywords.extend(gast.keyword(arg=key, value=gast.copy_location(_name(copy), value))
                             for key, copy in self.keyed[value.id])
         call = gast.Call(func=node.func, args=args, keywords=keywords)
         return gast.copy_location(call, node)
+
+    def keywords_of_local(self, node, stmts):
+        """`f(**kw)` of a dict the code wrote as a display with string keys: those keys, read
+        from it (`a=kw["a"]`), after a check that it still has just them."""
+        keys = self.dict_keys[node.id]
+        where = f"{self.src.filename}:{self.src.line_of(node)} ({self.src.name})"
+        stmts.append(gast.copy_location(gast.Expr(value=prim_call("rt.check_keys", [
+            _name(node.id), _const(keys), _const(where)])), node))
+        return [gast.keyword(arg=key, value=gast.copy_location(gast.Subscript(
+            value=_name(node.id), slice=_const(key), ctx=gast.Load()), node)) for key in keys]
+
+    def keywords_of_global(self, node, options):
+        """`f(x, **OPTIONS)` of a module's (or a closure's) dict: its items as keywords,
+        literals spelled as such (an axis must be known while transforming). The code is
+        made again when the dict changes (a key added, a value replaced)."""
+        name_ = node.id
+        if name_ in self.cells:
+            cell = self.cells[name_]
+            self.program.global_reads[(id(cell), "cell_contents")] = (
+                cell, "cell_contents", Snapshot(options))
+        else:
+            self.program.global_reads[(id(self.globals), name_)] = (
+                self.globals, name_, Snapshot(options))
+        return [gast.keyword(arg=key, value=gast.copy_location(
+            gast.Constant(value=v, kind=None) if is_literal(v) else gast.Subscript(
+                value=_name(name_), slice=gast.Constant(value=key, kind=None),
+                ctx=gast.Load()), node)) for key, v in options.items()]
 
     def unpacked_items(self, value):
         """The expressions `*value` stands for, or None where their number is unknown."""

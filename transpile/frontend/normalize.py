@@ -94,6 +94,7 @@ class Normalizer(CallNormalizer):
         self.locals = set()
         self.packed = {}                      # *args name -> its copies' names (one shape)
         self.keyed = {}                       # **kwargs name -> [(key, copy's name)]
+        self.dict_keys = {}                   # name bound once to a dict display -> its keys
         self.argument_types = {}              # parameter -> the type of the value it gets
         self.loop_variables = {}              # name -> what it walks, inside its loop:
         # the item layout of an argument's sequence (typed_argument), or the sequence
@@ -262,6 +263,10 @@ class Normalizer(CallNormalizer):
                     if all(isinstance(f, Static) for f in functions) else \
                     LocalFunctions(functions)
                 return stmts
+            if isinstance(node.value, gast.Dict) and self.assignments.get(target, 0) <= 1 and \
+                    all(isinstance(k, gast.Constant) and isinstance(k.value, str)
+                        for k in node.value.keys):
+                self.dict_keys[target] = tuple(k.value for k in node.value.keys)
             value = self.expr(node.value, stmts, hint=target)
             if isinstance(value, (Static, LocalFunction, LocalPartial, LocalTransformed)):
                 if self.assignments.get(target, 0) <= 1:
@@ -1161,12 +1166,50 @@ class Normalizer(CallNormalizer):
 
     def expr_Dict(self, node, stmts):
         if any(k is None for k in node.keys):
-            raise self.error(node, "**unpacking in dict literals is not supported.")
+            return self.merged_dict(node, stmts)
         keys = [self.atom(k, stmts) for k in node.keys]
         values = [self.atom(v, stmts) for v in node.values]
         new = gast.Dict(keys=keys, values=values)
         anno.set(new, Anno.PRIM, (rules.lookup("dict"), "dict"))
         return new
+
+    def merged_dict(self, node, stmts):
+        """`{**a, "k": v, **b}`: each part a dict (a run of written pairs, a display of
+        them), and the result `{k: b[k] if k in b else (part[k] if k in part else a[k])
+        for k in rt.merged_keys(a, part, b)}`, Python's order of keys and the last value
+        given for each (which part holds a key is known when the code runs, the same for
+        every example)."""
+        parts, run = [], None
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                parts.append(self.atom(v, stmts, hint="part"))
+                run = None
+                continue
+            if run is None:
+                run = gast.Dict(keys=[], values=[])
+                parts.append(run)
+            run.keys.append(k)
+            run.values.append(v)
+        parts = [self.atom(self._located(p, node), stmts, hint="part")
+                 if isinstance(p, gast.Dict) else p for p in parts]
+        for p in parts:
+            if isinstance(p, gast.Name):
+                self.locals.add(p.id)     # (the comprehension below reads them by name)
+        keys, key = self._fresh_local("keys"), self._fresh_local("key")
+        stmts.append(_assign(keys, prim_call("rt.merged_keys", parts), node))
+        value = None
+        for p in parts:                   # the last part holding the key gives its value
+            read = gast.Subscript(value=_copy_stmt(p), slice=_name(key), ctx=gast.Load())
+            value = read if value is None else gast.IfExp(
+                test=gast.Compare(left=_name(key), ops=[gast.In()], comparators=[_copy_stmt(p)]),
+                body=read, orelse=value)
+        merged = gast.DictComp(key=_name(key), value=value, generators=[
+            gast.comprehension(target=gast.Name(id=key, ctx=gast.Store(), annotation=None,
+                                                type_comment=None),
+                               iter=_name(keys), ifs=[], is_async=0)])
+        made = self.atom(self._located(merged, node), stmts, hint="merged")
+        self.locals.add(made.id)
+        return made
 
     def expr_Subscript(self, node, stmts):
         static = self.static(node.value)

@@ -114,12 +114,17 @@ class Program:
 
 class Snapshot:
     """The items of a list or tuple of functions that generated code was made from (a
-    model's layers), for the check that it still holds them (a list changes in place)."""
+    model's layers), or of a dict whose keys it spelled (`f(**OPTIONS)`), for the check
+    that it still holds them (a list or dict changes in place)."""
 
-    def __init__(self, sequence):
-        self.items = tuple(sequence)
+    def __init__(self, container):
+        self.mapping = isinstance(container, dict)
+        self.items = tuple(container.items() if self.mapping else container)
 
     def matches(self, current):
+        if self.mapping:
+            return isinstance(current, dict) and len(current) == len(self.items) and \
+                all(k in current and current[k] is v for k, v in self.items)
         return isinstance(current, (list, tuple)) and len(current) == len(self.items) and \
             all(a is b for a, b in zip(current, self.items))
 

@@ -1638,7 +1638,7 @@ def broadcast_items_batch(items, n, have=False, outer=0):
 nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinstance",
         "rt.dtype_of", "np.zeros", "np.ones", "np.empty", "np.eye",
         "np.identity", "rt.dict_keys", "rt.is_mapping",
-        "rt.mapping_keys", "np.result_type", "type",
+        "rt.mapping_keys", "rt.merged_keys", "np.result_type", "type",
         "np.indices", "np.tri", "np.diag_indices",
         "np.tril_indices", "np.triu_indices", "np.broadcast_shapes", "np.iscomplexobj",
         "np.isrealobj", "np.isscalar")
@@ -1686,7 +1686,7 @@ def isscalar_batch(element):
     out = np.isscalar(rt.lane_example(element))
 
 
-batch_same("rt.dtype_of", "rt.dict_keys", "rt.is_mapping", "rt.mapping_keys",
+batch_same("rt.dtype_of", "rt.dict_keys", "rt.is_mapping", "rt.mapping_keys", "rt.merged_keys",
            "np.result_type", "np.iscomplexobj", "np.isrealobj",
            out_batched=False)
 
