@@ -1798,3 +1798,52 @@ def test_double_star_of_a_module_dict_follows_its_changes(monkeypatch):
         expected = 2 * np.broadcast_to(np.sum(m, axis=axis, keepdims=True), m.shape)
         np.testing.assert_allclose(grad(m), expected, rtol=1e-15)
         assert tp.jit(_summed_with_options)(m) == _summed_with_options(m)
+
+
+# ---------------------------------------------------------------- np.vectorize: the function
+# over the broadcast elements as a vmap (it was refused: no rule for numpy.vectorize)
+
+@np.vectorize
+def _piecewise(x, y):
+    if x > y:
+        return np.sin(x) * y
+    return x ** 2 + y
+
+
+@np.vectorize
+def _int_or_half(x):
+    return 1 if x > 0.5 else 0.5          # numpy: the first element's output decides: int
+
+
+@np.vectorize
+def _two_outputs(x, p):
+    return x * p, x - p
+
+
+_weighted = np.vectorize(lambda x, w: x * np.sum(w), excluded={1})
+_indicator = np.vectorize(lambda x: 1 if x > 0.5 else 0, otypes=[float])
+
+
+def _vectorized(x, y):
+    inner = np.vectorize(lambda a: a * y[0] if a > 0.5 else -a)
+    a, b = _two_outputs(x, 2.0)
+    return (np.sum(_piecewise(x, y)) + np.sum(inner(x)) + np.sum(np.vectorize(np.cos)(x)) +
+            np.sum(a * b) + np.sum(_weighted(x, y)) + np.sum(_indicator(x) * x))
+
+
+def test_np_vectorize(rng):
+    x, y = rng.uniform(0.0, 1.0, (3, 4)), rng.uniform(0.0, 1.0, 4)
+    assert tp.jit(_vectorized)(x, y) == pytest.approx(_vectorized(x, y), rel=1e-14)
+    check_grads(_vectorized, (x, y), order=2, modes=("fwd", "rev"))
+    xs, ys = rng.uniform(0.0, 1.0, (5, 3, 4)), rng.uniform(0.0, 1.0, (5, 4))
+    np.testing.assert_allclose(tp.vmap(_vectorized)(xs, ys),
+                               [_vectorized(a, b) for a, b in zip(xs, ys)], rtol=1e-13)
+    grad = tp.grad(_vectorized)
+    np.testing.assert_allclose(tp.vmap(grad)(xs, ys), [grad(a, b) for a, b in zip(xs, ys)],
+                               rtol=1e-12)
+    x[0, 0] = 0.9                          # the first output an int: every result truncated
+    for fn in (lambda v: _int_or_half(v) * v, _indicator):
+        got, expected = tp.jit(fn)(x), fn(x)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    assert tp.grad(lambda v: np.sum(_piecewise(v, 0.5)))(0.3) == pytest.approx(0.6)

@@ -18,7 +18,8 @@ from . import specialize as jit_pass
 from . import pipeline
 from . import stand_ins
 from .custom import (CustomRule, checkpoint, fixed_arity_wrapper, method_caller,
-                     primitive_wrapper, wrapped_signature_caller, summed_output, wrapper_for)
+                     primitive_wrapper, vectorized_caller, wrapped_signature_caller,
+                     summed_output, wrapper_for)
 from .errors import ArgumentDependent, TransformError, error_at
 from .frontend import closure_values, lifted_closure_names
 from .frontend.callees import Callees, TransformedCall
@@ -98,6 +99,8 @@ class Root:
             params = list(self.signature.parameters.values())[1:]
             self.signature = self.signature.replace(parameters=params)
             return
+        if isinstance(target, np.vectorize):
+            target = vectorized_caller(target)    # a call of it (a vmap, in transformed code)
         if primitive_wrapper(target) is not None:
             # np.sin, np.linalg.det, tp.random.normal, operator.mul: a call of it (a Python
             # function with a row in the table too: its code is the runtime's, not the user's)

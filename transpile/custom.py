@@ -433,6 +433,19 @@ def fixed_arity_wrapper(fn, n):
 _FIXED_ARITY = {}
 
 
+def vectorized_caller(vectorized):
+    """A plain function of np.vectorize(pyfunc)'s parameters (pyfunc's positional ones, a
+    ufunc's inputs) calling it: what a transformation applied to the vectorized function
+    is made from."""
+    pyfunc = vectorized.pyfunc
+    if isinstance(pyfunc, np.ufunc):
+        n = pyfunc.nin
+    else:
+        n = len([p for p in inspect.signature(pyfunc).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    return fixed_arity_wrapper(vectorized, n)
+
+
 def wrapped_signature_caller(wrapper):
     """A plain function with the parameters of the function `wrapper` wraps (functools.wraps
     sets `__wrapped__`), calling `wrapper` with them: a decorator's `wrapper(*args,

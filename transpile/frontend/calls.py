@@ -65,6 +65,11 @@ def _add_odeint(module_name):
 for _module_name in ("scipy.integrate", "autograd.scipy.integrate"):
     _add_odeint(_module_name)
 
+class VectorizeOptions(tuple):
+    """np.vectorize(f, ...) made in transformed code: (otypes, excluded, signature); f is
+    passed first where it is called (LocalPartial)."""
+
+
 # Python functions that transformed code calls in place of a library's (LSODA's odeint):
 # filled by the modules that define them (transpile/integrate.py), above this layer
 REPLACEMENTS = {}
@@ -337,6 +342,11 @@ class CallNormalizer:
     def call(self, callee, node, stmts):
         if isinstance(callee, Static) and _is_add_at(callee.value):
             return self.add_at(node, stmts)
+        if isinstance(callee, Static) and callee.value is np.vectorize:
+            return self.vectorize_made(node, stmts)
+        if isinstance(callee, Static) and isinstance(callee.value, (np.vectorize,
+                                                                    VectorizeOptions)):
+            return self.vectorized_call(callee.value, node, stmts)
         if isinstance(callee, Static) and isinstance(callee.value, custom.CustomRule) and \
                 callee.value.nondiff_argnums:
             return self.call_with_nondiff(callee.value, node, stmts)
@@ -895,6 +905,65 @@ class CallNormalizer:
         stmts.append(_assign(shaped, prim_call("np.reshape", [_copy_node(a), _name(shape)]),
                              node))
         return prim_call(rules.lookup_object(ufunc)[1], [_name(shaped), _copy_node(b)])
+
+    def vectorize_made(self, node, stmts):
+        """`np.vectorize(f, otypes=..., excluded=...)` in transformed code, f a function
+        known while transforming: what calls of it become (vectorized_call)."""
+        if len(node.args) != 1:
+            raise self.error(node, "np.vectorize in transformed code takes the function as "
+                             "its one positional argument.")
+        options = {}
+        for k in node.keywords:
+            found = self.static(k.value) if not _is_literal(k.value) else \
+                Static(_literal(k.value))
+            if k.arg not in ("otypes", "excluded", "doc", "cache", "signature") or \
+                    not isinstance(found, Static):
+                raise self.error(k.value, f"np.vectorize's {k.arg} must be known while "
+                                 "transforming.")
+            options[k.arg] = found.value
+        found = self.static(node.args[0])
+        if isinstance(found, Static) and callable(found.value):
+            return Static(np.vectorize(found.value, **options))
+        fn = self.bound_value(node.args[0], stmts)
+        if not (isinstance(fn, gast.Name) and fn.id in self.local_fns):
+            raise self.error(node.args[0], "np.vectorize needs a function known while "
+                             "transforming.")
+        return LocalPartial(Static(VectorizeOptions((
+            options.get("otypes"), frozenset(options.get("excluded") or ()),
+            options.get("signature")))), [fn], [])
+
+    def vectorized_call(self, vectorized, node, stmts):
+        """`v(a, b)` of np.vectorize(pyfunc): pyfunc over the broadcast elements, through a
+        helper made for this number of arguments (transpile/vectorize.py) and specialized
+        to pyfunc. VectorizeOptions: a vectorize made in the code, pyfunc the first
+        argument."""
+        if isinstance(vectorized, VectorizeOptions):
+            fn, args = node.args[0], list(node.args[1:])
+            otypes, excluded, signature = vectorized
+        else:
+            fresh = self.namer.fresh("fn")
+            self.local_fns[fresh] = Static(vectorized.pyfunc)
+            fn = gast.copy_location(_name(fresh), node)
+            args = list(node.args)
+            otypes, excluded, signature = vectorized.otypes, vectorized.excluded, \
+                vectorized.signature
+        if signature is not None or node.keywords or \
+                any(not isinstance(e, int) for e in excluded) or \
+                any(isinstance(a, gast.Starred) for a in args):
+            raise self.error(node, "np.vectorize is supported in transformed code with "
+                             "positional arguments, without a signature and with excluded "
+                             "positions only.", "pass the arguments by position.")
+        n = len(args)
+        excluded = frozenset(e % n for e in excluded if -n <= e < n)
+        if len(excluded) == n:
+            raise self.error(node, "np.vectorize with every argument excluded has nothing to "
+                             "map over.")
+        otypes = tuple(np.dtype(t).str for t in otypes) if otypes else None
+        caller = REPLACEMENTS["vectorize"](n, excluded, otypes,
+                                           self.callees.transformation_named("vmap"))
+        full = gast.copy_location(gast.Call(func=node.func, args=[fn] + args, keywords=[]),
+                                  node)
+        return self.call(Static(caller), full, stmts)
 
     def call_static(self, value, args, keywords, node, stmts):
         if isinstance(value, custom.CustomRule):
