@@ -524,8 +524,8 @@ def _depth(x):
 def lanes_array(x, spec, n, outer=0):
     """np.array(x) per example, x batched by `spec` (a list of batched values is stacked
     along the axis after the batch, unbatched elements repeated for every example)."""
-    if x is None:
-        return None
+    if x is None or isinstance(x, Ragged):
+        return x            # (a selection passed to a function: its elements, as they are)
     if not isinstance(x, (tuple, list)):
         return array_module(x).asarray(x)
     if not x and not outer:

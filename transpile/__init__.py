@@ -10,7 +10,7 @@ from .custom import checkpoint, custom_jvp, custom_vjp, remat
 from .errors import TransformError
 from .jacobians import hessian, hessian_vector_product, jacfwd, jacrev
 from . import distributed, flatten_util, integrate, lax, misc, nn, optim, signal, tree, tree_util
-from . import vectorize  # noqa: F401  (np.vectorize in transformed code)
+from . import numpy_functions  # noqa: F401  (np.vectorize, np.piecewise in transformed code)
 from .profile import profile
 from . import profiler
 from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten

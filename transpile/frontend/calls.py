@@ -344,6 +344,8 @@ class CallNormalizer:
             return self.add_at(node, stmts)
         if isinstance(callee, Static) and callee.value is np.vectorize:
             return self.vectorize_made(node, stmts)
+        if isinstance(callee, Static) and callee.value is np.piecewise:
+            return self.piecewise_call(node, stmts)
         if isinstance(callee, Static) and isinstance(callee.value, (np.vectorize,
                                                                     VectorizeOptions)):
             return self.vectorized_call(callee.value, node, stmts)
@@ -931,6 +933,45 @@ class CallNormalizer:
         return LocalPartial(Static(VectorizeOptions((
             options.get("otypes"), frozenset(options.get("excluded") or ()),
             options.get("signature")))), [fn], [])
+
+    def piecewise_call(self, node, stmts):
+        """np.piecewise(x, [c0, c1], [f0, f1, v], *extra): a helper made for this number of
+        conditions and kind of items (transpile/numpy_functions.py), given the conditions
+        and items as arguments (functions among them: it is specialized to them)."""
+        if len(node.args) < 3 or node.keywords or \
+                any(isinstance(a, gast.Starred) for a in node.args):
+            raise self.error(node, "np.piecewise is supported in transformed code with "
+                             "positional arguments (x, condlist, funclist, *args).")
+        x, condlist, funclist = node.args[:3]
+        conds = self._listed(condlist)
+        items = self._listed(funclist)
+        if conds is None or items is None or not conds or \
+                len(items) not in (len(conds), len(conds) + 1):
+            raise self.error(node, "np.piecewise in transformed code needs its conditions and "
+                             "its functions written as lists in the call (or a tuple of the "
+                             "module), one function or value per condition and at most one "
+                             "more for the rest.",
+                             "np.piecewise(x, [x < 0, x > 1], [f, g, 0.0])")
+        kinds = tuple(self.function_value(item, stmts) is not None for item in items)
+        caller = REPLACEMENTS["piecewise"](len(conds), kinds, len(node.args) - 3)
+        full = gast.copy_location(gast.Call(func=node.func, args=[x] + conds + items +
+                                            list(node.args[3:]), keywords=[]), node)
+        return self.call(Static(caller), full, stmts)
+
+    def _listed(self, node):
+        """The items of a list or tuple written in the code, or of one known while
+        transforming (each under a name calls resolve); None otherwise."""
+        if isinstance(node, (gast.List, gast.Tuple)) and \
+                not any(isinstance(e, gast.Starred) for e in node.elts):
+            return list(node.elts)
+        found = self.static(node) if isinstance(node, (gast.Name, gast.Attribute)) else None
+        if isinstance(found, Static) and isinstance(found.value, (tuple, list)):
+            names = []
+            for item in found.value:
+                names.append(self.namer.fresh("item"))
+                self.local_fns[names[-1]] = Static(item)
+            return [gast.copy_location(_name(n), node) for n in names]
+        return None
 
     def vectorized_call(self, vectorized, node, stmts):
         """`v(a, b)` of np.vectorize(pyfunc): pyfunc over the broadcast elements, through a

@@ -1,4 +1,6 @@
-"""np.vectorize in transformed code: the function over the broadcast elements, as a vmap.
+"""numpy functions that take Python functions, in transformed code: np.vectorize (the
+function over the broadcast elements, as a vmap) and np.piecewise (each function on the
+elements its condition selects).
 
     @np.vectorize                        np.vectorize(piece)(x, y) in transformed code is
     def piece(x, y):                         shape = np.broadcast_shapes(np.shape(x), ...)
@@ -12,6 +14,16 @@ flow through), and the batched code runs at numpy speed. As numpy does, the resu
 the dtype of the function's output at the first element (ints stay ints) unless `otypes`
 names them, and the positions in `excluded` are passed whole. A `signature` (gufunc
 semantics) and excluded keywords are refused.
+
+    np.piecewise(x, [x < 0, x >= 1], [f, g, 0.5])   is, for those 2 conditions and 3 items:
+        y = np.zeros(np.shape(x), dtype=np.result_type(x))
+        m0 = x < 0;  y[m0] = f(x[m0])
+        m1 = x >= 1; y[m1] = g(x[m1])
+        y[~(m0 | m1)] = 0.5                           (the item after the conditions: the rest)
+
+Each function sees only the elements its condition selects (as numpy's: log where x > 0
+never meets x <= 0, so neither its value nor its derivative is nan), and a later condition
+overrides an earlier one.
 """
 import numpy as np
 
@@ -55,4 +67,36 @@ def vectorized_caller(n, excluded, otypes, vmap):
     return made
 
 
+def piecewise_caller(n_conditions, callable_items, n_extra):
+    """`piecewise_...(x, c0, ..., f0, ..., e0, ...)`: np.piecewise(x, [c0, ...], [f0, ...],
+    e0, ...) where `callable_items` says which items are functions (the others are
+    values) and e0, ... are the extra arguments each function is given."""
+    key = (n_conditions, callable_items, n_extra)
+    if key in _CALLERS:
+        return _CALLERS[key][0]
+    conds = [f"c{k}" for k in range(n_conditions)]
+    items = [f"f{k}" for k in range(len(callable_items))]
+    extra = [f"e{k}" for k in range(n_extra)]
+    name = f"piecewise_{n_conditions}_" + "".join("f" if c else "v" for c in callable_items)
+    lines = [f"def {name}({', '.join(['x'] + conds + items + extra)}):",
+             "    x = np.asarray(x)",
+             "    y = np.zeros(np.shape(x), dtype=np.result_type(x))"]
+    masks = []
+    for k, item in enumerate(items):
+        mask = f"m{k}"
+        if k < n_conditions:
+            lines.append(f"    {mask} = np.broadcast_to(c{k}, np.shape(x))")
+        else:           # the item after the conditions: where none of them holds
+            lines.append(f"    {mask} = np.logical_not({' | '.join(masks)})")
+        masks.append(mask)
+        value = f"{item}(x[{mask}]{''.join(', ' + e for e in extra)})" \
+            if callable_items[k] else item
+        lines.append(f"    y[{mask}] = {value}")
+    lines.append("    return y")
+    made = file_backed("\n".join(lines) + "\n", {"np": np}, name)
+    _CALLERS[key] = (made, None)
+    return made
+
+
 REPLACEMENTS["vectorize"] = vectorized_caller
+REPLACEMENTS["piecewise"] = piecewise_caller
