@@ -1882,3 +1882,29 @@ def test_np_piecewise(rng):
     ints = np.arange(6)                    # numpy keeps x's dtype: 4.5 becomes 4
     halves = lambda v: np.piecewise(v, [v > 2], [lambda u: u * 1.5, 0])    # noqa: E731
     np.testing.assert_array_equal(tp.jit(halves)(ints), halves(ints))
+
+
+def _row_stats(r, p):
+    return np.array([np.sum(r ** 2) * p, np.max(r), r[0] - r[-1]])
+
+
+def _along_axes(x, p):
+    a = np.apply_along_axis(lambda r: np.sqrt(np.sum(r * r)), 1, x)
+    b = np.apply_along_axis(_row_stats, 0, x, p)           # outputs' axis where axis 0 was
+    c = np.apply_along_axis(lambda r: np.outer(r, r) * p, -1, x)
+    return np.sum(a) + np.sum(b * b) + np.sum(c), (a.shape, b.shape, c.shape)
+
+
+def test_np_apply_along_axis(rng):
+    """A vmap of the function over the 1-d slices (it was refused: no rule)."""
+    x, p = rng.normal(size=(3, 4, 5)), 0.7
+    got = tp.jit(_along_axes)(x, p)
+    assert got[1] == _along_axes(x, p)[1] == ((3, 5), (3, 4, 5), (3, 4, 5, 5))
+    assert got[0] == pytest.approx(_along_axes(x, p)[0], rel=1e-14)
+    check_grads(lambda x, p: _along_axes(x, p)[0], (x, p), order=2, modes=("fwd", "rev"))
+    xs = rng.normal(size=(4, 3, 4, 5))
+    grad = tp.grad(lambda x: _along_axes(x, p)[0])
+    np.testing.assert_allclose(tp.vmap(grad)(xs), [grad(v) for v in xs], rtol=1e-12)
+    first_int = lambda v: np.apply_along_axis(lambda r: 1 if r[0] > 0 else 0.5, 1, v)  # noqa
+    x[0, 0, 0] = 1.0                       # numpy: the first slice's int output decides
+    np.testing.assert_array_equal(tp.jit(first_int)(x[0]), first_int(x[0]))

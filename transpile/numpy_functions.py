@@ -98,5 +98,32 @@ def piecewise_caller(n_conditions, callable_items, n_extra):
     return made
 
 
+def along_axis_caller(n_extra, vmap):
+    """`apply_along_axis_...(func1d, axis, arr, e0, ...)`: np.apply_along_axis as a vmap of
+    func1d over arr's 1-d slices along `axis` (moved last, the others flattened), its
+    outputs' axes put where `axis` was, in the dtype of its output on the first slice."""
+    key = ("along", n_extra, id(vmap))
+    if key in _CALLERS:
+        return _CALLERS[key][0]
+    extra = [f"e{k}" for k in range(n_extra)]
+    given = "".join(", " + e for e in extra)
+    name = "apply_along_axis" + (f"_{n_extra}" if n_extra else "")
+    lines = [f"def {name}(func1d, axis, arr{given}):",
+             "    arr = np.asarray(arr)",
+             "    moved = np.moveaxis(arr, axis, -1)",
+             "    lead = np.shape(moved)[:-1]",
+             "    rows = np.reshape(moved, (-1, np.shape(moved)[-1]))",
+             f"    out = vmap(func1d, in_axes={(0,) + (None,) * n_extra!r})(rows{given})",
+             "    out = np.reshape(out, lead + np.shape(out)[1:])",
+             "    at = axis % np.ndim(arr)",
+             "    out = np.moveaxis(out, list(range(at, len(lead))),",
+             "                      list(range(np.ndim(out) - len(lead) + at, np.ndim(out))))",
+             f"    return out.astype(np.result_type(func1d(rows[0]{given})))"]
+    made = file_backed("\n".join(lines) + "\n", {"np": np, "vmap": vmap}, name)
+    _CALLERS[key] = (made, vmap)
+    return made
+
+
 REPLACEMENTS["vectorize"] = vectorized_caller
+REPLACEMENTS["apply_along_axis"] = along_axis_caller
 REPLACEMENTS["piecewise"] = piecewise_caller

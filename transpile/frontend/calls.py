@@ -346,6 +346,14 @@ class CallNormalizer:
             return self.vectorize_made(node, stmts)
         if isinstance(callee, Static) and callee.value is np.piecewise:
             return self.piecewise_call(node, stmts)
+        if isinstance(callee, Static) and callee.value is np.apply_along_axis:
+            if len(node.args) < 3 or node.keywords or \
+                    any(isinstance(a, gast.Starred) for a in node.args):
+                raise self.error(node, "np.apply_along_axis is supported in transformed code "
+                                 "with positional arguments (func1d, axis, arr, *args).")
+            caller = REPLACEMENTS["apply_along_axis"](
+                len(node.args) - 3, self.callees.transformation_named("vmap"))
+            return self.call(Static(caller), node, stmts)
         if isinstance(callee, Static) and isinstance(callee.value, (np.vectorize,
                                                                     VectorizeOptions)):
             return self.vectorized_call(callee.value, node, stmts)
