@@ -1168,3 +1168,34 @@ def test_checkpoint_keeps_only_the_arguments_for_the_backward_pass():
         tracemalloc.stop()
     np.testing.assert_allclose(got, tp.grad(_plain_net, argnums=1)(ws, x), rtol=1e-10)
     assert peaks[1] < 0.6 * peaks[0], peaks
+
+
+# ---------------------------------------------------------------- a custom_jvp rule applying the
+# function to the tangents (JAX's custom_api_test: `return f(x), f(t)` for a linear f): reverse
+# mode transposes the rule, and met the function's own reverse rule (that transposition) inside
+# it: "needed to generate its own code"
+
+@tp.custom_jvp
+def _linear_map(x, w):
+    return w * x + np.sum(x) * 0.5
+
+
+@_linear_map.defjvp
+def _linear_map_jvp(primals, tangents):
+    x, w = primals
+    tx, tw = tangents
+    return _linear_map(x, w), _linear_map(tx, w) + tw * x
+
+
+def _through_linear_map(x, w):
+    return np.sum(np.sin(_linear_map(x, w)))
+
+
+def test_a_jvp_rule_applying_the_function_to_tangents_is_transposed():
+    rng = np.random.default_rng(37)
+    x, w = rng.normal(size=3), rng.normal(size=3)
+    check_grads(_through_linear_map, (x, w), order=2, modes=("rev", "fwd"))
+    xs = rng.normal(size=(4, 3))
+    grad = tp.grad(_through_linear_map)
+    np.testing.assert_allclose(tp.vmap(grad, (0, None))(xs, w), [grad(v, w) for v in xs],
+                               rtol=1e-12)

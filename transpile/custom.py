@@ -524,6 +524,9 @@ def _make_vjp_pair(custom, grad):
             f"    out, out_dot = rule(({args}{one}), ({tans}{one}))\n"
             f"    return rt.tree_vdot(out_dot, u)\n")
     product = file_backed(text, {"rule": custom.rule, "rt": rt}, "tangent_product")
+    # the rule may apply the function to the tangents (`return f(x), f(t)`): a linear
+    # function there, differentiated through its body (pipeline.Build.bodies_of)
+    product.__transpile_bodies_of__ = (custom,)
     transpose = grad(product, argnums=tuple(range(n, 2 * n)))
     env = {"custom": custom, "transpose": transpose, "rt": rt}
     fwd = file_backed(f"def {name}fwd({args}):\n"

@@ -264,6 +264,10 @@ class Build:
         self.nprefix = len(t.root.prefix)
         self.nuser = len(t.signature.parameters)
         self.reverse_pairs = {}       # (ir name, mask) -> (fwd name, bwd name)
+        # custom functions differentiated through their bodies here: the transposition of a
+        # custom_jvp's rule, which may apply the function to the tangents (it is linear
+        # there), would otherwise meet its own reverse rule, which is that transposition
+        self.bodies_of = {id(c) for c in getattr(t.root.fn, "__transpile_bodies_of__", ())}
         self.jvp_variants = {}        # (ir name, mask) -> jvp function name
         self.batch_variants = {}      # (ir name, specs) -> [name, result spec, recursive]
 
@@ -317,6 +321,8 @@ class Build:
     def reverse_pair(self, ir_name, mask=None):
         """(fwd, bwd) names for calls of `ir_name` whose arguments `mask` carry derivatives."""
         program = self.program
+        if ir_name in program.custom and id(program.custom[ir_name]) in self.bodies_of:
+            ir_name = normalize_function(program.custom[ir_name].fn, program)[0]
         if ir_name in program.custom:     # the user's rules replace the body
             pair = program.custom[ir_name].reverse_rules(mask, program.callees.grad)
             if pair not in self.reverse_pairs:
