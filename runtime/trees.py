@@ -302,6 +302,29 @@ def loop_sequence_tangent(t, seq):
     return [None] * len(seq) if _keyed(seq) else t
 
 
+def check_record_fields(values, names, depth=0, budget=None):
+    """Transformed code reads the array attributes `names` (`x.shape`, `x.T`) as numpy's
+    (np.shape(x)): a namedtuple among the arguments with a field of such a name would be
+    read as an array there. Refused, naming the field. (The first 256 items of nested
+    containers are looked at: a longer list is data.)"""
+    budget = budget if budget is not None else [256]
+    for value in values:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            clash = sorted(set(type(value)._fields) & set(names))
+            if clash:
+                raise TransformError(
+                    f"{type(value).__name__} has a field '{clash[0]}', and the transformed "
+                    f"code reads '.{clash[0]}' of its arguments as an array's attribute.\n"
+                    f"  hint: rename the field, or read it by position.")
+        if isinstance(value, (tuple, list)) and depth < 4:
+            check_record_fields(value, names, depth + 1, budget)
+        elif isinstance(value, dict) and depth < 4:
+            check_record_fields(tuple(value.values()), names, depth + 1, budget)
+
+
 def check_keys(mapping, keys, where):
     """`f(**kw)` of a dict the code made with these keys (`kw = {"a": x, "b": y}`), read as
     f(a=kw["a"], b=kw["b"]): a dict whose keys changed since (an item added or removed)

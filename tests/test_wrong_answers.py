@@ -3,6 +3,7 @@
 Each test names the bug it pins down. Everything is checked against plain numpy and finite
 differences (`check_grads`), never against values written down by hand.
 """
+import collections
 import dataclasses
 import functools
 import warnings
@@ -2068,3 +2069,41 @@ def test_a_write_into_an_array_seen_through_a_batching_helper():
     np.testing.assert_allclose(tp.grad(summed)(x), expected, rtol=1e-12)
     np.testing.assert_allclose(tp.vmap(tp.grad(_scaled_tail))(x), expected, rtol=1e-12)
     check_grads(summed, (x,), order=2, modes=("rev", "fwd"))
+
+
+# ---------------------------------------------------------------- a namedtuple with a field
+# named like an array attribute (`Cfg(size=..., T=...)`): transformed code reads `x.size` as
+# np.size(x), which read the namedtuple as an array: a wrong number, silently
+
+_Cfg = collections.namedtuple("_Cfg", ["size", "T", "lr"])
+_Params = collections.namedtuple("_Params", ["w", "b"])
+_CONSTANT_CFG = _Cfg(2.0, 0.5, 0.1)
+
+
+def _reads_fields(x, cfg):
+    return np.sum(x * cfg.size) + cfg.T * np.sum(x)
+
+
+def _makes_a_clash(x):
+    c = _Cfg(size=x[0], T=1.0, lr=0.1)
+    return np.sum(c.size * x) + x.size
+
+
+def _reads_a_constant(x, p):
+    return np.sum(np.tanh(x @ p.w + p.b)) * x.shape[0] + _CONSTANT_CFG.size * np.sum(x.T)
+
+
+def test_a_namedtuple_field_named_like_an_array_attribute_is_refused():
+    x = _rng(34).normal(size=3)
+    cfg = _Cfg(2.0, 0.5, 0.1)            # all numbers: np.size(cfg) was 3, silently
+    for transform in (tp.jit, tp.grad, tp.transform):
+        with pytest.raises(TransformError, match="has a field 'T'"):
+            transform(_reads_fields)(x, cfg)
+    with pytest.raises(TransformError, match="has a field 'T'"):
+        tp.vmap(_reads_fields, (0, None))(np.stack([x, x]), cfg)
+    with pytest.raises(TransformError, match="has a field 'size'"):
+        tp.grad(_makes_a_clash)(x)
+    # other namedtuples, and a namedtuple constant's fields (read by name), are as before
+    xs, p = _rng(35).normal(size=(3, 2)), _Params(_rng(36).normal(size=(2, 2)), np.ones(2))
+    assert tp.jit(_reads_a_constant)(xs, p) == pytest.approx(_reads_a_constant(xs, p))
+    check_grads(_reads_a_constant, (xs, p), order=1)

@@ -402,6 +402,8 @@ class Build:
     def finish(self, entry):
         """Emit the entry function and everything it reaches as one module; compile it."""
         t, program = self.t, self.program
+        if program.array_attributes:
+            _check_record_fields(program, entry)
         if t.kind in ("transform", "grad") and not t.root.prefix and not t.root.extra_values():
             _set_defaults(entry.roots[0], t.defaults())
         functions = _reachable(program, entry.roots, self.generated)
@@ -427,6 +429,39 @@ class Build:
         # too: normalizing it merges them into that program's reads (normalize_function)
         gen.entry.__transpile_global_reads__ = gen.global_reads
         return gen
+
+
+def _check_record_fields(program, entry):
+    """The code reads array attributes (`x.shape`, `x.T`) as numpy does (np.shape(x)): a
+    namedtuple with a field of such a name (`Cfg(size=...)`) would be read as an array
+    there, silently. One made in the code is refused now; the entry function checks its
+    arguments when it runs (rt.check_record_fields)."""
+    names = tuple(sorted(program.array_attributes))
+    for value in program.namespace.values():
+        fields = getattr(type(value), "_fields", None)
+        # (the instance of None fields the code makes a namedtuple class from: one made
+        # in the code; a namedtuple constant's fields are read by name, `CFG.size`)
+        if isinstance(value, tuple) and fields and set(fields) & set(names) and \
+                all(v is None for v in value):
+            field = sorted(set(fields) & set(names))[0]
+            raise TransformError(
+                f"{type(value).__name__} has a field '{field}', and the transformed code reads "
+                f"'.{field}' of values it knows only when it runs, as an array's attribute "
+                f"(np.{'transpose' if field == 'T' else field}(x)).\n  hint: rename the field, "
+                f"or read it by position.")
+    fdef = entry.roots[0]
+    params = [a.id for a in fdef.args.args]
+    if not params or not isinstance(fdef, gast.FunctionDef):
+        return
+    check = gast.Expr(value=gast.Call(
+        func=gast.Attribute(value=gast.Name(id="rt", ctx=gast.Load(), annotation=None,
+                                            type_comment=None),
+                            attr="check_record_fields", ctx=gast.Load()),
+        args=[gast.Tuple(elts=[gast.Name(id=p, ctx=gast.Load(), annotation=None,
+                                         type_comment=None) for p in params],
+                         ctx=gast.Load()),
+              gast.Constant(value=names, kind=None)], keywords=[]))
+    fdef.body.insert(0, check)
 
 
 def _set_defaults(fdef, defaults):

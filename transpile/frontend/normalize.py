@@ -1071,6 +1071,9 @@ class Normalizer(CallNormalizer):
                                               _const(node.attr)])
         value = self.atom(node.value, stmts)
         if node.attr in ARRAY_ATTRS:
+            # an array's attribute; a namedtuple with a field of this name is refused where
+            # it enters (pipeline.Build.finish), as numpy would read it as an array
+            self.program.array_attributes.add(node.attr)
             return prim_call(ARRAY_ATTRS[node.attr], [value])
         # a namedtuple's field (`state.mu`, followed by every transformation as `state[1]`
         # is), or an attribute of a plain object passed in (hyperparameters)

@@ -40,6 +40,9 @@ class Program:
         # (id of a module's globals, name) -> (those globals, name, the object it named):
         # the globals the code was generated with, checked again before it is reused
         self.global_reads = {}
+        # the array attributes (`x.shape`, `x.T`, ...) the code reads from values not known
+        # while transforming: a namedtuple with a field of that name must not reach them
+        self.array_attributes = set()
 
     def constant(self, obj, hint):
         """A name under which generated code can refer to the non-literal object `obj`."""

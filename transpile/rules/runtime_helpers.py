@@ -218,7 +218,7 @@ batch_elementwise("rt.tie_share")
 batch_elementwise("rt.inside", vectorized="rt.lane_inside")
 nondiff("rt.check_float_input", "rt.check_complex_input", side_effect=True)
 nondiff("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", "rt.check_aux_pair",
-        "rt.check_cotangent", "rt.check_keys", side_effect=True)
+        "rt.check_cotangent", "rt.check_keys", "rt.check_record_fields", side_effect=True)
 
 
 @batch("rt.check_cotangent")
@@ -227,7 +227,7 @@ def check_cotangent_batch(cotangent, like):
     the pullback itself, not here)."""
     out = None
 batch_same("rt.check_length", "rt.check_jacobian_dtype", "rt.check_instance", "rt.check_aux_pair",
-           "rt.check_keys", out_batched=False)
+           "rt.check_keys", "rt.check_record_fields", out_batched=False)
 
 
 # the sequence a lowered `for` loop walks: itself, or a dict's keys (they carry nothing)
