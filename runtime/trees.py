@@ -565,9 +565,8 @@ def field_index(obj, name):
         raise TransformError(
             f"'.{name}' is read from a value of type {type(obj).__name__} here; transformed "
             "code reads the fields of namedtuples (and the array attributes T, shape, ndim, "
-            "size, dtype) only.\n  hint: pass the field's value as an argument, or make "
-            "the object a namedtuple" + (f"; for an array's .{name} write np.{name}(x)."
-                                         if name in ("real", "imag") else "."))
+            "size, dtype, real, imag) only.\n  hint: pass the field's value as an argument, "
+            "or make the object a namedtuple.")
     return fields.index(name)
 
 

@@ -1908,3 +1908,28 @@ def test_np_apply_along_axis(rng):
     first_int = lambda v: np.apply_along_axis(lambda r: 1 if r[0] > 0 else 0.5, 1, v)  # noqa
     x[0, 0, 0] = 1.0                       # numpy: the first slice's int output decides
     np.testing.assert_array_equal(tp.jit(first_int)(x[0]), first_int(x[0]))
+
+
+# ---------------------------------------------------------------- .real and .imag of arrays and
+# numbers (`np.fft.fft(x).real`: refused before, "write np.real(x)")
+
+def _real_and_imag(x):
+    z = np.fft.fft(x) * (1 + 0.5j)
+    return np.sum(z.real ** 2 - z.imag * x) + np.sum(x.T.real) + (1.5 + 2j).imag * np.sum(x)
+
+
+def _of_complex(z):
+    return np.sum(np.abs(z.real) + z.imag ** 2)
+
+
+def test_real_and_imag_attributes(rng):
+    x = rng.normal(size=4)
+    assert tp.jit(_real_and_imag)(x) == pytest.approx(_real_and_imag(x), rel=1e-14)
+    check_grads(_real_and_imag, (x,), order=2, modes=("fwd", "rev"))
+    xs = rng.normal(size=(3, 4))
+    grad = tp.grad(_real_and_imag)
+    np.testing.assert_allclose(tp.vmap(grad)(xs), [grad(v) for v in xs], rtol=1e-12)
+    z = rng.normal(size=3) + 1j * rng.normal(size=3)
+    # JAX's convention for a real function of z: df/dx - i df/dy
+    np.testing.assert_allclose(tp.grad(_of_complex)(z), np.sign(z.real) - 2j * z.imag,
+                               rtol=1e-14)
