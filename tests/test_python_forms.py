@@ -1933,3 +1933,18 @@ def test_real_and_imag_attributes(rng):
     # JAX's convention for a real function of z: df/dx - i df/dy
     np.testing.assert_allclose(tp.grad(_of_complex)(z), np.sign(z.real) - 2j * z.imag,
                                rtol=1e-14)
+
+
+def _more_methods(x):
+    return (np.sum(x.take([2, 0], axis=1) ** 2) + np.sum(x.conjugate()) * 0.5 +
+            np.sum(np.sort(x[0]).searchsorted(0.0) * x))     # (a sorted array)
+
+
+def test_take_conjugate_and_searchsorted_methods(rng):
+    # JAX's batching_test ports: `x.take` was refused ("method '.take()' is not supported")
+    x = rng.normal(size=(3, 4))
+    assert tp.jit(_more_methods)(x) == pytest.approx(_more_methods(x), rel=1e-14)
+    check_grads(_more_methods, (x,), order=2, modes=("fwd", "rev"))
+    xs = rng.normal(size=(2, 3, 4))
+    np.testing.assert_allclose(tp.vmap(_more_methods)(xs), [_more_methods(v) for v in xs],
+                               rtol=1e-13)

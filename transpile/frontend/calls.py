@@ -41,6 +41,7 @@ ARRAY_METHODS = {
     "clip": "np.clip", "any": "np.any", "all": "np.all", "round": "np.round",
     "trace": "np.trace", "diagonal": "np.diagonal", "repeat": "np.repeat",
     "argsort": "np.argsort", "nonzero": "np.nonzero", "conj": "np.conj",
+    "conjugate": "np.conj", "take": "np.take", "searchsorted": "np.searchsorted",
     "copy": "rt.copy", "astype": "rt.astype", "item": "float", "tolist": "rt.tolist",
 }
 VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
