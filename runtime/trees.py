@@ -470,9 +470,8 @@ def scan_length(xs, length, outer=0):
     (after `outer` batch axes: the same in every example)."""
     if length is not None:
         return length
-    while isinstance(xs, (tuple, list)):
-        xs = xs[0]
-    return np.shape(xs)[outer]
+    leaves = [leaf for leaf in tree_leaves(xs) if leaf is not None]   # (dicts too)
+    return np.shape(leaves[0])[outer]
 
 
 def _leafwise(fn, tree, *rest):

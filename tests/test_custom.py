@@ -1199,3 +1199,74 @@ def test_a_jvp_rule_applying_the_function_to_tangents_is_transposed():
     grad = tp.grad(_through_linear_map)
     np.testing.assert_allclose(tp.vmap(grad, (0, None))(xs, w), [grad(v, w) for v in xs],
                                rtol=1e-12)
+
+
+# the first tries of tp.checkpoint by a helper: a checkpointed function named `layer_out`
+# (a temporary took the name of the function it called), a nested one with defaults or
+# keywords (the lifted function had none), tp.checkpoint(tp.grad(f)) under jvp, a step of
+# tp.lax.scan checkpointed inline, as a nested def or decorated; random draws refused
+
+@tp.checkpoint
+def layer_out(x):
+    return np.sin(x), x
+
+
+def _ck_inner_sum(v):
+    return np.sum(np.sin(v) ** 3)
+
+
+def _ck_step(c, x):
+    return np.tanh(c * x) + 0.1 * c, c * x
+
+
+def _ck_scans(c0, xs, w):
+    c, ys = tp.lax.scan(tp.checkpoint(_ck_step), c0, xs)
+
+    def inner(c, x, scale=1.0):
+        return np.sin(c * w) * scale + x, c
+    c, ys2 = tp.lax.scan(tp.remat(inner), c, xs)
+
+    @tp.checkpoint
+    def decorated(c, x):
+        return np.cos(c) * x * w, c
+    c, ys3 = tp.lax.scan(decorated, c, xs)
+    extra = tp.checkpoint(inner)(c, xs[0], scale=2.0)[0] + tp.checkpoint(inner)(c, xs[1])[0]
+    g = tp.checkpoint(tp.grad(_ck_inner_sum))(c)
+    return np.sum(c) + np.sum(ys) + np.sum(ys2) + np.sum(ys3) + np.sum(extra) + np.sum(g * c)
+
+
+def _ck_scans_plain(c0, xs, w):
+    c, total = c0, 0.0
+    for x in xs:
+        c, y = _ck_step(c, x)
+        total = total + np.sum(y)
+    for x in xs:
+        c, y = np.sin(c * w) + x, c
+        total = total + np.sum(y)
+    for x in xs:
+        c, y = np.cos(c) * x * w, c
+        total = total + np.sum(y)
+    extra = np.sum(np.sin(c * w) * 2.0 + xs[0]) + np.sum(np.sin(c * w) + xs[1])
+    g = 3 * np.sin(c) ** 2 * np.cos(c)
+    return np.sum(c) + total + extra + np.sum(g * c)
+
+
+@tp.checkpoint
+def _ck_dropout(x, rng):
+    keep = rng.uniform(size=x.shape) > 0.5
+    return np.tanh(x) * keep / 0.5
+
+
+def test_checkpoint_in_scans_nested_functions_and_names():
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(tp.grad(lambda v: np.sum(layer_out(v)[0]))(x), np.cos(x),
+                               rtol=1e-14)
+    rng = np.random.default_rng(38)
+    c0, xs, w = rng.normal(size=3), rng.normal(size=(4, 3)), 0.7
+    assert np.isclose(_ck_scans(c0, xs, w), _ck_scans_plain(c0, xs, w))
+    assert np.isclose(tp.jit(_ck_scans)(c0, xs, w), _ck_scans_plain(c0, xs, w))
+    check_grads(_ck_scans, (c0, xs, w), order=2, modes=("rev", "fwd"))
+    np.testing.assert_allclose(tp.grad(_ck_scans)(c0, xs, w),
+                               tp.grad(_ck_scans_plain)(c0, xs, w), rtol=1e-10)
+    with pytest.raises(tp.TransformError, match="draws random numbers"):
+        tp.grad(lambda v, r: np.sum(_ck_dropout(v, r) ** 2))(x, np.random.default_rng(1))

@@ -312,3 +312,27 @@ def test_a_negative_start_counts_from_the_end():
     assert tp.lax.dynamic_index_in_dim(x, -1, keepdims=False) == 5.0
     np.testing.assert_array_equal(tp.vmap(lambda i: tp.lax.dynamic_slice_in_dim(x, i, 2))(
         np.array([-1, 0, 2])), [[4.0, 5.0], [0.0, 1.0], [2.0, 3.0]])
+
+
+def _scan_over_a_dict(c0, xs):
+    def step(c, x):
+        return c + x["a"] * x["b"], c
+    c, ys = lax.scan(step, c0, xs)
+    return np.sum(c) + np.sum(ys), lax.map(lambda x: x["a"] * 2.0, xs, batch_size=2)
+
+
+def test_scan_over_a_dict_and_map_with_batch_size():
+    """JAX takes any pytree as xs (it failed on a dict: scan_length looked in tuples only),
+    and lax.map's batch_size, which only chooses how JAX computes it."""
+    rng = _rng()
+    xs = {"a": rng.normal(size=(3, 2)), "b": rng.normal(size=(3, 2))}
+    c0 = rng.normal(size=2)
+    value, mapped = _scan_over_a_dict(c0, xs)
+    c, total = c0, 0.0
+    for a, b in zip(xs["a"], xs["b"]):
+        total, c = total + np.sum(c), c + a * b
+    assert np.isclose(value, np.sum(c) + total)
+    np.testing.assert_allclose(mapped, 2.0 * xs["a"], rtol=1e-15)
+    assert np.isclose(tp.jit(_scan_over_a_dict)(c0, xs)[0], value)
+    check_grads(lambda c0, xs: _scan_over_a_dict(c0, xs)[0], (c0, xs), order=2,
+                modes=("rev", "fwd"))

@@ -184,7 +184,11 @@ class Checkpointed(CustomRule):
     time, in a deep model or a long loop of calls. Forward mode and vmap see `f`'s body
     (vmap of a checkpointed function is checkpointed: vmap(f)'s body under reverse mode)."""
 
+    recomputes = True     # its forward pass runs again: it must draw no random numbers
+
     def __init__(self, fn, static_argnums=()):
+        if not inspect.isfunction(fn):        # tp.checkpoint(tp.grad(f)): a call of it
+            fn = fixed_arity_wrapper(fn, len(inspect.signature(fn).parameters))
         super().__init__(fn, static_argnums)
 
     def reverse_rules(self, mask, grad):

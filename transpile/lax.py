@@ -163,8 +163,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     return carry, rt.tree_stack(ys)
 
 
-def map(f, xs):
-    """f applied along xs' leading axis, results stacked (a loop, as JAX's lax.map)."""
+def map(f, xs, batch_size=None):
+    """f applied along xs' leading axis, results stacked (a loop, as JAX's lax.map; its
+    `batch_size`, which only chooses how JAX computes it, changes nothing here)."""
     n = rt.scan_length(xs, None)
     if n == 0:                  # (as scan's zero steps)
         with np.errstate(all="ignore"):

@@ -80,7 +80,17 @@ def piecewise_caller(n_conditions, callable_items, n_extra):
     name = f"piecewise_{n_conditions}_" + "".join("f" if c else "v" for c in callable_items)
     lines = [f"def {name}({', '.join(['x'] + conds + items + extra)}):",
              "    x = np.asarray(x)",
-             "    y = np.zeros(np.shape(x), dtype=np.result_type(x))"]
+             "    if np.ndim(x) == 0:",
+             "        # one element: the item of the last condition that holds, as an `if`",
+             "        # (under vmap each example takes its own, without a ragged selection)",
+             "        y = np.zeros((), dtype=np.result_type(x))"]
+    for k, item in enumerate(items):
+        test = f"c{k}" if k < n_conditions else f"not ({' or '.join(conds)})"
+        value = f"{item}(x{''.join(', ' + e for e in extra)})" if callable_items[k] else item
+        lines += [f"        if {test}:", f"            y = np.asarray({value}).astype("
+                  "np.result_type(x))"]
+    lines += ["        return y",
+              "    y = np.zeros(np.shape(x), dtype=np.result_type(x))"]
     masks = []
     for k, item in enumerate(items):
         mask = f"m{k}"

@@ -31,6 +31,7 @@ from .errors import TransformError
 from .frontend import normalize_function
 from .frontend.resolved import Static
 from .ir.program import FunctionIR, Program, Snapshot, is_literal
+from .ir.templates import dotted
 from .reverse import gradients
 
 
@@ -323,6 +324,8 @@ class Build:
         program = self.program
         if ir_name in program.custom and id(program.custom[ir_name]) in self.bodies_of:
             ir_name = normalize_function(program.custom[ir_name].fn, program)[0]
+        if ir_name in program.custom and getattr(program.custom[ir_name], "recomputes", False):
+            self._check_replayable(program.custom[ir_name])
         if ir_name in program.custom:     # the user's rules replace the body
             pair = program.custom[ir_name].reverse_rules(mask, program.callees.grad)
             if pair not in self.reverse_pairs:
@@ -339,6 +342,32 @@ class Build:
                                                 self.reverse_pair, finish=False, wrt=wrt):
                 self.add(node)
         return self.reverse_pairs[key]
+
+    def _check_replayable(self, custom):
+        """A function whose forward pass the backward pass runs again (tp.checkpoint) must
+        compute the same values again: a draw from a numpy generator (or np.random) would
+        draw new numbers, and the derivative would be of another function."""
+        program = self.program
+        todo, seen = [normalize_function(custom.fn, program)[0]], set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in program.functions:
+                continue
+            seen.add(name)
+            for n in gast.walk(program.functions[name].node):
+                spelled = dotted(n.func) if isinstance(n, gast.Call) else None
+                if spelled == "rt.draw" or spelled and spelled.startswith("np.random.") and \
+                        spelled != "np.random.seed":
+                    raise TransformError(
+                        f"tp.checkpoint of {custom.__name__}: it draws random numbers ("
+                        f"{'from a numpy Generator' if spelled == 'rt.draw' else spelled}), "
+                        "and the backward pass, which runs it "
+                        "again, would draw other numbers (the derivative would be of "
+                        "another function).\n  hint: draw with tp.random and a key passed "
+                        "in (the same key draws the same numbers), or draw outside the "
+                        "checkpointed function and pass the numbers in.")
+                if isinstance(n, gast.Name) and n.id in program.functions:
+                    todo.append(n.id)
 
     def jvp_variant(self, ir_name, mask):
         """The forward-mode function of `ir_name` for arguments carrying tangents (`mask`)."""

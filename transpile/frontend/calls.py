@@ -390,9 +390,17 @@ class CallNormalizer:
         if kind is not None:
             return self.transformation(callee.value, node)
         if isinstance(callee, LocalTransformed):
-            args = [self.atom(a, stmts) for a in node.args] + \
-                [_name(v) for v in callee.freevars]
-            return self.call_static(callee.transformed, args, [], node, stmts)
+            args = [self.atom(a, stmts) for a in node.args]
+            keywords = [(k.arg, self.atom(k.value, stmts)) for k in node.keywords]
+            if callee.params is not None:       # keywords and defaults bound here
+                args = self._bound(callee.params, callee.defaults, args, keywords,
+                                   getattr(callee.transformed, "__name__", "function"), node)
+            elif keywords:
+                raise self.error(node, "keyword arguments in a call of this transformed "
+                                 "nested function are not supported.",
+                                 "pass the arguments by position.")
+            return self.call_static(callee.transformed, args +
+                                    [_name(v) for v in callee.freevars], [], node, stmts)
         if isinstance(callee, Static) and callee.value is operator.itemgetter and \
                 node.args and all(_is_literal(a) for a in node.args) and not node.keywords:
             # itemgetter(0) (a sort key): the function `lambda item: item[0]`
@@ -625,9 +633,19 @@ class CallNormalizer:
         methods a callee may call (Static, bound by identity); None for data."""
         if isinstance(node, gast.Lambda):
             return self.expr_Lambda(node, stmts)
+        if isinstance(node, gast.Call):
+            # `tp.checkpoint(step)` passed on (a scan's body): the transformation applied now
+            maker = self.static(node.func)
+            kind = self.callees.transformation(maker.value) if isinstance(maker, Static) \
+                else None
+            if kind is None or kind in ("jvp", "vjp"):
+                return None
+            return self._function_of(self.transformation(maker.value, node), node, stmts)
         if not isinstance(node, (gast.Name, gast.Attribute)):
             return None
         found = self.static(node)
+        if isinstance(found, LocalTransformed):      # a nested def decorated with one
+            return self._function_of(found, node, stmts)
         if isinstance(found, LocalFunction):
             return found
         if isinstance(found, Static) and (_is_function(found.value) or
@@ -637,6 +655,36 @@ class CallNormalizer:
                 all(_is_function(v) for v in found.value):
             return found      # a tuple of functions (`fs = (np.sin, np.cos)`), by identity
         return None
+
+    def _function_of(self, made, node, stmts):
+        """A transformed function as a value passed on: as it is where it is known while
+        transforming (Static); a nested one's (LocalTransformed), which takes its free
+        variables last, as a lambda passing them, `lambda a, b: made(a, b, w)`, whose free
+        variables the callee then receives as a lambda's."""
+        if not isinstance(made, LocalTransformed):
+            return made if isinstance(made, Static) else None
+        if made.params is not None:
+            n = len(made.params)
+        else:
+            n = len(signature_of(made.transformed).parameters) - len(made.freevars)
+        raw = self.namer.fresh("fn")
+        self.local_fns[raw] = Static(made.transformed)
+        params = [self.namer.fresh("arg") for _ in range(n)]
+        defaults = []             # the nested function's own, for its trailing parameters
+        for p in (made.params or [])[::-1]:
+            if p not in made.defaults:
+                break
+            d = made.defaults[p]
+            defaults.insert(0, _const(d) if is_literal(d) else _name(d.name)
+                            if isinstance(d, LocalDefault) else
+                            _name(self.program.constant(d, p + "_default")))
+        lam = gast.Lambda(
+            args=gast.arguments(args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
+                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                defaults=defaults),
+            body=gast.Call(func=_name(raw), args=[_name(p) for p in params] +
+                           [_name(v) for v in made.freevars], keywords=[]))
+        return self.expr_Lambda(self._located(lam, node), stmts)
 
     def dict_view(self, d, view, node, stmts):
         """d.keys(), d.values(), d.items() of a dict: lists in the dict's order, made by a
@@ -927,6 +975,11 @@ class CallNormalizer:
         for k in node.keywords:
             found = self.static(k.value) if not _is_literal(k.value) else \
                 Static(_literal(k.value))
+            if isinstance(k.value, (gast.List, gast.Tuple, gast.Set)):    # otypes=[float]
+                items = [self.static(e) if not _is_literal(e) else Static(_literal(e))
+                         for e in k.value.elts]
+                found = Static([i.value for i in items]) \
+                    if all(isinstance(i, Static) for i in items) else None
             if k.arg not in ("otypes", "excluded", "doc", "cache", "signature") or \
                     not isinstance(found, Static):
                 raise self.error(k.value, f"np.vectorize's {k.arg} must be known while "
@@ -997,14 +1050,21 @@ class CallNormalizer:
             args = list(node.args)
             otypes, excluded, signature = vectorized.otypes, vectorized.excluded, \
                 vectorized.signature
-        if signature is not None or node.keywords or \
-                any(not isinstance(e, int) for e in excluded) or \
-                any(isinstance(a, gast.Starred) for a in args):
+        if signature is not None or node.keywords or any(isinstance(a, gast.Starred)
+                                                         for a in args):
             raise self.error(node, "np.vectorize is supported in transformed code with "
-                             "positional arguments, without a signature and with excluded "
-                             "positions only.", "pass the arguments by position.")
+                             "positional arguments and without a signature"
+                             + (" (numpy excludes a name only where it is passed by "
+                                "keyword)" if any(isinstance(e, str) for e in excluded)
+                                else "") + ".",
+                             "pass the arguments by position; exclude one by its position.")
+        # (an excluded name applies to a keyword argument only, as in numpy: none here)
+        excluded = {e for e in excluded if isinstance(e, int)}
         n = len(args)
-        excluded = frozenset(e % n for e in excluded if -n <= e < n)
+        # None passes through as it is (numpy gives the function None for every element)
+        excluded = frozenset({e % n for e in excluded if -n <= e < n} |
+                             {k for k, a in enumerate(args)
+                              if isinstance(a, gast.Constant) and a.value is None})
         if len(excluded) == n:
             raise self.error(node, "np.vectorize with every argument excluded has nothing to "
                              "map over.")
@@ -1117,8 +1177,20 @@ class CallNormalizer:
                   positional=None):
         """The call of IR function `ir_name` binding `args` and `keywords` to `params` (the
         first `positional` of them may be bound by position: the others are keyword-only)."""
+        bound = self._bound(params[:len(params) - len(extra)], defaults, args, keywords,
+                            ir_name, node, positional)
+        if ir_name in self.locals or ir_name in self.params:
+            # the caller binds that name itself (`def helper(step, x): return step(x)`
+            # calling the function `step`): the function under another name
+            ir_name = self.program.function_alias(ir_name, self.locals | self.params)
+        call = gast.Call(func=_name(ir_name), args=bound + list(extra), keywords=[])
+        anno.set(call, Anno.CALLEE, ir_name)
+        return call
+
+    def _bound(self, params, defaults, args, keywords, ir_name, node, positional=None):
+        """The atoms for `params` in order: `args`, then `keywords` or the defaults."""
         bound = list(args)
-        n_user = len(params) - len(extra)
+        n_user = len(params)
         limit = n_user if positional is None else positional
         if len(bound) > limit:
             raise self.error(node, f"too many arguments: {ir_name} takes {limit} "
@@ -1141,13 +1213,7 @@ class CallNormalizer:
         if kw:
             raise self.error(node, f"unexpected keyword argument '{next(iter(kw))}' in call "
                              f"to {ir_name}.")
-        if ir_name in self.locals or ir_name in self.params:
-            # the caller binds that name itself (`def helper(step, x): return step(x)`
-            # calling the function `step`): the function under another name
-            ir_name = self.program.function_alias(ir_name, self.locals | self.params)
-        call = gast.Call(func=_name(ir_name), args=bound + list(extra), keywords=[])
-        anno.set(call, Anno.CALLEE, ir_name)
-        return call
+        return bound
 
     def method_call(self, node, stmts):
         func = node.func
@@ -1567,12 +1633,14 @@ class CallNormalizer:
             options["in_axes"] = tuple(in_axes) + (None,) * len(freevars)
         if isinstance(target, LocalTransformed):
             return LocalTransformed(transform(target.transformed, *extra, **options),
-                                    target.freevars)
+                                    target.freevars, target.params, target.defaults)
         if isinstance(target, Static):
             return Static(transform(target.value, *extra, **options))
         if isinstance(target, LocalFunction):
             fn = self.callees.compile(self.program, target.ir_name)
-            return LocalTransformed(transform(fn, *extra, **options), target.freevars)
+            return LocalTransformed(transform(fn, *extra, **options), target.freevars,
+                                    target.params[:len(target.params) - len(target.freevars)],
+                                    target.defaults)
         if isinstance(target, LocalPartial) and isinstance(target.target, Static) and all(
                 isinstance(v, gast.Constant) for v in
                 [*target.args, *(v for _, v in target.keywords)]):

@@ -142,7 +142,8 @@ class Normalizer(CallNormalizer):
                 self.keyed[keyed[0]] = keyed[1]
         self.appended = _appended_names(fdef)
         self.sequences = _sequence_names(fdef, params)
-        self.namer = Namer(_all_names(fdef) | set(self.program.namespace) | {"np", "rt", "math"})
+        self.namer = Namer(_all_names(fdef) | set(self.program.namespace) |
+                           set(self.program.functions) | {"np", "rt", "math"})
         scope = (self.namer, self.locals)
         self.program.open_scopes.append(scope)
         try:

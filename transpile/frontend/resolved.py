@@ -63,11 +63,15 @@ class LocalTemplate:
 
 
 class LocalTransformed:
-    """`tp.grad(nested_fn)`: a Transformed of the lifted function, plus its free variables."""
+    """`tp.grad(nested_fn)`: a Transformed of the lifted function, plus its free variables;
+    `params` and `defaults` are the nested function's own (a call binds them, as one of
+    the function itself does: the lifted function has no defaults)."""
 
-    def __init__(self, transformed, freevars):
+    def __init__(self, transformed, freevars, params=None, defaults=None):
         self.transformed = transformed
         self.freevars = freevars
+        self.params = params
+        self.defaults = defaults or {}
 
 
 class LocalFunctions:

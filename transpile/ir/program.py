@@ -88,6 +88,7 @@ class Program:
         while any(name in namer.generated or name in local
                   for namer, local in self.open_scopes):
             name = self.namer.fresh(hint)
+        self._reserve(name)   # nor may they name a temporary so later (`layer_out_1 = ...`)
         return name
 
     def function_alias(self, name, avoid):
