@@ -1,6 +1,8 @@
 """tp.lax (structured control flow, written as the Python it stands for) and what it rests
 on: user functions called with functions among their arguments. Derivatives against finite
 differences (both modes, second order), vmap against a loop, jit against the plain call."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -336,3 +338,39 @@ def test_scan_over_a_dict_and_map_with_batch_size():
     assert np.isclose(tp.jit(_scan_over_a_dict)(c0, xs)[0], value)
     check_grads(lambda c0, xs: _scan_over_a_dict(c0, xs)[0], (c0, xs), order=2,
                 modes=("rev", "fwd"))
+
+
+def _partial_step(w, c, x):
+    return np.tanh(c * w + x), c * x
+
+
+def _with_partials(c0, xs, w):
+    c, ys = lax.scan(functools.partial(_partial_step, w * 2.0), c0, xs)
+
+    def body(i, c, scale):
+        return c * scale + np.sin(i)
+    c = lax.fori_loop(0, 3, functools.partial(body, scale=w), c)
+    picked = lax.switch(1, [functools.partial(np.multiply, w), functools.partial(np.add, 1.0)],
+                        c)
+    return np.sum(c) + np.sum(ys) + np.sum(picked)
+
+
+def test_a_partial_as_the_function_of_scan_fori_loop_and_switch():
+    """functools.partial(step, w) as a scan's body (17 refusals of the lax_control_flow_test
+    port: "a function value can only be called here"), its bound values computed in the
+    code: a lambda calling the function with them."""
+    rng = _rng()
+    c0, xs, w = rng.normal(size=3), rng.normal(size=(4, 3)), 0.7
+    c, total = c0, 0.0
+    for x in xs:
+        c, y = _partial_step(w * 2.0, c, x)
+        total += np.sum(y)
+    for i in range(3):
+        c = c * w + np.sin(i)
+    expected = np.sum(c) + total + np.sum(c + 1.0)
+    assert np.isclose(_with_partials(c0, xs, w), expected)
+    assert np.isclose(tp.jit(_with_partials)(c0, xs, w), expected)
+    check_grads(_with_partials, (c0, xs, w), order=2, modes=("rev", "fwd"))
+    cs = np.stack([c0, 2 * c0])
+    np.testing.assert_allclose(tp.vmap(_with_partials, (0, None, None))(cs, xs, w),
+                               [_with_partials(v, xs, w) for v in cs], rtol=1e-13)

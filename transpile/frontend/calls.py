@@ -636,6 +636,10 @@ class CallNormalizer:
         if isinstance(node, gast.Call):
             # `tp.checkpoint(step)` passed on (a scan's body): the transformation applied now
             maker = self.static(node.func)
+            if isinstance(maker, Static) and maker.value is functools.partial:
+                made = self.expr(node, stmts)     # `partial(step, w)`: a lambda calling it
+                return self._function_of_partial(made, node, stmts) \
+                    if isinstance(made, LocalPartial) else None
             kind = self.callees.transformation(maker.value) if isinstance(maker, Static) \
                 else None
             if kind is None or kind in ("jvp", "vjp"):
@@ -655,6 +659,41 @@ class CallNormalizer:
                 all(_is_function(v) for v in found.value):
             return found      # a tuple of functions (`fs = (np.sin, np.cos)`), by identity
         return None
+
+    def _function_of_partial(self, made, node, stmts):
+        """`functools.partial(step, w)` passed on as a function (a scan's body): `lambda c,
+        x: step(w, c, x)`, the bound values its free variables (names in the code here)."""
+        target = made.target
+        if isinstance(target, Static) and isinstance(target.value, np.ufunc):
+            names = [f"x{k}" for k in range(target.value.nin)]
+        elif isinstance(target, Static):
+            try:        # (the parameters a call must give: the lambda's)
+                params = [p for p in signature_of(target.value).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                          and p.default is p.empty]
+            except (TypeError, ValueError):
+                return None
+            names = [p.name for p in params]
+        elif isinstance(target, LocalFunction):
+            names = [p for p in target.params[:len(target.params) - len(target.freevars)]
+                     if p not in target.defaults]
+        else:
+            return None
+        given = {k for k, _ in made.keywords}
+        rest = [p for p in names[len(made.args):] if p not in given]
+        for v in list(made.args) + [v for _, v in made.keywords]:
+            if isinstance(v, gast.Name) and v.id not in self.local_fns:
+                self.locals.add(v.id)       # (the lambda reads the bound values by name)
+        fn = self.namer.fresh("fn")
+        self.local_fns[fn] = target
+        params = [self.namer.fresh("arg") for _ in rest]
+        lam = gast.Lambda(
+            args=gast.arguments(args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
+                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                defaults=[]),
+            body=gast.Call(func=_name(fn), args=list(made.args) + [_name(p) for p in params],
+                           keywords=[gast.keyword(arg=k, value=v) for k, v in made.keywords]))
+        return self.expr_Lambda(self._located(_copy_node(lam), node), stmts)
 
     def _function_of(self, made, node, stmts):
         """A transformed function as a value passed on: as it is where it is known while
