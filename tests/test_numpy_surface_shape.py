@@ -714,3 +714,56 @@ def test_writes_into_views_are_refused_or_right():
             continue
         check_grads(f, (x.copy(),), order=1, modes=("rev",))
         assert np.all(np.isfinite(g))
+
+
+# ---------------------------------------------------------------- numpy functions written with
+# others (transpile/numpy_functions.py): np.dstack, np.isin, np.unravel_index, np.delete,
+# np.resize (refusals of the JAX batching_test port: no rule)
+
+def _written_with_others(x, y):
+    stacked = np.dstack([x, y, x * y])
+    found = np.isin(np.round(x * 2), [0.0, 1.0])
+    rows, cols = np.unravel_index(np.array([5, 7, 2]), (3, 4))
+    kept = np.delete(x, [0, 2], axis=1)
+    flat_kept = np.delete(y, 1)
+    filled = np.resize(y, (2, 5))
+    return (np.sum(stacked ** 2) + np.sum(np.where(found, x, 0.5 * x)) +
+            np.sum(x[rows, cols]) + np.sum(kept * 3) + np.sum(flat_kept) + np.sum(filled ** 2))
+
+
+def _each_dstack(x, y):
+    return np.dstack([x, y]), np.dstack([x[0], y[0]]), np.dstack([x[0, 0], 1.0])
+
+
+def _each_isin(x, y):
+    return np.isin(x, [x[0, 0], y[1, 1]]), np.isin(x, x[1], invert=True), np.isin(2, [1, 2])
+
+
+def _each_delete(x, y):
+    return np.delete(x, 1, 0), np.delete(x, [0, -1], axis=1), np.delete(y, slice(1, 5))
+
+
+def _each_resize(x, y):
+    return np.resize(y, (5, 3)), np.resize(x[0], 7), np.resize(x, (2, 2))
+
+
+def _each_unravel(x, y):
+    return np.unravel_index(np.array([3, 11, 0]), (3, 4)) + np.unravel_index(5, (2, 3))
+
+
+def test_numpy_functions_written_with_others():
+    r = np.random.default_rng(SEED)
+    x, y = N(r, 3, 4), N(r, 3, 4)
+    for each in (_each_dstack, _each_isin, _each_delete, _each_resize, _each_unravel):
+        for got, expected in zip(tp.jit(each)(x, y), each(x, y)):   # values and dtypes
+            assert np.asarray(got).dtype == np.asarray(expected).dtype
+            np.testing.assert_array_equal(got, expected)
+    assert tp.jit(_written_with_others)(x, y) == pytest.approx(_written_with_others(x, y),
+                                                                rel=1e-14)
+    check_grads(_written_with_others, (x, y), order=2, modes=("rev", "fwd"))
+    xs, ys = N(r, 2, 3, 4), N(r, 2, 3, 4)
+    np.testing.assert_allclose(tp.vmap(_written_with_others)(xs, ys),
+                               [_written_with_others(a, b) for a, b in zip(xs, ys)], rtol=1e-13)
+    grad = tp.grad(_written_with_others)
+    np.testing.assert_allclose(tp.vmap(grad)(xs, ys), [grad(a, b) for a, b in zip(xs, ys)],
+                               rtol=1e-12)

@@ -28,7 +28,7 @@ overrides an earlier one.
 import numpy as np
 
 from .custom import file_backed
-from .frontend.calls import REPLACEMENTS
+from .frontend.calls import CALLED_INSTEAD, REPLACEMENTS
 from .tree_util import tree_map
 
 _CALLERS = {}
@@ -137,3 +137,59 @@ def along_axis_caller(n_extra, vmap):
 REPLACEMENTS["vectorize"] = vectorized_caller
 REPLACEMENTS["apply_along_axis"] = along_axis_caller
 REPLACEMENTS["piecewise"] = piecewise_caller
+
+
+# ---------------------------------------------------------------- numpy functions written
+# with others that have rules: transformed code calls these in their place (CALLED_INSTEAD),
+# so every transformation follows them as the user's own code
+
+def dstack(tup):
+    """np.dstack: the arrays, at least 3-d, joined along the third axis."""
+    return np.concatenate([np.atleast_3d(a) for a in tup], axis=2)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, kind=None):
+    """np.isin: whether each element equals one of test_elements (no derivative)."""
+    found = np.any(np.expand_dims(np.asarray(element), -1) == np.ravel(test_elements), axis=-1)
+    if invert:
+        return np.logical_not(found)
+    return found
+
+
+def unravel_index(indices, shape, order="C"):
+    """np.unravel_index: the index along each axis of `shape` of each flat index."""
+    if order != "C":
+        raise ValueError("transformed code takes np.unravel_index with order='C' only")
+    rest = np.asarray(indices)
+    parts = []
+    for n in shape[::-1]:
+        parts.append(rest % n)
+        rest = rest // n
+    return tuple(parts[::-1])
+
+
+def delete(arr, obj, axis=None):
+    """np.delete: arr without the entries `obj` picks along `axis` (flattened: None)."""
+    if axis is None:
+        arr = np.ravel(arr)
+        axis = 0
+    n = np.shape(arr)[axis]
+    keep = np.ones(n, dtype=bool)
+    keep[obj] = False
+    return np.take(arr, np.nonzero(keep)[0], axis=axis)
+
+
+def resize(a, new_shape):
+    """np.resize: a's elements repeated (in order) to fill `new_shape`."""
+    flat = np.ravel(a)
+    total = int(np.prod(new_shape))
+    if np.size(flat) == 0 or total == 0:
+        return np.zeros(new_shape, dtype=np.result_type(a))
+    repeats = -(-total // np.size(flat))
+    return np.reshape(np.tile(flat, repeats)[:total], new_shape)
+
+
+for _numpy_fn, _written in ((np.dstack, dstack), (np.isin, isin),
+                            (np.unravel_index, unravel_index), (np.delete, delete),
+                            (np.resize, resize)):
+    CALLED_INSTEAD[id(_numpy_fn)] = (_numpy_fn, _written)
