@@ -37,6 +37,9 @@ from ..ir.nodes import assign, prim_call
 # Calls whose result may be the argument itself, or share its memory, besides the
 # primitives registered with view=True: np.asarray returns an array argument unchanged.
 _SHARING_CALLS = {"np.asarray", "np.asanyarray", "np.real", "np.imag"}
+# Calls whose result is a new array or a read-only view of their first argument (np.diag
+# of a matrix is its diagonal): it sees writes into the argument, never writes into it.
+_READ_ONLY_VIEWS = {"np.diag"}
 # Calls that return a number (immutable) when called without keywords such as axis.
 _NUMBER_CALLS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.std", "np.var",
                  "np.amax", "np.amin", "float", "int", "len", "np.linalg.norm", "np.dot",
@@ -46,7 +49,7 @@ _NEW_ARRAY_CALLS = {"np.zeros", "np.ones", "np.empty", "np.full", "np.zeros_like
                     "np.ones_like", "np.empty_like", "np.full_like", "np.array", "np.eye",
                     "np.identity", "np.arange", "np.linspace", "np.logspace", "np.copy",
                     "np.stack", "np.concatenate", "np.vstack", "np.hstack", "np.outer",
-                    "np.diag", "np.tile", "np.repeat"}
+                    "np.tile", "np.repeat"}
 
 
 def resolve(fir, functions=None, namespace=None):
@@ -146,7 +149,8 @@ def _summarize(fir, memory, same):
     roots = obj | held
     if any(kind == "global" for kind, _ in roots):
         return None                    # a global: treat as sharing with everything
-    may = frozenset(k for k, p in enumerate(fir.params) if ("param", p) in roots)
+    may = frozenset(k for k, p in enumerate(fir.params)
+                    if ("param", p) in roots or ("sees", ("param", p)) in roots)
     # a parameter still names the caller's argument at the return only if the body never
     # binds it anew (`a = 0.7 * np.cos(a)` in a loop: `return a` may be either object)
     rebound = {n.id for n in gast.walk(fir.node) if isinstance(n, gast.Name) and
@@ -220,10 +224,11 @@ def _age(state, s):
     write into the new one is not taken to reach them (the recency abstraction; without
     it `out = out + [x]` in a loop looked like writing into the previous trip's list)."""
     new, old = ("site", id(s)), ("old", id(s))
+    aged = {new: old, ("sees", new): ("sees", old)}
     for name, (obj, held) in list(state.items()):
-        if new in obj or new in held:
-            state[name] = (frozenset(old if r == new else r for r in obj),
-                           frozenset(old if r == new else r for r in held))
+        if any(r in aged for r in obj | held):
+            state[name] = (frozenset(aged.get(r, r) for r in obj),
+                           frozenset(aged.get(r, r) for r in held))
 
 
 class _MemoryFacts(_Facts):
@@ -257,9 +262,10 @@ class _MemoryFacts(_Facts):
         return state.get(name, (outside, outside))
 
     def shares(self, state, name, roots):
-        """May `name` see a change to the objects `roots`: be one, view one or hold one?"""
+        """May `name` see a change to the objects `roots`: be one, view one or hold one
+        (or be a read-only view of one, ("sees", root): np.diag of a matrix)?"""
         obj, held = self.of(state, name)
-        return bool((obj | held) & roots)
+        return bool((obj | held) & (roots | {("sees", r) for r in roots}))
 
     def transfer(self, s, state):
         if is_update(s):
@@ -338,6 +344,15 @@ class _MemoryFacts(_Facts):
                 self.site_kind[id(s)] = "list" if spelling == "rt.to_list" else "tuple"
                 obj, inner = self.of(state, _base(value))
                 state[name] = (site, inner if self._container(obj) else obj | inner)
+            elif spelling in _READ_ONLY_VIEWS and isinstance(value, gast.Call) and \
+                    value.args and isinstance(value.args[0], gast.Name):
+                # a new array, or a read-only view of the argument (np.diag of a matrix):
+                # it sees a write into the argument; a write into it is numpy's error
+                _age(state, s)
+                self.site_kind[id(s)] = "array"
+                arg_obj, arg_held = self.of(state, value.args[0].id)
+                state[name] = (site | {("sees", r) for r in arg_obj | arg_held
+                                       if r[0] != "sees"}, frozenset())
             elif prim is not None and (prim.view or spelling in _SHARING_CALLS):
                 # a view of an argument, or the argument itself
                 args = value.args if isinstance(value, gast.Call) else \
@@ -398,7 +413,7 @@ class _MemoryFacts(_Facts):
 
     def kind(self, roots):
         """"array", "list", "tuple", "number" (no object made here: a constant) or None."""
-        kinds = {self.kind_of(r) for r in roots}
+        kinds = {self.kind_of(r) for r in roots if r[0] != "sees"}
         if not kinds:
             return "number"
         return kinds.pop() if len(kinds) == 1 and "unknown" not in kinds else None

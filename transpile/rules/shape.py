@@ -270,7 +270,7 @@ def diagonal_adj_batch(g, a, offset=0, axis1=0, axis2=1):
                               rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
 
 
-@rev("np.diag")
+@rev("np.diag")       # (the diagonal of a matrix is a read-only view: frontend/aliasing.py)
 def diag(dout, out, v, k=0):
     dv = rt.diag_adj(dout, v, k)
 
