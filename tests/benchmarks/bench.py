@@ -637,6 +637,62 @@ def bench_vmap_branch(size, rounds, target_s, target_ratio=1.5):
                ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
 
 
+CHECKPOINT_SRC = """
+def layer(w, x):
+    return np.tanh(x @ w) + 0.1 * np.sin(x)
+
+def net(ws, x, checkpointed):
+    for w in ws:
+        x = tp.checkpoint(layer)(w, x) if checkpointed else layer(w, x)
+    return np.sum(x ** 2)
+
+def net_checkpointed(ws, x):
+    return net(ws, x, True)
+
+def net_plain(ws, x):
+    return net(ws, x, False)
+"""
+
+
+def bench_checkpoint(rounds, target_s, depth=20, width=256, target_ratio=1.8):
+    """tp.checkpoint: reverse mode through 20 layers that keep only each layer's input and
+    run its forward pass again in the backward pass, against the same gradient keeping
+    every intermediate (the "hand" column); the peak memory of one call of each, traced."""
+    import tracemalloc
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal((width, width)) / np.sqrt(width) for _ in range(depth)]
+    x = rng.standard_normal((width, width))
+    env = {"np": np, "tp": tp}
+    checkpointed = tp.grad(compile_fn(CHECKPOINT_SRC, "net_checkpointed", np, env), argnums=1)
+    plain = tp.grad(compile_fn(CHECKPOINT_SRC, "net_plain", np, env), argnums=1)
+    if not np.allclose(checkpointed(ws, x), plain(ws, x), rtol=1e-12):
+        fail("grad of the checkpointed net differs from the plain one")
+    peaks = []
+    for g in (checkpointed, plain):
+        tracemalloc.start()
+        g(ws, x)
+        peaks.append(tracemalloc.get_traced_memory()[1] / 2 ** 20)
+        tracemalloc.stop()
+    name = (f"grad, {depth} checkpointed layers {width}x{width} (hand: not checkpointed; "
+            f"peak {peaks[0]:.0f} vs {peaks[1]:.0f} MiB)")
+    print(f"check {name}: matches the plain gradient", flush=True)
+    fns = {"tp": lambda: checkpointed(ws, x), "hand": lambda: plain(ws, x)}
+    if jax is not None:
+        jws, jx = [jnp.asarray(w) for w in ws], jnp.asarray(x)
+
+        def jnet(ws, x):
+            for w in ws:
+                x = jax.checkpoint(lambda w, x: jnp.tanh(x @ w) + 0.1 * jnp.sin(x))(w, x)
+            return jnp.sum(x ** 2)
+        jg = jax.jit(jax.grad(jnet, argnums=1))
+        fns["jax"] = lambda: jax.block_until_ready(jg(jws, jx))
+    s = measure(fns, rounds, target_s)
+    ms = {k: 1e3 * med(v) for k, v in s.items()}
+    ratio = paired_ratio(s["tp"], s["hand"])
+    return Row(name + " (jax: jax.checkpoint, jitted)", "float64", ms["tp"], ms["hand"], ratio,
+               None, ms.get("jax"), f"ratio <= {target_ratio:g}", ratio <= target_ratio)
+
+
 def bench_random(size, rounds, target_s, target_ratio=3.0):
     """tp.random draws against numpy's Generator (the hand column: a different generator,
     the cost a numpy user pays today) and jax.random under jit, same key, float64."""
@@ -1345,8 +1401,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (about 20 s)")
     ap.add_argument("--only", default="", help="comma-separated: mlp, tiny, first, "
-                    "overhead, hessian, jvp, vmap, random, conv, pmap, jit, gpu (default: all; gpu "
-                    "where a CUDA GPU is)")
+                    "overhead, hessian, jvp, vmap, random, conv, checkpoint, pmap, jit, gpu "
+                    "(default: all; gpu where a CUDA GPU is)")
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP/OPENBLAS/MKL_NUM_THREADS (and, for 1, XLA's intra-op threads) "
                          "for every competitor; default 1; 0 leaves the environment as is "
@@ -1403,6 +1459,8 @@ def main(argv=None):
         rows.extend(bench_random(10 ** 6, rounds_hess, target_s))
     if want("conv"):
         rows.append(bench_conv(rounds_hess, target_s))
+    if want("checkpoint"):
+        rows.append(bench_checkpoint(rounds_hess, target_s))
     pmap_notes = []
     if want("pmap"):
         pmap_rows, pmap_notes = bench_pmap(args.quick)
