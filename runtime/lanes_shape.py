@@ -302,7 +302,13 @@ def lane_pad(array, pad_width, mode="constant", constant_values=0, outer=0):
     xp = array_module(array)
     widths = lane_pad_width(pad_width, np.ndim(array), outer)
     if mode == "constant":
-        return xp.pad(array, widths, mode, constant_values=constant_values)
+        values = np.asarray(constant_values)
+        if values.ndim == 2:        # a pair per axis: none (nothing is padded) on the batch's
+            lead = 1 + outer
+            values = np.concatenate([np.zeros((lead, values.shape[1]), values.dtype),
+                                     np.broadcast_to(values, (np.ndim(array) - lead,
+                                                              values.shape[1]))])
+        return xp.pad(array, widths, mode, constant_values=values)
     return xp.pad(array, widths, mode)
 
 

@@ -230,6 +230,19 @@ def unpad(g, array, pad_width, mode="constant"):
     return g[idx]
 
 
+def linear_pad_mode(mode):
+    """np.pad's `mode` for its tangent: the same where the padding is linear in the array
+    (constant, edge, wrap, reflect, symmetric, mean, linear_ramp to 0); the padding of
+    maximum, minimum and median is the tangent at the element they pick, not the maximum
+    of the tangent: refused."""
+    if mode in ("maximum", "minimum", "median"):
+        raise TransformError(
+            f"np.pad(..., mode={mode!r}) has no forward-mode rule (the padding is the "
+            f"tangent at the element {mode} picks).\n  hint: build the padding with "
+            f"np.concatenate of the picked element, or use another mode.")
+    return mode
+
+
 def pad_value_adj(g, array, pad_width):
     """Adjoint of a scalar `constant_values` of np.pad: the sum of `g` over the padding."""
     xp = array_module(g)

@@ -2132,3 +2132,80 @@ def test_np_diag_of_a_matrix_sees_writes_into_it():
         tp.grad(_diagonal_then_write)(_rng(39).normal(size=(3, 3)))
     d, e = _rng(40).normal(size=3), _rng(41).normal(size=2)
     check_grads(_tridiagonal, (d, e), order=2, modes=("rev", "fwd"))
+
+
+# ---------------------------------------------------------------- np.cumprod at zeros (JAX's
+# lax_numpy_test grid, ported by a helper): both rules divided by the input, nan where it is
+# 0 (the gradient of sum(cumprod([1, 0, 2])) is [1, 3, 0]); second derivatives with one or
+# two zeros along the axis hold too
+
+def _cumprod_weighted(x, w, axis):
+    return np.sum(np.cumprod(x, axis) * w)
+
+
+@pytest.mark.parametrize("x, axis", [
+    (np.array([1.0, 0.0, 2.0]), None),
+    (np.array([1.5, 0.0, 2.0, 0.0, 3.0]), 0),
+    (np.array([[1.5, 0.0, 2.0], [0.0, 2.0, 3.0], [1.0, 2.0, 0.5]]), 1),
+    (np.array([[1.5, 0.0], [2.0, 0.0]]), None),
+    (np.array([0.0, 0.0, 2.0, 0.0]), 0)])
+def test_cumprod_derivatives_at_zeros(x, axis):
+    w = _rng(42).normal(size=np.shape(np.cumprod(x, axis)))
+    n = x.size
+
+    def exact_grad(x):          # sum over j >= i of w_j * prod_{k <= j, k != i} x_k
+        flat, ww = np.ravel(x) if axis is None else x, np.ravel(w) if axis is None else w
+        lanes = flat.reshape(-1, flat.shape[-1]) if axis in (None, -1, flat.ndim - 1) else None
+        if lanes is None:
+            return None
+        out = np.zeros_like(lanes)
+        for r, (lane, wl) in enumerate(zip(lanes, ww.reshape(lanes.shape))):
+            for i in range(lane.size):
+                for j in range(i, lane.size):
+                    out[r, i] += wl[j] * np.prod(np.delete(lane[:j + 1], i))
+        return out.reshape(np.shape(x))
+    g = tp.grad(_cumprod_weighted)(x, w, axis)
+    expected = exact_grad(x)
+    if expected is not None:
+        np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-12)
+    assert np.all(np.isfinite(g))
+    t = tp.jvp(lambda v: _cumprod_weighted(v, w, axis), (x,), (np.ones_like(x),))[1]
+    assert np.isclose(t, np.sum(g))
+    # f is a polynomial: its Hessian by central differences of the exact-in-floats gradient
+    h = tp.hessian(_cumprod_weighted)(x, w, axis).reshape(n, n)
+    eps, fd = 1e-6, np.zeros((n, n))
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = eps
+        fd[:, k] = np.ravel(tp.grad(_cumprod_weighted)(x + e.reshape(x.shape), w, axis) -
+                            tp.grad(_cumprod_weighted)(x - e.reshape(x.shape), w, axis)) / (2 * eps)
+    np.testing.assert_allclose(h, fd, atol=1e-6)
+    np.testing.assert_allclose(tp.jacrev(tp.jacfwd(_cumprod_weighted))(x, w, axis).reshape(n, n),
+                               fd, atol=1e-6)
+
+
+# ---------------------------------------------------------------- np.pad's forward rule padded
+# the tangent with the same mode: right where the padding is linear in the array, wrong for
+# maximum/minimum/median (the maximum of the tangent, not the tangent at the maximum); and
+# vmap of per-axis constant_values pairs crashed
+
+def _pad_maximum(x):
+    return np.pad(x, ((1, 0), (0, 0)), mode="maximum")
+
+
+def _pad_linear_modes(x):
+    return sum(np.sum(np.pad(x, ((1, 2), (2, 1)), mode=m) ** 2)
+               for m in ("edge", "wrap", "reflect", "symmetric", "mean", "linear_ramp"))
+
+
+def _pad_pairs(x):
+    return np.pad(x, ((1, 0), (0, 1)), constant_values=((1.5, -2.0), (0.5, 3.0)))
+
+
+def test_pad_tangents_and_per_axis_constants():
+    x = _rng(43).normal(size=(3, 4))
+    with pytest.raises(TransformError, match="no forward-mode rule"):
+        tp.jvp(_pad_maximum, (x,), (x,))
+    check_grads(_pad_linear_modes, (x,), order=1, modes=("fwd",))
+    xs = _rng(44).normal(size=(3, 2, 2))
+    np.testing.assert_array_equal(tp.vmap(_pad_pairs)(xs), [_pad_pairs(v) for v in xs])

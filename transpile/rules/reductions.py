@@ -263,14 +263,37 @@ def cumsum_adj_batch(g, a, axis=None):
                                             rt.batched_axis(axis)), a, 1)
 
 
+# d out_j / d a_i is the product of a_k for k <= j but i: out_j / a_i where a_i != 0. At a
+# zero that division was nan: there the product is taken with the zero made 1 (`spared`).
+# Only the first zero along the axis (`first`) has a nonzero derivative; the second's is 0
+# but not its derivative by the first zero's value (`at_first`, from the first zero on), which
+# second derivatives read (a Hessian at a point with two zeros).
 @rev("np.cumprod")
 def cumprod(dout, out, a, axis=None, dtype=None, out_=None):
-    da = rt.cumsum_adj(dout * out, a, axis) / a
+    zero = a == 0
+    seen = np.reshape(np.cumsum(zero, axis), np.shape(a))
+    first = np.logical_and(zero, seen == 1)
+    second = np.logical_and(zero, seen == 2)
+    spared = np.cumprod(np.where(first, 1, a), axis)
+    spared_2 = np.cumprod(np.where(np.logical_or(first, second), 1, a), axis)
+    at_first = np.cumsum(np.where(first, a, 0), axis)
+    da = np.where(zero, 0, rt.cumsum_adj(dout * out, a, axis) / np.where(zero, 1, a)) + \
+        np.where(first, rt.cumsum_adj(dout * spared, a, axis), 0) + \
+        np.where(second, rt.cumsum_adj(dout * at_first * spared_2, a, axis), 0)
 
 
 @fwd("np.cumprod")
 def cumprod_fwd(out, a, axis=None, dtype=None, out_=None):
-    dout = out * np.cumsum(da / a, axis)
+    zero = a == 0
+    seen = np.reshape(np.cumsum(zero, axis), np.shape(a))
+    first = np.logical_and(zero, seen == 1)
+    second = np.logical_and(zero, seen == 2)
+    spared = np.cumprod(np.where(first, 1, a), axis)
+    spared_2 = np.cumprod(np.where(np.logical_or(first, second), 1, a), axis)
+    at_first = np.cumsum(np.where(first, a, 0), axis)
+    dout = out * np.cumsum(np.where(zero, 0, da) / np.where(zero, 1, a), axis) + \
+        np.cumsum(np.where(first, da, 0), axis) * spared + \
+        np.cumsum(np.where(second, da, 0), axis) * at_first * spared_2
 
 
 @batch("np.cumprod")

@@ -1196,7 +1196,7 @@ def pad(dout, out, array, pad_width, mode="constant", constant_values=0):
 
 @fwd("np.pad")
 def pad_fwd(out, array, pad_width, mode="constant", constant_values=0):
-    dout = np.pad(darray, pad_width, mode)
+    dout = np.pad(darray, pad_width, rt.linear_pad_mode(mode))
     dout = np.pad(np.zeros_like(array), pad_width, constant_values=dconstant_values)
 
 
@@ -1216,6 +1216,11 @@ def pad_batch(array, pad_width, mode="constant", constant_values=0):
         out = np.pad(array, pad_width, mode) + rt.align(
             constant_values, rt.pad_mask(np.shape(array), pad_width)) * rt.pad_mask(
             np.shape(array), pad_width)
+
+
+# the mode of a tangent's padding (refused where the padding picks an element)
+nondiff("rt.linear_pad_mode", side_effect=True)
+batch_same("rt.linear_pad_mode", out_batched=False)
 
 
 @rev("rt.unpad", view=True)
