@@ -767,3 +767,25 @@ def test_numpy_functions_written_with_others():
     grad = tp.grad(_written_with_others)
     np.testing.assert_allclose(tp.vmap(grad)(xs, ys), [grad(a, b) for a, b in zip(xs, ys)],
                                rtol=1e-12)
+
+
+def _bins_and_counts(x, w):
+    idx = np.digitize(x, [-1.0, 0.0, 1.0])
+    down = np.digitize(x, [1.0, 0.0, -1.0], right=True)
+    counts = np.bincount(idx, minlength=5)
+    sums = np.bincount(idx, weights=w * w)
+    return (np.sum(sums * np.arange(np.size(sums))) + np.sum(counts) * 0.1 +
+            np.sum(down * w) + np.sum(x.reshape(2, 3).mT) * 0.5), idx, down, counts
+
+
+def test_digitize_bincount_and_mT():
+    """np.digitize (bins up or down), np.bincount (with weights: differentiable in them) and
+    x.mT in transformed code (no rule before; x.mT's message spoke of namedtuples)."""
+    r = np.random.default_rng(SEED)
+    x, w = N(r, 6), N(r, 6)
+    got, expected = tp.jit(_bins_and_counts)(x, w), _bins_and_counts(x, w)
+    assert got[0] == pytest.approx(expected[0], rel=1e-14)
+    for a, b in zip(got[1:], expected[1:]):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    check_grads(lambda x, w: _bins_and_counts(x, w)[0], (x, w), order=2, modes=("rev", "fwd"))

@@ -189,7 +189,31 @@ def resize(a, new_shape):
     return np.reshape(np.tile(flat, repeats)[:total], new_shape)
 
 
+def digitize(x, bins, right=False):
+    """np.digitize: the index of the bin of each x, for bins increasing or decreasing."""
+    bins = np.asarray(bins)
+    if np.all(bins[1:] >= bins[:-1]):
+        return np.searchsorted(bins, x, side="left" if right else "right")
+    # decreasing: counted from the end of the reversed bins
+    return np.size(bins) - np.searchsorted(bins[::-1], x, side="right" if right else "left")
+
+
+def bincount(x, weights=None, minlength=0):
+    """np.bincount: how often each value of the non-negative ints x occurs (with weights:
+    their sums, whose derivative is the weights'): np.add.at into zeros of the length."""
+    x = np.asarray(x)
+    n = max(int(np.max(x)) + 1 if np.size(x) else 0, minlength)
+    if weights is None:
+        counts = np.zeros(n, dtype=np.int64)
+        np.add.at(counts, x, 1)
+        return counts
+    sums = np.zeros(n, dtype=np.result_type(weights, np.float64))
+    np.add.at(sums, x, weights)
+    return sums
+
+
 for _numpy_fn, _written in ((np.dstack, dstack), (np.isin, isin),
                             (np.unravel_index, unravel_index), (np.delete, delete),
-                            (np.resize, resize)):
+                            (np.resize, resize), (np.digitize, digitize),
+                            (np.bincount, bincount)):
     CALLED_INSTEAD[id(_numpy_fn)] = (_numpy_fn, _written)

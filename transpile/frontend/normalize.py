@@ -53,7 +53,8 @@ from .generators import as_list_builder, is_generator
 from .variadic import prologue_statements
 
 ARRAY_ATTRS = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
-               "dtype": "rt.dtype_of", "real": "np.real", "imag": "np.imag"}
+               "dtype": "rt.dtype_of", "real": "np.real", "imag": "np.imag",
+               "mT": "np.matrix_transpose"}
 TEMP_FOR_PRIM = {"[]": "item", "np.shape": "shape", "len": "n", "<": "less", "<=": "less_eq",
                  ">": "greater", ">=": "greater_eq", "==": "equal", "!=": "not_equal",
                  "not": "negated", "is": "same", "is not": "not_same", "in": "contained",
