@@ -789,3 +789,37 @@ def test_digitize_bincount_and_mT():
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     check_grads(lambda x, w: _bins_and_counts(x, w)[0], (x, w), order=2, modes=("rev", "fwd"))
+
+
+def _more_written(x, y, v, w):
+    xn = np.where(x > 1.0, np.nan, x)
+    quotient, remainder = np.divmod(x * 3, 1.3)
+    fraction, whole = np.modf(x * 2.5)
+    return (np.ediff1d(x, to_end=[1.0], to_begin=y[:2]), np.nancumsum(xn, axis=1),
+            np.nancumprod(xn), np.polyadd(v, w[:2]), np.polysub(v[:2], w), np.polymul(v, w),
+            np.polyder(v, 2), np.polyint(w, 2, [0.5, 1.5]), np.vecdot(x, y),
+            np.matvec(x[:, :3], y[:, :3]), np.vecmat(y[:, :3], x[:, :3]),
+            np.linalg.cross(x[:, :3], y[:, :3]), np.diagflat(v, 1),
+            np.compress(v > 0, x, axis=1), np.extract(v > 0, y[0]), quotient, remainder,
+            fraction, whole, np.ldexp(x, np.array([1, -2, 3, 0])))
+
+
+def _more_written_total(x, y, v, w):
+    return sum(np.sum(np.where(np.isnan(o), 0.0, o) ** 2) for o in _more_written(x, y, v, w))
+
+
+def test_more_numpy_functions_written_with_others():
+    """(the lax_numpy_test port's functions without a rule) np.ediff1d, nancumsum,
+    nancumprod, polyadd, polysub, polymul, polyder, polyint, vecdot, matvec, vecmat,
+    linalg.cross, diagflat, compress, extract, divmod, modf and ldexp, as numpy gives them
+    (values, shapes and dtypes), differentiated and batched."""
+    r = np.random.default_rng(SEED)
+    x, y, v, w = N(r, 3, 4), N(r, 3, 4), N(r, 4), N(r, 3)
+    for got, expected in zip(tp.jit(_more_written)(x, y, v, w), _more_written(x, y, v, w)):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-14, equal_nan=True)
+    check_grads(_more_written_total, (x, y, v, w), order=2, modes=("rev", "fwd"))
+    xs, ys = N(r, 2, 3, 4), N(r, 2, 3, 4)
+    np.testing.assert_allclose(tp.vmap(_more_written_total, (0, 0, None, None))(xs, ys, v, w),
+                               [_more_written_total(a, b, v, w) for a, b in zip(xs, ys)],
+                               rtol=1e-13)

@@ -212,8 +212,137 @@ def bincount(x, weights=None, minlength=0):
     return sums
 
 
+def ediff1d(ary, to_end=None, to_begin=None):
+    """np.ediff1d: the differences of the flattened array, with values before and after."""
+    parts = [np.ravel(to_begin)] if to_begin is not None else []
+    flat = np.ravel(ary)
+    parts.append(flat[1:] - flat[:-1])
+    if to_end is not None:
+        parts.append(np.ravel(to_end))
+    return np.concatenate(parts)
+
+
+def nancumsum(a, axis=None, dtype=None):
+    """np.nancumsum: np.cumsum with nan taken as 0."""
+    return np.cumsum(np.where(np.isnan(a), 0, a), axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None):
+    """np.nancumprod: np.cumprod with nan taken as 1."""
+    return np.cumprod(np.where(np.isnan(a), 1, a), axis, dtype)
+
+
+def _poly_aligned(a1, a2):
+    """Two coefficient arrays (highest power first), the shorter padded with zeros ahead."""
+    a1, a2 = np.atleast_1d(a1), np.atleast_1d(a2)
+    if np.size(a1) < np.size(a2):
+        a1 = np.concatenate([np.zeros(np.size(a2) - np.size(a1), np.result_type(a1)), a1])
+    elif np.size(a2) < np.size(a1):
+        a2 = np.concatenate([np.zeros(np.size(a1) - np.size(a2), np.result_type(a2)), a2])
+    return a1, a2
+
+
+def polyadd(a1, a2):
+    """np.polyadd of coefficient arrays."""
+    a1, a2 = _poly_aligned(a1, a2)
+    return a1 + a2
+
+
+def polysub(a1, a2):
+    """np.polysub of coefficient arrays."""
+    a1, a2 = _poly_aligned(a1, a2)
+    return a1 - a2
+
+
+def polymul(a1, a2):
+    """np.polymul of coefficient arrays: their convolution."""
+    return np.convolve(np.atleast_1d(a1), np.atleast_1d(a2))
+
+
+def polyder(p, m=1):
+    """np.polyder of a coefficient array, m times."""
+    p = np.atleast_1d(p)
+    for _ in range(m):
+        n = np.size(p) - 1
+        p = p[:-1] * np.arange(n, 0, -1)
+    return p
+
+
+def polyint(p, m=1, k=None):
+    """np.polyint of a coefficient array, m times, integration constants k (0 by default)."""
+    p = np.atleast_1d(p)
+    ks = np.zeros(m) if k is None else np.ravel(np.broadcast_to(k, (m,)))
+    for i in range(m):
+        n = np.size(p)
+        p = np.concatenate([p / np.arange(n, 0, -1), ks[i:i + 1]])
+    return p
+
+
+def vecdot(x1, x2, axis=-1):
+    """np.vecdot: the dot products of vectors along `axis` (x1 conjugated)."""
+    return np.sum(np.conj(x1) * x2, axis=axis)
+
+
+def matvec(x1, x2):
+    """np.matvec: matrices times vectors, batched."""
+    return np.matmul(x1, np.expand_dims(x2, -1))[..., 0]
+
+
+def vecmat(x1, x2):
+    """np.vecmat: (conjugated) vectors times matrices, batched."""
+    return np.matmul(np.expand_dims(np.conj(x1), -2), x2)[..., 0, :]
+
+
+def linalg_cross(x1, x2, axis=-1):
+    """np.linalg.cross: np.cross of 3-vectors along `axis`."""
+    return np.cross(x1, x2, axis=axis)
+
+
+def diagflat(v, k=0):
+    """np.diagflat: the flattened input on the k-th diagonal of a new matrix."""
+    return np.diag(np.ravel(v), k)
+
+
+def compress(condition, a, axis=None):
+    """np.compress: the slices of `a` along `axis` (flattened: None) where condition holds."""
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    return np.take(a, np.nonzero(np.ravel(condition))[0], axis=axis)
+
+
+def extract(condition, arr):
+    """np.extract: the elements of the flattened arr where the flattened condition holds."""
+    return np.ravel(arr)[np.nonzero(np.ravel(condition))[0]]
+
+
+def divmod_(x1, x2):
+    """np.divmod: the floor quotient and the remainder."""
+    return np.floor_divide(x1, x2), np.mod(x1, x2)
+
+
+def modf(x):
+    """np.modf: the fractional and integral parts, both with the sign of x."""
+    whole = np.trunc(x)
+    return np.where(np.isinf(x), np.copysign(0.0, x), x - whole), whole
+
+
+def ldexp(x1, x2):
+    """np.ldexp: x1 times 2 to the integer power x2."""
+    scale = np.exp2(np.asarray(x2)).astype(np.result_type(x1, np.float16))
+    return x1 * scale
+
+
 for _numpy_fn, _written in ((np.dstack, dstack), (np.isin, isin),
                             (np.unravel_index, unravel_index), (np.delete, delete),
                             (np.resize, resize), (np.digitize, digitize),
-                            (np.bincount, bincount)):
+                            (np.bincount, bincount), (np.ediff1d, ediff1d),
+                            (np.nancumsum, nancumsum), (np.nancumprod, nancumprod),
+                            (np.polyadd, polyadd), (np.polysub, polysub),
+                            (np.polymul, polymul), (np.polyder, polyder),
+                            (np.polyint, polyint), (np.vecdot, vecdot), (np.matvec, matvec),
+                            (np.vecmat, vecmat), (np.linalg.cross, linalg_cross),
+                            (np.diagflat, diagflat), (np.compress, compress),
+                            (np.extract, extract), (np.divmod, divmod_), (np.modf, modf),
+                            (np.ldexp, ldexp)):
     CALLED_INSTEAD[id(_numpy_fn)] = (_numpy_fn, _written)
