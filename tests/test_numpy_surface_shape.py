@@ -823,3 +823,36 @@ def test_more_numpy_functions_written_with_others():
     np.testing.assert_allclose(tp.vmap(_more_written_total, (0, 0, None, None))(xs, ys, v, w),
                                [_more_written_total(a, b, v, w) for a, b in zip(xs, ys)],
                                rtol=1e-13)
+
+
+def _set_and_index_functions(x, y):
+    xn = np.where(x > 1.0, np.nan, x)
+    return (np.nanargmin(xn, axis=1), np.nanargmax(xn),
+            np.cumulative_sum(x, axis=0, include_initial=True),
+            np.cumulative_prod(x[0], include_initial=True), np.cumulative_sum(x[1]),
+            np.sort_complex(x[0]), np.union1d(np.round(x[0]), np.round(y[0])),
+            np.intersect1d(np.round(x), np.round(y)), np.setdiff1d(np.round(x * 2), np.round(y)),
+            np.triu_indices_from(x, 1)[1], np.tril_indices_from(x)[0],
+            np.ravel_multi_index((np.array([1, 2]), np.array([3, 0])), (3, 4)))
+
+
+def _set_and_index_total(x, y):
+    o = _set_and_index_functions(x, y)
+    return (np.sum(o[2] ** 2) + np.sum(o[3] ** 2) + np.sum(o[4] * x[0]) +
+            np.sum(np.abs(o[5]) ** 2))
+
+
+def test_nan_arg_cumulative_set_and_index_functions():
+    """np.nanargmin/nanargmax, cumulative_sum/prod (include_initial), sort_complex, the set
+    functions union1d/intersect1d/setdiff1d, triu/tril_indices_from, ravel_multi_index."""
+    r = np.random.default_rng(SEED)
+    x, y = N(r, 3, 4), N(r, 3, 4)
+    for got, expected in zip(tp.jit(_set_and_index_functions)(x, y),
+                             _set_and_index_functions(x, y)):
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(got, expected)
+    check_grads(_set_and_index_total, (x, y), order=2, modes=("rev", "fwd"))
+    xs = N(r, 2, 3, 4)
+    np.testing.assert_array_equal(
+        tp.vmap(lambda v: np.cumulative_sum(v, axis=0, include_initial=True))(xs),
+        [np.cumulative_sum(v, axis=0, include_initial=True) for v in xs])

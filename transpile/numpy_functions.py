@@ -333,6 +333,95 @@ def ldexp(x1, x2):
     return x1 * scale
 
 
+def nanargmin(a, axis=None, keepdims=False):
+    """np.nanargmin: np.argmin with nan left out (a slice of nan only: numpy raises)."""
+    if np.any(np.all(np.isnan(a), axis=axis)):
+        raise ValueError("All-NaN slice encountered")
+    return np.argmin(np.where(np.isnan(a), np.inf, a), axis=axis, keepdims=keepdims)
+
+
+def nanargmax(a, axis=None, keepdims=False):
+    """np.nanargmax: np.argmax with nan left out (a slice of nan only: numpy raises)."""
+    if np.any(np.all(np.isnan(a), axis=axis)):
+        raise ValueError("All-NaN slice encountered")
+    return np.argmax(np.where(np.isnan(a), -np.inf, a), axis=axis, keepdims=keepdims)
+
+
+def _with_initial(x, axis, initial):
+    """`x` with `initial` put first along `axis` (numpy's include_initial)."""
+    shape = list(np.shape(x))
+    shape[axis] = 1
+    return np.concatenate([np.full(shape, initial, dtype=np.result_type(x)), x], axis=axis)
+
+
+def cumulative_sum(x, axis=None, dtype=None, include_initial=False):
+    """np.cumulative_sum (NumPy 2.1): np.cumsum, with a 0 first where include_initial."""
+    if axis is None:
+        if np.ndim(x) > 1:
+            raise ValueError("cumulative_sum needs axis for an array of more than one axis")
+        axis = 0
+    out = np.cumsum(x, axis=axis, dtype=dtype)
+    return _with_initial(out, axis, 0) if include_initial else out
+
+
+def cumulative_prod(x, axis=None, dtype=None, include_initial=False):
+    """np.cumulative_prod (NumPy 2.1): np.cumprod, with a 1 first where include_initial."""
+    if axis is None:
+        if np.ndim(x) > 1:
+            raise ValueError("cumulative_prod needs axis for an array of more than one axis")
+        axis = 0
+    out = np.cumprod(x, axis=axis, dtype=dtype)
+    return _with_initial(out, axis, 1) if include_initial else out
+
+
+def sort_complex(a):
+    """np.sort_complex: sorted by real part, then imaginary part, as complex numbers."""
+    return np.sort(np.asarray(a) + 0j)
+
+
+def union1d(ar1, ar2):
+    """np.union1d: the sorted distinct values of both."""
+    return np.unique(np.concatenate([np.ravel(ar1), np.ravel(ar2)]))
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    """np.intersect1d: the sorted distinct values of ar1 that ar2 holds too."""
+    if return_indices:
+        raise ValueError("transformed code takes np.intersect1d without return_indices")
+    values = np.unique(ar1)
+    return values[np.nonzero(isin(values, ar2))[0]]
+
+
+def setdiff1d(ar1, ar2, assume_unique=False):
+    """np.setdiff1d: the sorted distinct values of ar1 that ar2 does not hold."""
+    values = np.unique(ar1)
+    return values[np.nonzero(isin(values, ar2, invert=True))[0]]
+
+
+def triu_indices_from(arr, k=0):
+    """np.triu_indices_from: np.triu_indices of a matrix's shape."""
+    return np.triu_indices(np.shape(arr)[-2], k, np.shape(arr)[-1])
+
+
+def tril_indices_from(arr, k=0):
+    """np.tril_indices_from: np.tril_indices of a matrix's shape."""
+    return np.tril_indices(np.shape(arr)[-2], k, np.shape(arr)[-1])
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """np.ravel_multi_index (mode='raise', order='C'): the flat index of each index tuple."""
+    if mode != "raise" or order != "C":
+        raise ValueError("transformed code takes np.ravel_multi_index with mode='raise' and "
+                         "order='C' only")
+    flat = np.zeros(np.shape(np.asarray(multi_index[0])), dtype=np.int64)
+    for index, n in zip(multi_index, dims):
+        index = np.asarray(index)
+        if np.any(index < 0) or np.any(index >= n):
+            raise ValueError("invalid entry in coordinates array")
+        flat = flat * n + index
+    return flat
+
+
 for _numpy_fn, _written in ((np.dstack, dstack), (np.isin, isin),
                             (np.unravel_index, unravel_index), (np.delete, delete),
                             (np.resize, resize), (np.digitize, digitize),
@@ -344,5 +433,12 @@ for _numpy_fn, _written in ((np.dstack, dstack), (np.isin, isin),
                             (np.vecmat, vecmat), (np.linalg.cross, linalg_cross),
                             (np.diagflat, diagflat), (np.compress, compress),
                             (np.extract, extract), (np.divmod, divmod_), (np.modf, modf),
-                            (np.ldexp, ldexp)):
+                            (np.ldexp, ldexp), (np.nanargmin, nanargmin),
+                            (np.nanargmax, nanargmax), (np.cumulative_sum, cumulative_sum),
+                            (np.cumulative_prod, cumulative_prod),
+                            (np.sort_complex, sort_complex), (np.union1d, union1d),
+                            (np.intersect1d, intersect1d), (np.setdiff1d, setdiff1d),
+                            (np.triu_indices_from, triu_indices_from),
+                            (np.tril_indices_from, tril_indices_from),
+                            (np.ravel_multi_index, ravel_multi_index)):
     CALLED_INSTEAD[id(_numpy_fn)] = (_numpy_fn, _written)
