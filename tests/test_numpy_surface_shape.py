@@ -856,3 +856,17 @@ def test_nan_arg_cumulative_set_and_index_functions():
     np.testing.assert_array_equal(
         tp.vmap(lambda v: np.cumulative_sum(v, axis=0, include_initial=True))(xs),
         [np.cumulative_sum(v, axis=0, include_initial=True) for v in xs])
+
+
+def _complex_written(x, y):
+    return (np.sum(np.abs(np.vecdot(x, y)) ** 2) +
+            np.sum(np.abs(np.vecmat(x[:, :3], np.outer(y[0, :3], y[1, :3]))) ** 2) +
+            np.sum(np.real(np.polymul(x[0], y[1])) ** 2) +
+            np.sum(np.abs(np.nancumsum(x, axis=0)) ** 2))
+
+
+def test_written_functions_of_complex_inputs():
+    r = np.random.default_rng(SEED)
+    x, y = C(r, 3, 4), C(r, 3, 4)
+    assert tp.jit(_complex_written)(x, y) == pytest.approx(_complex_written(x, y), rel=1e-13)
+    check_grads(_complex_written, (x, y), order=2, modes=("rev", "fwd"))
