@@ -793,3 +793,34 @@ def test_median_of_a_slice_with_nan_is_nan_and_passes_nothing():
 
 def quantile_of_row(a, q):
     return np.quantile(a, q)
+
+
+# ---------------------------------------------------------------- where= and initial= of the
+# reductions (refused before: "argument 'where' is not supported by its derivative rule";
+# JAX code masks its means so: jnp.mean(x, where=mask))
+
+def _masked_reductions(x, m):
+    return (np.sum(x, where=m), np.mean(x, axis=1, where=m),
+            np.max(x, axis=0, where=m, initial=-2.0), np.min(x, initial=0.25),
+            np.prod(x, axis=1, where=m, keepdims=True), x.sum(where=m, axis=0),
+            np.sum(x, initial=1.5), np.any(x > 0, where=m), np.all(x > -5, axis=1, where=m),
+            x.mean(where=m))
+
+
+def _masked_total(x, m):
+    o = _masked_reductions(x, m)
+    return sum(np.sum(v * 1.0) for v in o[:7]) + o[9]
+
+
+def test_where_and_initial_of_reductions():
+    r = np.random.default_rng(SEED)
+    x, m = r.standard_normal((3, 4)), r.random((3, 4)) > 0.3
+    m[:, 0] = True                        # a selected element in every row and column
+    for got, expected in zip(tp.jit(_masked_reductions)(x, m), _masked_reductions(x, m)):
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-14)
+    check_grads(lambda v: _masked_total(v, m), (x,), order=2, modes=("rev", "fwd"))
+    xs, ms = r.standard_normal((2, 3, 4)), r.random((2, 3, 4)) > 0.3
+    ms[..., 0] = True
+    np.testing.assert_allclose(tp.vmap(_masked_total)(xs, ms),
+                               [_masked_total(a, b) for a, b in zip(xs, ms)], rtol=1e-13)

@@ -66,6 +66,12 @@ def _add_odeint(module_name):
 for _module_name in ("scipy.integrate", "autograd.scipy.integrate"):
     _add_odeint(_module_name)
 
+# reductions whose `where=` (and `initial=`) transformed code writes with np.where
+MASKED_REDUCTIONS = {"np.sum": "sum", "np.nansum": "sum", "np.prod": "prod",
+                     "np.nanprod": "prod", "np.max": "max", "np.amax": "max", "np.min": "min",
+                     "np.amin": "min", "np.mean": "mean", "np.any": "any", "np.all": "all"}
+
+
 class VectorizeOptions(tuple):
     """np.vectorize(f, ...) made in transformed code: (otypes, excluded, signature); f is
     passed first where it is called (LocalPartial)."""
@@ -991,6 +997,45 @@ class CallNormalizer:
                                              tuple((k, v) for k, (_, v) in named.items()))
         return False, None
 
+    def masked_reduction(self, spelling, args, keywords, node, stmts):
+        """`np.sum(x, where=m)`, `np.max(x, initial=v)`: the reduction of x with the unselected
+        elements made its identity (0 for sums and means, 1 for products, `initial` for
+        max and min), then `initial` taken in (+, *, np.maximum, np.minimum); a mean divides
+        by the number selected. Every rule is then the reduction's and np.where's."""
+        kind = MASKED_REDUCTIONS[spelling]
+        kw = dict(keywords)
+        where, initial = kw.pop("where", None), kw.pop("initial", None)
+
+        def temp(hint, value):
+            name_ = self.namer.fresh(hint)
+            stmts.append(_assign(name_, value, node))
+            return _name(name_)
+        a, rest = args[0], list(args[1:])
+        if where is not None:
+            fill = {"sum": _const(0), "mean": _const(0), "prod": _const(1),
+                    "any": _const(False), "all": _const(True)}.get(kind, initial)
+            if fill is None:
+                raise self.error(node, f"{spelling} with where= needs initial= (as numpy).")
+            a = temp("selected", prim_call("np.where", [where, a, _copy_node(fill)]))
+        out = temp("reduced", prim_call(spelling if kind != "mean" else "np.sum",
+                                        [a] + rest, list(kw.items())))
+        if kind == "mean" and where is not None:
+            shape = temp("shape", prim_call("np.shape", [_copy_node(args[0])]))
+            chosen = temp("chosen", prim_call("np.broadcast_to", [_copy_node(where), shape]))
+            count = temp("count", prim_call("np.sum", [chosen] + [_copy_node(r) for r in rest],
+                                            [(k, _copy_node(v)) for k, v in kw.items()
+                                             if k in ("axis", "keepdims")]))
+            out = temp("mean", prim_call("/", [out, count]))
+        elif kind == "mean":
+            out = temp("mean", prim_call("np.mean", [_copy_node(args[0])] + rest,
+                                         list(kw.items())))
+        if initial is None:
+            return out
+        combine = {"sum": "+", "prod": "*", "max": "np.maximum", "min": "np.minimum"}.get(kind)
+        if combine is None:
+            raise self.error(node, f"{spelling} takes no initial= in numpy.")
+        return prim_call(combine, [out, _copy_node(initial)])
+
     def ufunc_outer(self, ufunc, args, keywords, node, stmts):
         """`np.multiply.outer(a, b)`: the ufunc of `a` with an axis of length 1 for each of
         b's, and `b` (then every derivative and batching rule is the ufunc's)."""
@@ -1153,6 +1198,9 @@ class CallNormalizer:
                 owner.nin == 2 and rules.lookup_object(owner) is not None:
             return self.ufunc_outer(owner, args, keywords, node, stmts)
         found = rules.lookup_object(value)
+        if found is not None and found[1] in MASKED_REDUCTIONS and \
+                any(k in ("where", "initial") for k, _ in keywords):
+            return self.masked_reduction(found[1], args, keywords, node, stmts)
         if found is not None:
             if _writes_into_out(value, args, keywords):
                 raise self.error(node, "writing a result into an output array (numpy's out "
@@ -1271,6 +1319,10 @@ class CallNormalizer:
                 args = [_name(tmp)]
             return prim_call(VARARG_METHODS[name], [obj] + args, keywords)
         if name in ARRAY_METHODS:
+            if ARRAY_METHODS[name] in MASKED_REDUCTIONS and \
+                    any(k in ("where", "initial") for k, _ in keywords):
+                return self.masked_reduction(ARRAY_METHODS[name], [obj] + args, keywords,
+                                             node, stmts)
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
         if name in ("keys", "values", "items") and not args and not keywords:
             return self.dict_view(obj, name, node, stmts)
