@@ -55,6 +55,15 @@ def extremum_share(a, out, axis=None, keepdims=False):
     return share.astype(_float_dtype(a)) if shape else _float_dtype(a).type(share)
 
 
+def diff_piece_shape(a, axis, value, outer=0):
+    """The shape np.diff's `prepend` or `append` is broadcast to: a's, with value's length
+    along `axis` (1 for a number). `outer`: leading batch axes of both, not counted."""
+    shape = list(np.shape(a)[outer:])
+    axis = axis % len(shape)
+    shape[axis] = np.shape(value)[outer + axis] if np.ndim(value) - outer == len(shape) else 1
+    return tuple(shape)
+
+
 def outer_shape(a, b, outer=0):
     """a's shape with one axis of length 1 for each of b's: `ufunc.outer(a, b)` is the ufunc
     of `a` reshaped so and `b`. `outer`: leading batch axes of both (vmap), not counted."""

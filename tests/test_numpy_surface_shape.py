@@ -870,3 +870,29 @@ def test_written_functions_of_complex_inputs():
     x, y = C(r, 3, 4), C(r, 3, 4)
     assert tp.jit(_complex_written)(x, y) == pytest.approx(_complex_written(x, y), rel=1e-13)
     check_grads(_complex_written, (x, y), order=2, modes=("rev", "fwd"))
+
+
+def _fortran_order_and_diff_ends(b, s):
+    return (np.reshape(b, (4, 6), order="F"), np.ravel(b, order="F"), b.flatten("F"),
+            b.ravel("C"), np.reshape(b, s, order="F"), np.reshape(b, 24, order="F"),
+            np.diff(b, axis=1, prepend=1.0, append=b[:, :2]),
+            np.diff(b, 2, prepend=b[..., :1] * 2))
+
+
+def _fortran_total(b, s):
+    return sum(np.sum(np.sin(v)) for v in _fortran_order_and_diff_ends(b, s))
+
+
+def test_fortran_order_and_diff_prepend_append():
+    """order="F" of reshape/ravel/flatten (transposes around C order) and np.diff's prepend
+    and append (joined first): refused before by their rules (the lax_numpy_test port)."""
+    r = np.random.default_rng(SEED)
+    b, s = N(r, 2, 3, 4), (6, 4)
+    for got, expected in zip(tp.jit(_fortran_order_and_diff_ends)(b, s),
+                             _fortran_order_and_diff_ends(b, s)):
+        np.testing.assert_array_equal(got, expected)
+    check_grads(_fortran_total, (b, s), order=2, modes=("rev", "fwd"))
+    bs = N(r, 3, 2, 3, 4)
+    grad = tp.grad(_fortran_total)
+    np.testing.assert_allclose(tp.vmap(grad, (0, None))(bs, s), [grad(v, s) for v in bs],
+                               rtol=1e-12)

@@ -997,6 +997,61 @@ class CallNormalizer:
                                              tuple((k, v) for k, (_, v) in named.items()))
         return False, None
 
+    def spelled_out(self, spelling, args, keywords, node, stmts):
+        """Arguments the rules take through other functions, or None: order="F" of
+        np.ravel / np.reshape (transposes around the C-order one) and np.diff's
+        prepend / append (joined to the array first)."""
+        kw = dict(keywords)
+
+        def temp(hint, value):
+            name_ = self.namer.fresh(hint)
+            stmts.append(_assign(name_, value, node))
+            return _name(name_)
+        if spelling == "np.ravel" and (kw.get("order") or (args[1] if len(args) > 1
+                                                           else None)) is not None:
+            order = kw.pop("order", None) or args[1]
+            if not (isinstance(order, gast.Constant) and order.value in ("C", "F")):
+                return None              # (its rule says what it takes)
+            if order.value == "C":
+                return prim_call("np.ravel", [args[0]], list(kw.items()))
+            return prim_call("np.ravel", [temp("transposed", prim_call("np.transpose",
+                                                                       [args[0]]))])
+        if spelling == "np.reshape" and isinstance(kw.get("order"), gast.Constant) and \
+                kw["order"].value in ("C", "F") and len(args) == 2:
+            order = kw.pop("order").value
+            if order == "C":
+                return prim_call("np.reshape", args, list(kw.items()))
+            shape = args[1]
+            if isinstance(shape, gast.Constant):
+                backwards = shape if isinstance(shape.value, int) else \
+                    _const(tuple(shape.value)[::-1])
+            else:
+                backwards = temp("shape", prim_call("[]", [shape, gast.Slice(
+                    lower=None, upper=None, step=_const(-1))]))
+            inner = temp("transposed", prim_call("np.transpose", [args[0]]))
+            return prim_call("np.transpose", [temp("reshaped", prim_call(
+                "np.reshape", [inner, backwards]))])
+        if spelling == "np.diff" and ("prepend" in kw or "append" in kw):
+            axis = kw.get("axis", args[2] if len(args) > 2 else _const(-1))
+            n = kw.get("n", args[1] if len(args) > 1 else _const(1))
+            parts = []
+            for key in ("prepend", "append"):
+                if key not in kw:
+                    continue
+                # a number (or an array of 1 along axis): broadcast to one slice of the axis
+                shape = temp("shape", prim_call("rt.diff_piece_shape", [args[0], axis,
+                                                                         kw[key]]))
+                parts.append((key, temp(key, prim_call("np.broadcast_to", [
+                    kw[key], shape]))))
+            pieces = [v for k, v in parts if k == "prepend"] + [args[0]] + \
+                [v for k, v in parts if k == "append"]
+            listed = gast.List(elts=pieces, ctx=gast.Load())
+            anno.set(listed, Anno.PRIM, (rules.lookup("list"), "list"))
+            joined = temp("joined", prim_call("np.concatenate", [temp("pieces", listed)],
+                                             [("axis", axis)]))
+            return prim_call("np.diff", [joined, n, axis])
+        return None
+
     def masked_reduction(self, spelling, args, keywords, node, stmts):
         """`np.sum(x, where=m)`, `np.max(x, initial=v)`: the reduction of x with the unselected
         elements made its identity (0 for sums and means, 1 for products, `initial` for
@@ -1201,6 +1256,10 @@ class CallNormalizer:
         if found is not None and found[1] in MASKED_REDUCTIONS and \
                 any(k in ("where", "initial") for k, _ in keywords):
             return self.masked_reduction(found[1], args, keywords, node, stmts)
+        spelled = self.spelled_out(found[1], args, keywords, node, stmts) \
+            if found is not None else None
+        if spelled is not None:
+            return spelled
         if found is not None:
             if _writes_into_out(value, args, keywords):
                 raise self.error(node, "writing a result into an output array (numpy's out "
@@ -1323,6 +1382,10 @@ class CallNormalizer:
                     any(k in ("where", "initial") for k, _ in keywords):
                 return self.masked_reduction(ARRAY_METHODS[name], [obj] + args, keywords,
                                              node, stmts)
+            spelled = self.spelled_out(ARRAY_METHODS[name], [obj] + args, keywords, node,
+                                       stmts)
+            if spelled is not None:
+                return spelled
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
         if name in ("keys", "values", "items") and not args and not keywords:
             return self.dict_view(obj, name, node, stmts)

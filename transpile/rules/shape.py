@@ -1952,3 +1952,6 @@ batch_lanes("rt.lane_example", ("x",))
 # np.multiply.outer(a, b) reshapes a so (frontend/calls.py): a shape per example
 nondiff("rt.outer_shape")
 batch_lanes("rt.outer_shape", ("a", "b"), out_batched=False)
+# np.diff(a, prepend=v) joins v, broadcast to this shape (frontend/calls.py): per example
+nondiff("rt.diff_piece_shape")
+batch_lanes("rt.diff_piece_shape", ("a", "value"), out_batched=False)
