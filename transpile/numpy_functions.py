@@ -354,22 +354,26 @@ def _with_initial(x, axis, initial):
     return np.concatenate([np.full(shape, initial, dtype=np.result_type(x)), x], axis=axis)
 
 
-def cumulative_sum(x, axis=None, dtype=None, include_initial=False):
-    """np.cumulative_sum (NumPy 2.1): np.cumsum, with a 0 first where include_initial."""
+def _axis_of_cumulative(x, axis):
+    """The axis np.cumulative_sum/prod run along: a 1-d array's when None."""
     if axis is None:
         if np.ndim(x) > 1:
-            raise ValueError("cumulative_sum needs axis for an array of more than one axis")
-        axis = 0
+            raise ValueError("np.cumulative_sum and np.cumulative_prod need axis for an array "
+                             "of more than one axis")
+        return 0
+    return axis
+
+
+def cumulative_sum(x, axis=None, dtype=None, include_initial=False):
+    """np.cumulative_sum (NumPy 2.1): np.cumsum, with a 0 first where include_initial."""
+    axis = _axis_of_cumulative(x, axis)
     out = np.cumsum(x, axis=axis, dtype=dtype)
     return _with_initial(out, axis, 0) if include_initial else out
 
 
 def cumulative_prod(x, axis=None, dtype=None, include_initial=False):
     """np.cumulative_prod (NumPy 2.1): np.cumprod, with a 1 first where include_initial."""
-    if axis is None:
-        if np.ndim(x) > 1:
-            raise ValueError("cumulative_prod needs axis for an array of more than one axis")
-        axis = 0
+    axis = _axis_of_cumulative(x, axis)
     out = np.cumprod(x, axis=axis, dtype=dtype)
     return _with_initial(out, axis, 1) if include_initial else out
 
