@@ -227,14 +227,25 @@ def repeat_adj(g, a, repeats, axis=None):
 
 
 def unpad(g, array, pad_width, mode="constant"):
-    """Adjoint of `np.pad(array, pad_width)` (constant mode): the inner block of `g`."""
-    if mode != "constant":
-        raise TransformError(
-            f"np.pad(..., mode={mode!r}) has no derivative rule; only mode='constant' is "
-            f"supported.\n  hint: build the padding with np.concatenate, or use "
-            f"@tp.custom_vjp.")
+    """Adjoint of `np.pad(array, pad_width, mode)`: for the constant mode the inner block of
+    `g`; for the modes that copy elements (edge, wrap, reflect, symmetric) every element of
+    `g` added back to the element it is a copy of (np.pad of the elements' positions says
+    which)."""
     nd = np.ndim(array)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    if mode in ("edge", "wrap", "reflect", "symmetric"):
+        xp = array_module(g)
+        inner = tuple(int(np.shape(g)[i] - lo - hi) for i, (lo, hi) in enumerate(widths))
+        source = np.pad(np.arange(int(np.prod(inner))).reshape(inner),
+                        [(int(lo), int(hi)) for lo, hi in widths], mode)
+        out = xp.zeros(int(np.prod(inner)), dtype=xp.asarray(g).dtype)
+        xp.add.at(out, xp.asarray(source.ravel()), xp.ravel(g))
+        return out.reshape(inner)
+    if mode != "constant":
+        raise TransformError(
+            f"np.pad(..., mode={mode!r}) has no derivative rule; the modes constant, edge, "
+            f"wrap, reflect and symmetric have.\n  hint: build the padding with "
+            f"np.concatenate, or use @tp.custom_vjp.")
     idx = tuple(slice(int(lo), np.shape(g)[i] - int(hi)) for i, (lo, hi) in enumerate(widths))
     return g[idx]
 

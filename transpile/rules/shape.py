@@ -1225,7 +1225,7 @@ batch_same("rt.linear_pad_mode", out_batched=False)
 
 @rev("rt.unpad", view=True)
 def unpad(dout, out, g, array, pad_width, mode="constant"):
-    dg = np.pad(dout, pad_width)
+    dg = np.pad(dout, pad_width, mode)
 
 
 @fwd("rt.unpad")
