@@ -134,7 +134,7 @@ class CallRules:
 
     def template(self, s, v, prim, spelling, rule):
         tpl = rule.template
-        actual = bind_call(tpl, spelling, v, skip=0)
+        actual = bind_call(tpl, spelling, v, skip=0, rule="batching rule")
         if isinstance(actual, str):
             raise self.error(s, f"{spelling}: {actual}")
         mapping = {"batch_size": name(self.size)}

@@ -29,9 +29,10 @@ def as_index_value(idx):
     return idx
 
 
-def bind_call(template, spelling, value, skip=2):
+def bind_call(template, spelling, value, skip=2, rule="derivative rule"):
     """Map template parameter -> AST of the actual argument (or default) at a call site;
-    a string saying why not where the call does not fit the template."""
+    a string saying why not where the call does not fit the template (`rule`: what the
+    template is, for that message)."""
     if isinstance(value, gast.BinOp):
         args, keywords = [value.left, value.right], []
     elif isinstance(value, gast.UnaryOp):
@@ -53,7 +54,7 @@ def bind_call(template, spelling, value, skip=2):
         bound[p] = a
     for k, v in keywords:
         if k not in params:
-            return f"argument '{k}' is not supported by its derivative rule"
+            return f"argument '{k}' is not supported by its {rule}"
         bound[k] = v
     for p in params:
         if p not in bound:
