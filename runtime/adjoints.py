@@ -387,6 +387,11 @@ def astype(x, dtype):
     return x.astype(dtype)
 
 
+def scalar_of(value, dtype):
+    """`x.dtype.type(value)`: value as a number (or, batched, an array) of that dtype."""
+    return np.dtype(dtype).type(value)
+
+
 def cast_derivative(g, like, cast):
     """A derivative through `cast = x.astype(dtype)` (`like` is x for the adjoint, cast for
     the tangent): `g` cast to like's dtype; zero where `cast` holds integers or booleans,

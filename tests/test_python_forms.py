@@ -1971,3 +1971,24 @@ def test_vectorize_none_excluded_names_and_piecewise_of_numbers(rng):
                                [_scalar_piecewise(y) for y in ys], rtol=1e-15)
     np.testing.assert_allclose(tp.vmap(tp.grad(_scalar_piecewise))(ys),
                                np.where(ys < 0, -1.0, 1.0 / (ys + 1.0)), rtol=1e-15)
+
+
+def _scalars_of_dtypes(x, n):
+    zero = x.dtype.type(0)
+    half = x.dtype.type(x[0] * 0.5)
+    count = n.dtype.type(x[1] * 3)           # to an integer dtype: no derivative
+    return np.sum(np.maximum(x, zero)) * half + count
+
+
+def test_a_scalar_of_an_arrays_dtype():
+    """`x.dtype.type(0)` (JAX code's scalar of x's dtype; 33 refusals of the
+    lax_control_flow_test port: "method '.type()' is not supported")."""
+    x, n = np.array([0.7, -1.3, 2.2]), np.arange(3)
+    got = tp.jit(_scalars_of_dtypes)(x, n)
+    assert got == _scalars_of_dtypes(x, n) and type(got) is np.float64
+    check_grads(lambda v: _scalars_of_dtypes(v, n), (x,), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.grad(_scalars_of_dtypes)(x, n),
+                               [0.35 + 0.5 * (0.7 + 2.2), 0.0, 0.35], rtol=1e-14)
+    xs = np.stack([x, 2 * x])
+    np.testing.assert_allclose(tp.vmap(_scalars_of_dtypes, (0, None))(xs, n),
+                               [_scalars_of_dtypes(v, n) for v in xs], rtol=1e-15)

@@ -175,6 +175,12 @@ class CallNormalizer:
         if isinstance(func, gast.Name) and func.id in self.pullbacks:
             return self.pullback_call(node, stmts)
         callee = self.static(func)
+        if callee is None and isinstance(func, gast.Attribute) and func.attr == "type" and \
+                isinstance(func.value, gast.Attribute) and func.value.attr == "dtype" and \
+                len(node.args) == 1 and not node.keywords:
+            # `x.dtype.type(0)` (JAX code's scalar of x's dtype): a cast to that dtype
+            return prim_call("rt.scalar_of", [self.atom(node.args[0], stmts),
+                                              self.atom(func.value, stmts)])
         if isinstance(func, gast.Attribute) and (callee is None or _method_of_array(callee)):
             return self.method_call(node, stmts)
         if callee is None and isinstance(func, gast.Lambda):      # `(lambda v: v * v)(x)`

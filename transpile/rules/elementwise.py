@@ -1218,6 +1218,20 @@ def narrow_cast_fwd(out, x):
 batch_elementwise("np.float32", "np.float16", "np.complex64")
 
 
+# `x.dtype.type(v)`: v cast to x's dtype (to an integer one: no derivative)
+@rev("rt.scalar_of")
+def scalar_of(dout, out, value, dtype):
+    dvalue = rt.cast_derivative(dout, value, out)
+
+
+@fwd("rt.scalar_of")
+def scalar_of_fwd(out, value, dtype):
+    dout = rt.cast_derivative(dvalue, out, out)
+
+
+batch_same("rt.scalar_of")
+
+
 # numpy's integer and bool types called on values cast them (`np.int64(W[:, -1])` to index
 # with): the result carries no derivative.
 nondiff("np.int64", "np.int32", "np.int16", "np.int8", "np.uint64", "np.uint32", "np.uint16",
