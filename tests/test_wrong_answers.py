@@ -2226,3 +2226,25 @@ def test_pad_modes_that_copy_elements_in_reverse_mode():
     xs = _rng(46).normal(size=(2, 3, 4))
     grad = tp.grad(_copying_pads)
     np.testing.assert_allclose(tp.vmap(grad)(xs), [grad(v) for v in xs], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- a comprehension's loop
+# variables are its own (Python 3): lowered to a loop in the function, a target the function
+# also names overwrote it (generator seed 70341: `a, b = b, a` then `sum(a * b for a, b in
+# zip(hs, reversed(hs)))`, then `helper(b)` read the loop's last b; also before this session)
+
+def _comprehension_scopes(x):
+    a = x * 2.0
+    s = sum(a * 3.0 for a in [x, x + 1.0])
+    t = [a for a in [x * 5.0]]
+    d = {a: 1.0 for a in ["k"]}
+    pairs = [(a, b) for a in [x] for b in [a * 2.0]]
+    return np.sum(a) + np.sum(s) + np.sum(t[0]) * d["k"] + np.sum(pairs[0][1])
+
+
+def test_comprehension_variables_do_not_leak():
+    x = np.array([0.5, 1.5])
+    assert tp.jit(_comprehension_scopes)(x) == pytest.approx(_comprehension_scopes(x))
+    np.testing.assert_allclose(tp.grad(_comprehension_scopes)(x), [15.0, 15.0], rtol=1e-15)
+    np.testing.assert_allclose(tp.vmap(_comprehension_scopes)(np.stack([x, 2 * x])),
+                               [_comprehension_scopes(x), _comprehension_scopes(2 * x)])

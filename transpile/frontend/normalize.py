@@ -143,6 +143,8 @@ class Normalizer(CallNormalizer):
                 self.keyed[keyed[0]] = keyed[1]
         self.appended = _appended_names(fdef)
         self.sequences = _sequence_names(fdef, params)
+        self.name_counts = collections.Counter(
+            n.id for n in gast.walk(fdef) if isinstance(n, gast.Name))
         self.namer = Namer(_all_names(fdef) | set(self.program.namespace) |
                            set(self.program.functions) | {"np", "rt", "math"})
         scope = (self.namer, self.locals)
@@ -1285,6 +1287,7 @@ class Normalizer(CallNormalizer):
     def expr_DictComp(self, node, stmts, hint=None):
         """`{k: v for k in d}`: a dict built by a loop, each `for` over `list(...)` of its
         iterable (a dict's keys, as Python iterates it; the loop walks a list by index)."""
+        node = self._own_scope(node)
         result = self.namer.fresh(hint or "items")
         stmts.append(_assign(result, gast.Dict(keys=[], values=[]), node))
         anno.set(stmts[-1].value, Anno.PRIM, (rules.lookup("dict"), "dict"))
@@ -1306,7 +1309,33 @@ class Normalizer(CallNormalizer):
         stmts.extend(self.block(inner))
         return _name(result)
 
+    def _own_scope(self, node):
+        """A comprehension's loop variables are its own (Python 3): lowered to a loop in the
+        function, a target that the function also names (`a` in `a = x * 2; s = sum(a for a
+        in xs); use a`) would overwrite it. Such targets are renamed, in the comprehension
+        only (the first iterable is the function's: it keeps its names)."""
+        inside = collections.Counter(n.id for n in gast.walk(node) if isinstance(n, gast.Name))
+        if not any(isinstance(t, gast.Name) and self.name_counts.get(t.id, 0) > inside[t.id]
+                   for gen in node.generators for t in gast.walk(gen.target)):
+            return node
+        node = _copy_stmt(node)          # (the parsed function is not changed)
+        renames = {}
+        for k, gen in enumerate(node.generators):
+            if k:
+                gen.iter = _renamed(gen.iter, renames)
+            for t in gast.walk(gen.target):
+                if isinstance(t, gast.Name) and t.id not in renames and \
+                        self.name_counts.get(t.id, 0) > inside[t.id]:
+                    renames[t.id] = self._fresh_local(t.id)
+            gen.target = _renamed(gen.target, renames)
+            gen.ifs = [_renamed(c, renames) for c in gen.ifs]
+        for field in ("elt", "key", "value"):
+            if getattr(node, field, None) is not None:
+                setattr(node, field, _renamed(getattr(node, field), renames))
+        return node
+
     def _comprehension(self, node, stmts, hint):
+        node = self._own_scope(node)
         result = self.namer.fresh(hint or "items")
         stmts.append(_assign(result, gast.List(elts=[], ctx=gast.Load()), node))
         anno.set(stmts[-1].value, Anno.PRIM, (rules.lookup("list"), "list"))
@@ -1346,6 +1375,20 @@ _EXPR_HINTS = {
     "SetComp": "sets have no derivative: use a list.",
     "NamedExpr": "assign with a separate statement.",
 }
+
+
+def _renamed(node, renames):
+    """`node` with the names in `renames` replaced (loads and stores alike)."""
+    if not renames:
+        return node
+
+    class Rename(gast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id in renames:
+                return gast.copy_location(gast.Name(id=renames[n.id], ctx=n.ctx,
+                                                    annotation=None, type_comment=None), n)
+            return n
+    return Rename().visit(node)
 
 
 def _sequence_kind(node, names=None):
