@@ -699,12 +699,9 @@ class CallNormalizer:
         fn = self.namer.fresh("fn")
         self.local_fns[fn] = target
         params = [self.namer.fresh("arg") for _ in rest]
-        lam = gast.Lambda(
-            args=gast.arguments(args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
-                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                defaults=[]),
-            body=gast.Call(func=_name(fn), args=list(made.args) + [_name(p) for p in params],
-                           keywords=[gast.keyword(arg=k, value=v) for k, v in made.keywords]))
+        lam = _lambda(params, gast.Call(
+            func=_name(fn), args=list(made.args) + [_name(p) for p in params],
+            keywords=[gast.keyword(arg=k, value=v) for k, v in made.keywords]))
         return self.expr_Lambda(self._located(_copy_node(lam), node), stmts)
 
     def _function_of(self, made, node, stmts):
@@ -729,12 +726,9 @@ class CallNormalizer:
             defaults.insert(0, _const(d) if is_literal(d) else _name(d.name)
                             if isinstance(d, LocalDefault) else
                             _name(self.program.constant(d, p + "_default")))
-        lam = gast.Lambda(
-            args=gast.arguments(args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
-                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                defaults=defaults),
-            body=gast.Call(func=_name(raw), args=[_name(p) for p in params] +
-                           [_name(v) for v in made.freevars], keywords=[]))
+        lam = _lambda(params, gast.Call(func=_name(raw), args=[_name(p) for p in params] +
+                                        [_name(v) for v in made.freevars], keywords=[]),
+                      defaults)
         return self.expr_Lambda(self._located(lam, node), stmts)
 
     def dict_view(self, d, view, node, stmts):
@@ -1003,16 +997,19 @@ class CallNormalizer:
                                              tuple((k, v) for k, (_, v) in named.items()))
         return False, None
 
+    def _temp(self, node, stmts, hint, value):
+        """A fresh name bound to `value` by a statement added to `stmts`."""
+        name_ = self.namer.fresh(hint)
+        stmts.append(_assign(name_, value, node))
+        return _name(name_)
+
     def spelled_out(self, spelling, args, keywords, node, stmts):
         """Arguments the rules take through other functions, or None: order="F" of
         np.ravel / np.reshape (transposes around the C-order one) and np.diff's
         prepend / append (joined to the array first)."""
         kw = dict(keywords)
+        temp = functools.partial(self._temp, node, stmts)
 
-        def temp(hint, value):
-            name_ = self.namer.fresh(hint)
-            stmts.append(_assign(name_, value, node))
-            return _name(name_)
         if spelling == "np.ravel" and (kw.get("order") or (args[1] if len(args) > 1
                                                            else None)) is not None:
             order = kw.pop("order", None) or args[1]
@@ -1066,11 +1063,8 @@ class CallNormalizer:
         kind = MASKED_REDUCTIONS[spelling]
         kw = dict(keywords)
         where, initial = kw.pop("where", None), kw.pop("initial", None)
+        temp = functools.partial(self._temp, node, stmts)
 
-        def temp(hint, value):
-            name_ = self.namer.fresh(hint)
-            stmts.append(_assign(name_, value, node))
-            return _name(name_)
         a, rest = args[0], list(args[1:])
         if where is not None:
             fill = {"sum": _const(0), "mean": _const(0), "prod": _const(1),
@@ -1104,11 +1098,10 @@ class CallNormalizer:
             raise self.error(node, f"np.{ufunc.__name__}.outer is supported in transformed "
                              "code with two arrays and no keywords.")
         a, b = args
-        shape, shaped = self.namer.fresh("shape"), self.namer.fresh("shaped")
-        stmts.append(_assign(shape, prim_call("rt.outer_shape", [a, b]), node))
-        stmts.append(_assign(shaped, prim_call("np.reshape", [_copy_node(a), _name(shape)]),
-                             node))
-        return prim_call(rules.lookup_object(ufunc)[1], [_name(shaped), _copy_node(b)])
+        temp = functools.partial(self._temp, node, stmts)
+        shape = temp("shape", prim_call("rt.outer_shape", [a, b]))
+        shaped = temp("shaped", prim_call("np.reshape", [_copy_node(a), shape]))
+        return prim_call(rules.lookup_object(ufunc)[1], [shaped, _copy_node(b)])
 
     def vectorize_made(self, node, stmts):
         """`np.vectorize(f, otypes=..., excluded=...)` in transformed code, f a function
@@ -1945,12 +1938,8 @@ class CallNormalizer:
                            keywords=[])
         if has_aux:
             output = gast.Subscript(value=output, slice=_const(0), ctx=gast.Load())
-        product = gast.Lambda(
-            args=gast.arguments(args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
-                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                defaults=[]),
-            body=gast.Call(func=_name(vdot_name), args=[output, _name(cotangent)],
-                           keywords=[]))
+        product = _lambda(params, gast.Call(func=_name(vdot_name),
+                                            args=[output, _name(cotangent)], keywords=[]))
         argnums = gast.Tuple(elts=[_const(i) for i in range(len(primals))], ctx=gast.Load())
         gradient = gast.Call(func=gast.Call(
             func=_name(grad_name), args=[product],
@@ -2110,6 +2099,13 @@ _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count",
 def fixed_hint(fn):
     doc = (fn.__doc__ or "").strip().splitlines()
     return f"see {fn.__module__}.{fn.__name__}: {doc[0]}" if doc else None
+
+
+def _lambda(params, body, defaults=()):
+    """`lambda p0, p1, ...: body` (the last parameters with `defaults`)."""
+    return gast.Lambda(args=gast.arguments(
+        args=[_name(p, gast.Param()) for p in params], posonlyargs=[], vararg=None,
+        kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=list(defaults)), body=body)
 
 
 def _copy_node(node):
