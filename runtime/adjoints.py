@@ -392,6 +392,11 @@ def scalar_of(value, dtype):
     return np.dtype(dtype).type(value)
 
 
+def frexp_exponent(x):
+    """The integer exponent of np.frexp (its mantissa is x scaled by a power of two)."""
+    return np.frexp(x)[1]
+
+
 def cast_derivative(g, like, cast):
     """A derivative through `cast = x.astype(dtype)` (`like` is x for the adjoint, cast for
     the tangent): `g` cast to like's dtype; zero where `cast` holds integers or booleans,

@@ -136,6 +136,8 @@ def lane_example(x, outer=0):
         return rebuild_like(x, (lane_example(v, outer) for v in x))
     if isinstance(x, dict):
         return {k: lane_example(v, outer) for k, v in x.items()}
+    if np.ndim(x) <= outer:
+        return x        # an item the batch does not hold (a number beside batched arrays)
     x = _asarray(x)
     if x.shape[outer] == 0:
         return array_module(x).zeros(x.shape[:outer] + x.shape[outer + 1:], dtype=x.dtype)

@@ -12,6 +12,7 @@ The helpers are numpy-only around scipy's functions:
     no_derivative_term  the tangent term of an order with no derivative: 0 for a zero tangent
     xdivy            x / y, 0 where x == 0: the slopes of xlogy and xlog1py in y
     multipolygamma   the derivatives of multigammaln in a (sums of polygamma)
+    ndtr_hazard      pdf(x) / ndtr(x), the slope of log_ndtr, without cancellation far left
 """
 import numpy as np
 
@@ -41,6 +42,20 @@ REEXPORTED = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "er
               "i1", "i1e", "iv", "ive", "j0", "j1", "jv", "log_ndtr", "log_softmax", "logit",
               "multigammaln", "ndtr", "ndtri", "polygamma", "rgamma", "softmax", "xlog1py",
               "xlogy", "y0", "y1", "yn"]
+
+
+def ndtr_hazard(x):
+    """pdf(x) / ndtr(x), the slope of log_ndtr. As exp(log pdf - log_ndtr) it loses digits
+    for very negative x (1e-4 of it at -1e6, most of it at -1e8, where both logs are about
+    -x^2 / 2): there it is sqrt(2 / pi) / erfcx(-x / sqrt 2), erfcx being the scaled erfc."""
+    from scipy.special import erfcx
+    x = np.asarray(x, dtype=np.result_type(x, np.float64))
+    left = np.minimum(x, -5.0)
+    right = np.maximum(x, -5.0)
+    with np.errstate(under="ignore"):
+        near = np.exp(-0.5 * right * right - 0.9189385332046727 - log_ndtr(right))
+    far = 0.7978845608028654 / erfcx(-left * 0.7071067811865476)
+    return np.where(x < -5.0, far, near)
 
 
 def trigamma(x):

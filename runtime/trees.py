@@ -31,7 +31,7 @@ def is_float_leaf(x):
     if isinstance(x, numbers.Integral):
         return False
     dtype = getattr(x, "dtype", None)
-    if dtype is None:
+    if not hasattr(dtype, "kind"):      # none, or a class's (np.float64.dtype)
         return type(x) in VSPACES
     return dtype.kind in "fc"
 
@@ -57,6 +57,8 @@ def tree_leaves(tree):
 
 
 def _zeros_leaf(x):
+    if isinstance(x, type):
+        return None         # a class (a dtype like np.float64 passed on): no derivative
     if isinstance(x, float):
         return 0.0
     if isinstance(x, complex):

@@ -130,6 +130,7 @@ SWEEP = [
     ("%", "x % y + np.remainder(y, 0.3)", "quot"), ("np.fmod", "np.fmod(x, y)", "quot"),
     ("np.heaviside", "np.heaviside(np.round(x), y) * x", "pair"),
     ("np.copysign", "np.copysign(x, y)", "pair"),
+    ("np.nextafter", "np.nextafter(x, y) * x", "pair"),
     ("u-", "-x", "x"), ("u+", "+x", "x"),
     # exponentials, logs, roots
     ("np.exp", "np.exp(x)", "x"), ("np.exp2", "np.exp2(x)", "x"),

@@ -497,3 +497,27 @@ def test_first_and_second_derivatives_agree_with_jax():
         want = jax.grad(lambda x: (theirs(x, axis=1) * w).sum())(x)
         np.testing.assert_allclose(tp.grad(lambda x: np.sum(ours(x, axis=1) * w))(x), want,
                                    rtol=1e-10)
+
+
+def test_logsumexp_zero_weight_far_above_the_result():
+    """A term weighted b = 0 drops out even where exp(a - out) overflows (it gave nan)."""
+    grad = tp.grad(lambda a, b: scipy.special.logsumexp(a, b=b))
+    np.testing.assert_array_equal(grad(np.array([-1000.0, -2.0]), np.array([1.0, 0.0])),
+                                  [1.0, 0.0])
+    tangent = tp.jvp(lambda a: scipy.special.logsumexp(a, b=np.array([1.0, 0.0])),
+                     (np.array([-1000.0, -2.0]),), (np.array([0.5, 3.0]),))[1]
+    assert tangent == 0.5
+
+
+_NO_WEIGHTS = None
+
+
+def _logsumexp_of_unweighted(a):
+    return np.sum(scipy.special.logsumexp(a, axis=0, b=_NO_WEIGHTS))
+
+
+def test_vmap_grad_of_logsumexp_with_b_none_from_a_global():
+    """b=None read from outside reached the vmapped backward pass as np.asarray(None)."""
+    a = np.random.default_rng(P.SEED).normal(size=(2, 3, 4))
+    grad = tp.grad(_logsumexp_of_unweighted)
+    np.testing.assert_allclose(tp.vmap(grad)(a), [grad(v) for v in a], rtol=1e-13)

@@ -519,3 +519,88 @@ def test_a_distribution_method_transformed_itself():
     np.testing.assert_allclose(tp.grad(normal.logpdf)(x[0], mu[0], 2.0),
                                -(x[0] - mu[0]) / 4.0, rtol=1e-12)
     np.testing.assert_allclose(tp.vmap(tp.grad(normal.cdf))(x), normal.pdf(x), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- ends of the support where
+# the density is finite (gamma and chi2 at x = loc with a = 1, df = 2; beta at z = 0 with
+# a = 1 and z = 1 with b = 1): the rules took the end as outside, every derivative 0
+
+def _one_sided(f, args, k, h=1e-7):
+    """The derivative of f in argument k, by a central difference if both sides are in
+    the support, else from the side that is."""
+    up = list(args)
+    down = list(args)
+    up[k] += h
+    down[k] -= h
+    upper, lower, at = f(*up), f(*down), f(*args)
+    if np.isfinite(lower) and np.isfinite(upper) and (lower != 0) == (upper != 0):
+        return (upper - lower) / (2 * h)
+    return (upper - at) / h if np.isfinite(upper) and upper != 0 else (at - lower) / h
+
+
+_ENDS = [
+    (lambda x, a, loc, scale: st.gamma.logpdf(x, a, loc, scale), (0.0, 1.0, 0.0, 1.7)),
+    (lambda x, a, loc, scale: st.gamma.pdf(x, a, loc, scale), (0.3, 1.0, 0.3, 0.8)),
+    (lambda x, df, loc, scale: st.chi2.logpdf(x, df, loc, scale), (0.0, 2.0, 0.0, 1.7)),
+    (lambda x, df, loc, scale: st.chi2.pdf(x, df, loc, scale), (1.0, 2.0, 1.0, 2.5)),
+    (lambda x, b, loc, scale: st.beta.logpdf(x, 1.0, b, loc, scale), (0.0, 3.0, 0.0, 1.7)),
+    (lambda x, b, loc, scale: st.beta.pdf(x, 1.0, b, loc, scale), (0.5, 2.5, 0.5, 1.3)),
+    (lambda x, a, loc, scale: st.beta.logpdf(x, a, 1.0, loc, scale), (1.0, 2.5, 0.0, 1.0)),
+    (lambda x, a, loc, scale: st.beta.pdf(x, a, 1.0, loc, scale), (2.0, 1.5, 0.5, 1.5)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_ENDS)))
+def test_derivatives_at_an_end_of_the_support_with_a_finite_density(case):
+    f, args = _ENDS[case]
+    grads = tp.grad(f, argnums=(0, 1, 2, 3))(*args)
+    tangents = [tp.jvp(f, args, tuple(float(k == j) for j in range(4)))[1] for k in range(4)]
+    for k in (0, 2, 3):          # x (from inside the support), loc, scale
+        expected = _one_sided(f, args, k)
+        assert grads[k] == pytest.approx(expected, rel=1e-5), k
+        assert tangents[k] == pytest.approx(expected, rel=1e-5), k
+    # the shape parameter moves log z or log(1 - z) at the end: an infinite slope, not 0
+    shape_slope = _one_sided(f, args, 1)
+    if np.isfinite(shape_slope) and abs(shape_slope) < 1e6:
+        assert grads[1] == pytest.approx(shape_slope, rel=1e-5)
+    else:
+        assert grads[1] == -np.inf or (grads[1] < -1e6)
+
+
+def test_poisson_slope_in_mu_at_zero():
+    """d pmf(k; mu) / d mu = pmf(k - 1) - pmf(k): 1 for k = 1 at mu = 0 (it was 0)."""
+    pmf = tp.grad(lambda mu, k: st.poisson.pmf(k, mu))
+    assert [pmf(0.0, k) for k in (0.0, 1.0, 2.0)] == [-1.0, 1.0, 0.0]
+    logpmf = tp.grad(lambda mu, k: st.poisson.logpmf(k, mu))
+    assert logpmf(0.0, 1.0) == np.inf and logpmf(0.0, 0.0) == -1.0
+    check_grads(lambda mu: st.poisson.pmf(np.array([0.0, 1.0, 3.0]), mu), (0.7,), order=2,
+                modes=("rev", "fwd"))
+
+
+def test_far_left_tail_of_the_normal_logcdf():
+    """The slope of log ndtr is about -x far left; exp(log pdf - log cdf) lost 1e-4 of it
+    at -1e6 and 78% at -1e8."""
+    for x in (-1e3, -1e6, -1e8):
+        expected = -x - 1.0 / x + 2.0 / x ** 3     # the Mills ratio's expansion
+        assert tp.grad(lambda x: st.norm.logcdf(x))(x) == pytest.approx(expected, rel=1e-12)
+        assert tp.grad(lambda x: st.norm.logsf(x))(-x) == pytest.approx(-expected, rel=1e-12)
+    check_grads(lambda x: np.sum(st.norm.logcdf(x, 0.3, 1.7)), (np.array([-12.0, -4.0, 2.0]),),
+                order=2, modes=("rev", "fwd"))
+
+
+def test_multivariate_normal_cov_gradient_is_that_of_the_symmetric_part():
+    """The documented convention (the gradient of cov -> logpdf((cov + cov^T) / 2)) also at
+    a cov that is not symmetric, and so Hessians in cov move along symmetric directions."""
+    x = np.array([0.3, -1.2])
+    cov = np.array([[2.0, 0.9], [0.3, 1.5]])
+    grad = tp.grad(lambda c: mvn.logpdf(x, None, c))
+    symmetric = 0.5 * (cov + cov.T)
+    np.testing.assert_allclose(grad(cov), grad(symmetric), rtol=1e-13)
+    np.testing.assert_allclose(grad(cov), grad(cov).T, rtol=1e-13)
+    h = 1e-6
+    for i, j in ((0, 0), (0, 1), (1, 1)):
+        e = np.zeros((2, 2))
+        e[i, j] = e[j, i] = 1.0
+        fd = (mvn.logpdf(x, None, symmetric + h * e) -
+              mvn.logpdf(x, None, symmetric - h * e)) / (2 * h)
+        assert np.sum(grad(cov) * e) == pytest.approx(fd, rel=1e-6)

@@ -1240,3 +1240,45 @@ def test_the_saved_outer_axes_of_a_nested_vmap_are_batched_again():
           np.stack(grads)[None])
     close(tp.jacrev(tp.grad(_box_energy, argnums=1), argnums=1)(R[0], box),
           tp.jacfwd(tp.grad(_box_energy, argnums=1), argnums=1)(R[0], box))
+
+
+# ---------------------------------------------------------------- axes of the argument, not
+# of the adjoint: rt.diagonal_adj's axis1/axis2 are axes of the matrix, but its batching rule
+# read negative ones against the diagonal (one axis fewer): vmap(grad) of
+# np.diagonal(x, 0, -2, -1) on 3-d examples took the wrong pair of axes (silently: 2.6 off
+# for (3, 3, 3) examples) and raised on 2-d ones
+
+def _diagonal_weighted(x, w):
+    return np.sum(np.sin(np.diagonal(x, 0, -2, -1)) * w)
+
+
+def _diagonal_offset(x, w):
+    return np.sum(np.diagonal(x, 1, -1, -2) ** 2 * w[..., :2])
+
+
+def test_negative_axes_of_a_diagonal_are_the_matrix_axes():
+    r = np.random.default_rng(41)
+    for f, xs, w in ((_diagonal_weighted, r.normal(size=(2, 3, 3, 3)), r.normal(size=(3, 3))),
+                     (_diagonal_offset, r.normal(size=(2, 3, 3)), r.normal(size=(2,))),
+                     (_diagonal_offset, r.normal(size=(2, 2, 3, 3)), r.normal(size=(2, 2)))):
+        grad = tp.grad(f)
+        close(tp.vmap(grad, (0, None))(xs, w), np.stack([grad(x, w) for x in xs]))
+        ws = r.normal(size=(2,) + w.shape)
+        close(tp.vmap(grad, (None, 0))(xs[0], ws), np.stack([grad(xs[0], v) for v in ws]))
+
+
+# ---------------------------------------------------------------- a class passed on as a
+# value (a dtype: np.float64) got a zero adjoint made for it at second order, which read
+# the class's `dtype` attribute (a descriptor) and raised
+
+def _cast_to(x, dtype):
+    return np.asarray(x).astype(dtype)
+
+
+def _through_a_dtype_argument(x):
+    return np.sum(_cast_to(x, np.float64) ** 3)
+
+
+def test_a_dtype_class_passed_to_a_function_at_second_order():
+    x = np.random.default_rng(42).normal(size=4)
+    check_grads(_through_a_dtype_argument, (x,), order=2, modes=("rev", "fwd"))

@@ -85,6 +85,11 @@ REPLACEMENTS = {}
 # same signature): scipy.signal.convolve -> transpile/signal.py's, filled there
 CALLED_INSTEAD = {}
 
+# id(a numpy function writing into its first argument) -> (it, a Python function returning
+# the array that write makes): np.fill_diagonal(a, v) becomes `a[...] = written(a, v)`,
+# filled by transpile/numpy_written.py
+WRITES_INTO_FIRST = {}
+
 ODEINT_PARAMS = ("func", "y0", "t", "args", "Dfun", "col_deriv", "full_output", "ml", "mu",
                  "rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep", "mxhnil",
                  "mxordn", "mxords", "printmessg", "tfirst")
@@ -355,6 +360,8 @@ class CallNormalizer:
     def call(self, callee, node, stmts):
         if isinstance(callee, Static) and _is_add_at(callee.value):
             return self.add_at(node, stmts)
+        if isinstance(callee, Static) and id(callee.value) in WRITES_INTO_FIRST:
+            return self.write_into_first(callee.value, node, stmts)
         if isinstance(callee, Static) and callee.value is np.vectorize:
             return self.vectorize_made(node, stmts)
         if isinstance(callee, Static) and callee.value is np.piecewise:
@@ -625,6 +632,27 @@ class CallNormalizer:
         write = gast.Assign(targets=[gast.Subscript(
             value=_name(a.id, gast.Store()), slice=gast.Constant(value=Ellipsis, kind=None),
             ctx=gast.Store())], value=total, type_comment=None)
+        for n in gast.walk(write):
+            gast.copy_location(n, node)
+        stmts.extend(self.stmt(write))
+        return _const(None)
+
+    def write_into_first(self, fn, node, stmts):
+        """np.fill_diagonal(a, v), np.put, np.place, np.putmask, np.copyto: numpy writes
+        into the array `a` names; here `a[...] = written(a, v)`, the written function
+        making the new contents (numpy_written.py), so every pass sees a plain write into
+        `a` (seen through its views, refused where a write would be)."""
+        if not node.args or not isinstance(node.args[0], gast.Name) or \
+                any(isinstance(a, gast.Starred) for a in node.args):
+            raise self.error(node, f"np.{fn.__name__} is supported in transformed code with "
+                             "the array it writes into named by a variable, passed first.")
+        made = self.call(Static(WRITES_INTO_FIRST[id(fn)][1]), node, stmts)
+        new = self._temp(node, stmts, "written", made)
+        self.locals.add(new.id)
+        write = gast.Assign(targets=[gast.Subscript(
+            value=_name(node.args[0].id, gast.Store()),
+            slice=gast.Constant(value=Ellipsis, kind=None), ctx=gast.Store())],
+            value=new, type_comment=None)
         for n in gast.walk(write):
             gast.copy_location(n, node)
         stmts.extend(self.stmt(write))

@@ -198,6 +198,21 @@ def copysign_fwd(out, x1, x2):
 batch_elementwise("np.copysign")
 
 
+@rev("np.nextafter")
+def nextafter(dout, out, x1, x2):
+    """The float next to x1 towards x2: x1 moved by at most one unit in the last place, so
+    the slope in x1 is 1 (as a finite difference sees it); x2 only picks the direction."""
+    dx1 = rt.unbroadcast(dout * np.ones_like(out), x1)
+
+
+@fwd("np.nextafter")
+def nextafter_fwd(out, x1, x2):
+    dout = dx1 * np.ones_like(out)
+
+
+batch_elementwise("np.nextafter")
+
+
 @rev("u-", "np.negative")
 def negative(dout, out, x):
     dx = -dout
@@ -235,7 +250,8 @@ nondiff("//", "np.floor_divide", "np.floor", "np.ceil",
         "np.iscomplex", "np.isneginf", "np.isposinf",
         "np.bitwise_and", "np.bitwise_or", "np.bitwise_xor", "np.invert",
         "np.left_shift", "np.right_shift", "np.gcd", "np.lcm", "math.trunc", "math.isnan",
-        "math.isinf", "math.isfinite", "round")
+        "math.isinf", "math.isfinite", "round", "np.spacing", "np.bitwise_count",
+        "rt.frexp_exponent")
 
 
 # `k in d`: a key test on a dict (or string) of batched values is the same for every
@@ -257,7 +273,8 @@ batch_elementwise("//", "~", "<", "<=", ">", ">=", "==", "!=", "np.floor_divide"
                   "np.logical_xor", "np.isnan", "np.isinf", "np.isfinite", "np.signbit",
                   "np.isreal", "np.iscomplex", "np.isneginf", "np.isposinf", "np.bitwise_and",
                   "np.bitwise_or", "np.bitwise_xor", "np.invert", "np.left_shift",
-                  "np.right_shift", "np.gcd", "np.lcm")
+                  "np.right_shift", "np.gcd", "np.lcm", "np.spacing", "np.bitwise_count",
+                  "rt.frexp_exponent")
 batch_same("np.zeros_like", "np.ones_like", "np.empty_like")
 batch_elementwise("round", vectorized="np.round")
 batch_elementwise("not", vectorized="np.logical_not")

@@ -78,7 +78,7 @@ def tree_index_adj_batch(g, tree, i, axis=0):
     out = rt.tree_index_adj(rt.broadcast_batch(g, batch_size, g_spec),
                             rt.broadcast_batch(tree, batch_size, tree_spec),
                             rt.uniform_lanes(i, i_spec, "tp.lax.scan", "step"),
-                            rt.lane_axis(axis, tree))
+                            rt.lane_axis(axis, rt.broadcast_batch(tree, batch_size, tree_spec)))
 
 
 @rev("rt.tree_stack")
@@ -127,7 +127,7 @@ def tree_unstack_fwd(out, tree, like, axis=0):
 @batch("rt.tree_unstack")
 def tree_unstack_batch(tree, like, axis=0):
     out = rt.tree_unstack(rt.broadcast_batch(tree, batch_size, tree_spec), like,
-                          rt.lane_axis(axis, tree))
+                          rt.lane_axis(axis, rt.broadcast_batch(tree, batch_size, tree_spec)))
 
 
 # stop_gradient: its result carries no derivative (nondiff), in both modes and at every order.

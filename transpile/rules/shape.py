@@ -260,14 +260,17 @@ def diagonal_adj_fwd(out, g, a, offset=0, axis1=0, axis2=1):
 
 @batch("rt.diagonal_adj")
 def diagonal_adj_batch(g, a, offset=0, axis1=0, axis2=1):
-    if not g_batched:
-        out = rt.diagonal_adj(rt.broadcast_batch(g, batch_size), a, offset,
-                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
-    elif a_batched:
-        out = rt.diagonal_adj(g, a, offset, rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
-    else:
+    """axis1 and axis2 are axes of `a` (g, the diagonal's adjoint, has one axis fewer: its
+    rank would map a negative axis elsewhere)."""
+    if not a_batched:
         out = rt.diagonal_adj(g, rt.broadcast_batch(a, batch_size), offset,
-                              rt.lane_axis(axis1, g), rt.lane_axis(axis2, g))
+                              rt.lane_axis(axis1, rt.broadcast_batch(a, batch_size)),
+                              rt.lane_axis(axis2, rt.broadcast_batch(a, batch_size)))
+    elif g_batched:
+        out = rt.diagonal_adj(g, a, offset, rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
+    else:
+        out = rt.diagonal_adj(rt.broadcast_batch(g, batch_size), a, offset,
+                              rt.lane_axis(axis1, a), rt.lane_axis(axis2, a))
 
 
 @rev("np.diag")       # (the diagonal of a matrix is a read-only view: frontend/aliasing.py)
@@ -461,6 +464,19 @@ def partition_batch(a, kth, axis=-1, kind="introselect", order=None):
         out = rt.cannot_batch("np.partition", "kth differs between examples")
     else:
         out = np.partition(rt.lane_flat(a, axis), kth, rt.batched_axis(axis), kind, order)
+
+
+# np.argpartition: numpy's arrangement on each 1-d slice depends on that slice alone, so
+# the batched call (per-example axis) gives each example what a loop would.
+nondiff("np.argpartition")
+
+
+@batch("np.argpartition")
+def argpartition_batch(a, kth, axis=-1, kind="introselect", order=None):
+    if kth_batched:
+        out = rt.cannot_batch("np.argpartition", "kth differs between examples")
+    else:
+        out = np.argpartition(rt.lane_flat(a, axis), kth, rt.batched_axis(axis), kind, order)
 
 
 @rev("rt.unpartition")
@@ -861,7 +877,8 @@ def stack_adj_batch(g, arrays, axis=0):
     if g_batched:
         out = rt.stack_adj(g, arrays, rt.lane_axis(axis, g))
     else:
-        out = rt.stack_adj(rt.broadcast_batch(g, batch_size), arrays, rt.lane_axis(axis, g))
+        out = rt.stack_adj(rt.broadcast_batch(g, batch_size), arrays,
+                           rt.lane_axis(axis, rt.broadcast_batch(g, batch_size)))
 
 
 @rev("np.vstack", "np.row_stack")
@@ -1646,7 +1663,8 @@ nondiff("np.shape", "np.ndim", "np.size", "len", "range", "int", "bool", "isinst
         "rt.mapping_keys", "rt.merged_keys", "np.result_type", "type",
         "np.indices", "np.tri", "np.diag_indices",
         "np.tril_indices", "np.triu_indices", "np.broadcast_shapes", "np.iscomplexobj",
-        "np.isrealobj", "np.isscalar")
+        "np.isrealobj", "np.isscalar", "np.issubdtype", "np.isdtype", "np.can_cast",
+        "np.promote_types", "np.finfo", "np.iinfo")
 
 
 @batch("np.shape", out_batched=False)
@@ -1692,8 +1710,8 @@ def isscalar_batch(element):
 
 
 batch_same("rt.dtype_of", "rt.dict_keys", "rt.is_mapping", "rt.mapping_keys", "rt.merged_keys",
-           "np.result_type", "np.iscomplexobj", "np.isrealobj",
-           out_batched=False)
+           "np.result_type", "np.iscomplexobj", "np.isrealobj", "np.issubdtype", "np.isdtype",
+           "np.can_cast", "np.promote_types", "np.finfo", "np.iinfo", out_batched=False)
 
 
 @batch("int")

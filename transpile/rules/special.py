@@ -11,15 +11,21 @@ import runtime as rt  # noqa: F401
 
 @rev("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp(dout, out, a, axis=None, b=None, keepdims=False, return_sign=False):
-    w = rt.expand(dout, a, axis, keepdims) * np.exp(a - rt.expand(out, a, axis, keepdims))
-    da = rt.weight(w, b, return_sign)
+    shift = a - rt.expand(out, a, axis, keepdims)
+    w = rt.expand(dout, a, axis, keepdims) * np.exp(shift)
+    # a term weighted b = 0 may have exp(a - out) overflow: its weight must still give 0 (the
+    # others have a - out below -log|b|, far under the clip)
+    da = rt.weight(rt.expand(dout, a, axis, keepdims) * np.exp(np.minimum(shift, 700.0)), b,
+                   return_sign)
     db = rt.unbroadcast(w, b)
 
 
 @fwd("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp_fwd(out, a, axis=None, b=None, keepdims=False, return_sign=False):
-    w = np.exp(a - rt.expand(out, a, axis, keepdims))
-    dout = np.sum(rt.weight(w, b, return_sign) * da, axis, keepdims=keepdims)
+    shift = a - rt.expand(out, a, axis, keepdims)
+    w = np.exp(shift)
+    dout = np.sum(rt.weight(np.exp(np.minimum(shift, 700.0)), b, return_sign) * da, axis,
+                  keepdims=keepdims)
     dout = np.sum(w * db, axis, keepdims=keepdims)
 
 
@@ -495,18 +501,30 @@ def ndtri_fwd(out, y):
 batch_elementwise("rt.ndtri", "scipy.special.ndtri")
 
 
-# pdf(x) / ndtr(x) as exp(log pdf - log_ndtr): for very negative x both factors underflow,
-# their ratio (about -x) does not.
+# the slope pdf(x) / ndtr(x): both underflow for very negative x, their ratio (about -x)
+# does not (rt.ndtr_hazard)
 @rev("rt.log_ndtr", "scipy.special.log_ndtr")
 def log_ndtr(dout, out, x):
-    dx = dout * np.exp(-0.5 * x * x - 0.9189385332046727 - out)
+    dx = dout * rt.ndtr_hazard(x)
 
 
 @fwd("rt.log_ndtr", "scipy.special.log_ndtr")
 def log_ndtr_fwd(out, x):
-    dout = dx * np.exp(-0.5 * x * x - 0.9189385332046727 - out)
+    dout = dx * rt.ndtr_hazard(x)
 
 
+# h = pdf / ndtr: h' = -h (x + h)
+@rev("rt.ndtr_hazard")
+def ndtr_hazard(dout, out, x):
+    dx = -dout * out * (x + out)
+
+
+@fwd("rt.ndtr_hazard")
+def ndtr_hazard_fwd(out, x):
+    dout = -dx * out * (x + out)
+
+
+batch_elementwise("rt.ndtr_hazard")
 batch_elementwise("rt.log_ndtr", "scipy.special.log_ndtr")
 
 # ---------------------------------------------------------------- logistic

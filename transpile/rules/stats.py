@@ -104,7 +104,7 @@ batch_elementwise("rt.norm_cdf")
 
 @rev("rt.norm_logcdf", "scipy.stats.norm.logcdf")
 def norm_logcdf(dout, out, x, loc=0, scale=1):
-    density = dout * np.exp(rt.norm_logpdf(x, loc, scale) - np.where(out == -np.inf, 0.0, out))
+    density = dout * rt.ndtr_hazard((x - loc) / scale) / scale
     dx = rt.unbroadcast(density, x)
     dloc = rt.unbroadcast(-density, loc)
     dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
@@ -112,7 +112,7 @@ def norm_logcdf(dout, out, x, loc=0, scale=1):
 
 @fwd("rt.norm_logcdf", "scipy.stats.norm.logcdf")
 def norm_logcdf_fwd(out, x, loc=0, scale=1):
-    density = np.exp(rt.norm_logpdf(x, loc, scale) - np.where(out == -np.inf, 0.0, out))
+    density = rt.ndtr_hazard((x - loc) / scale) / scale
     dout = dx * density
     dout = -dloc * density
     dout = -dscale * density * (x - loc) / scale
@@ -142,7 +142,7 @@ batch_elementwise("rt.norm_sf")
 
 @rev("rt.norm_logsf", "scipy.stats.norm.logsf")
 def norm_logsf(dout, out, x, loc=0, scale=1):
-    density = -dout * np.exp(rt.norm_logpdf(x, loc, scale) - np.where(out == -np.inf, 0.0, out))
+    density = -dout * rt.ndtr_hazard((loc - x) / scale) / scale
     dx = rt.unbroadcast(density, x)
     dloc = rt.unbroadcast(-density, loc)
     dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
@@ -150,7 +150,7 @@ def norm_logsf(dout, out, x, loc=0, scale=1):
 
 @fwd("rt.norm_logsf", "scipy.stats.norm.logsf")
 def norm_logsf_fwd(out, x, loc=0, scale=1):
-    density = -np.exp(rt.norm_logpdf(x, loc, scale) - np.where(out == -np.inf, 0.0, out))
+    density = -rt.ndtr_hazard((loc - x) / scale) / scale
     dout = dx * density
     dout = -dloc * density
     dout = -dscale * density * (x - loc) / scale
@@ -326,31 +326,41 @@ batch_elementwise("rt.t_logsf")
 @rev("rt.beta_pdf", "scipy.stats.beta.pdf")
 def beta_pdf(dout, out, x, a, b, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = np.logical_and(z > 0.0, z < 1.0)
-    zs = np.where(inside, z, 0.5)
+    inside = np.logical_or(np.logical_and(z > 0.0, z < 1.0), np.logical_or(
+        np.logical_and(z == 0.0, a == 1.0), np.logical_and(z == 1.0, b == 1.0)))
+    zs = np.where(np.logical_and(z > 0.0, z < 1.0), z, 0.5)
+    zs_a = np.where(z < 1.0, np.where(z > 0.0, zs, 1.0), 1.0)     # z at the end z = 1 too
+    zs_b = np.where(z > 0.0, np.where(z < 1.0, zs, 0.0), 0.0)     # and at z = 0
     weight = dout * out
-    slope = np.where(inside, weight * ((a - 1.0) / zs - (b - 1.0) / (1.0 - zs)) / scale, 0.0)
+    slope = np.where(inside, weight * ((a - 1.0) / zs_a - (b - 1.0) / (1.0 - zs_b)) / scale, 0.0)
     dx = rt.unbroadcast(slope, x)
     dloc = rt.unbroadcast(-slope, loc)
     dscale = rt.unbroadcast(np.where(inside, -weight / scale, 0.0) - slope * z, scale)
-    score_a = np.where(inside, np.log(zs) - rt.digamma(a) + rt.digamma(a + b), 0.0)
+    score_a = np.where(inside, np.where(z > 0.0, np.log(zs_a), -np.inf) - rt.digamma(a) +
+                       rt.digamma(a + b), 0.0)
     da = rt.unbroadcast(weight * score_a, a)
-    score_b = np.where(inside, np.log1p(-zs) - rt.digamma(b) + rt.digamma(a + b), 0.0)
+    score_b = np.where(inside, np.where(z < 1.0, np.log1p(-zs_b), -np.inf) -
+                       rt.digamma(b) + rt.digamma(a + b), 0.0)
     db = rt.unbroadcast(weight * score_b, b)
 
 
 @fwd("rt.beta_pdf", "scipy.stats.beta.pdf")
 def beta_pdf_fwd(out, x, a, b, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = np.logical_and(z > 0.0, z < 1.0)
-    zs = np.where(inside, z, 0.5)
-    slope = np.where(inside, out * ((a - 1.0) / zs - (b - 1.0) / (1.0 - zs)) / scale, 0.0)
+    inside = np.logical_or(np.logical_and(z > 0.0, z < 1.0), np.logical_or(
+        np.logical_and(z == 0.0, a == 1.0), np.logical_and(z == 1.0, b == 1.0)))
+    zs = np.where(np.logical_and(z > 0.0, z < 1.0), z, 0.5)
+    zs_a = np.where(z < 1.0, np.where(z > 0.0, zs, 1.0), 1.0)     # z at the end z = 1 too
+    zs_b = np.where(z > 0.0, np.where(z < 1.0, zs, 0.0), 0.0)     # and at z = 0
+    slope = np.where(inside, out * ((a - 1.0) / zs_a - (b - 1.0) / (1.0 - zs_b)) / scale, 0.0)
     dout = dx * slope
     dout = -dloc * slope
     dout = dscale * (np.where(inside, -out / scale, 0.0) - slope * z)
-    score_a = np.where(inside, np.log(zs) - rt.digamma(a) + rt.digamma(a + b), 0.0)
+    score_a = np.where(inside, np.where(z > 0.0, np.log(zs_a), -np.inf) - rt.digamma(a) +
+                       rt.digamma(a + b), 0.0)
     dout = da * out * score_a
-    score_b = np.where(inside, np.log1p(-zs) - rt.digamma(b) + rt.digamma(a + b), 0.0)
+    score_b = np.where(inside, np.where(z < 1.0, np.log1p(-zs_b), -np.inf) -
+                       rt.digamma(b) + rt.digamma(a + b), 0.0)
     dout = db * out * score_b
 
 
@@ -360,30 +370,40 @@ batch_elementwise("rt.beta_pdf")
 @rev("rt.beta_logpdf", "scipy.stats.beta.logpdf")
 def beta_logpdf(dout, out, x, a, b, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = np.logical_and(z > 0.0, z < 1.0)
-    zs = np.where(inside, z, 0.5)
-    slope = np.where(inside, dout * ((a - 1.0) / zs - (b - 1.0) / (1.0 - zs)) / scale, 0.0)
+    inside = np.logical_or(np.logical_and(z > 0.0, z < 1.0), np.logical_or(
+        np.logical_and(z == 0.0, a == 1.0), np.logical_and(z == 1.0, b == 1.0)))
+    zs = np.where(np.logical_and(z > 0.0, z < 1.0), z, 0.5)
+    zs_a = np.where(z < 1.0, np.where(z > 0.0, zs, 1.0), 1.0)     # z at the end z = 1 too
+    zs_b = np.where(z > 0.0, np.where(z < 1.0, zs, 0.0), 0.0)     # and at z = 0
+    slope = np.where(inside, dout * ((a - 1.0) / zs_a - (b - 1.0) / (1.0 - zs_b)) / scale, 0.0)
     dx = rt.unbroadcast(slope, x)
     dloc = rt.unbroadcast(-slope, loc)
     dscale = rt.unbroadcast(np.where(inside, -dout / scale, 0.0) - slope * z, scale)
-    score_a = np.where(inside, np.log(zs) - rt.digamma(a) + rt.digamma(a + b), 0.0)
+    score_a = np.where(inside, np.where(z > 0.0, np.log(zs_a), -np.inf) - rt.digamma(a) +
+                       rt.digamma(a + b), 0.0)
     da = rt.unbroadcast(dout * score_a, a)
-    score_b = np.where(inside, np.log1p(-zs) - rt.digamma(b) + rt.digamma(a + b), 0.0)
+    score_b = np.where(inside, np.where(z < 1.0, np.log1p(-zs_b), -np.inf) -
+                       rt.digamma(b) + rt.digamma(a + b), 0.0)
     db = rt.unbroadcast(dout * score_b, b)
 
 
 @fwd("rt.beta_logpdf", "scipy.stats.beta.logpdf")
 def beta_logpdf_fwd(out, x, a, b, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = np.logical_and(z > 0.0, z < 1.0)
-    zs = np.where(inside, z, 0.5)
-    slope = np.where(inside, ((a - 1.0) / zs - (b - 1.0) / (1.0 - zs)) / scale, 0.0)
+    inside = np.logical_or(np.logical_and(z > 0.0, z < 1.0), np.logical_or(
+        np.logical_and(z == 0.0, a == 1.0), np.logical_and(z == 1.0, b == 1.0)))
+    zs = np.where(np.logical_and(z > 0.0, z < 1.0), z, 0.5)
+    zs_a = np.where(z < 1.0, np.where(z > 0.0, zs, 1.0), 1.0)     # z at the end z = 1 too
+    zs_b = np.where(z > 0.0, np.where(z < 1.0, zs, 0.0), 0.0)     # and at z = 0
+    slope = np.where(inside, ((a - 1.0) / zs_a - (b - 1.0) / (1.0 - zs_b)) / scale, 0.0)
     dout = dx * slope
     dout = -dloc * slope
     dout = dscale * (np.where(inside, -1.0 / scale, 0.0) - slope * z)
-    score_a = np.where(inside, np.log(zs) - rt.digamma(a) + rt.digamma(a + b), 0.0)
+    score_a = np.where(inside, np.where(z > 0.0, np.log(zs_a), -np.inf) - rt.digamma(a) +
+                       rt.digamma(a + b), 0.0)
     dout = da * score_a
-    score_b = np.where(inside, np.log1p(-zs) - rt.digamma(b) + rt.digamma(a + b), 0.0)
+    score_b = np.where(inside, np.where(z < 1.0, np.log1p(-zs_b), -np.inf) -
+                       rt.digamma(b) + rt.digamma(a + b), 0.0)
     dout = db * score_b
 
 
@@ -529,27 +549,27 @@ batch_elementwise("rt.beta_logsf")
 @rev("rt.gamma_pdf", "scipy.stats.gamma.pdf")
 def gamma_pdf(dout, out, x, a, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, a == 1.0))
+    zs = np.where(z > 0.0, z, 1.0)
     weight = dout * out
     slope = np.where(inside, weight * ((a - 1.0) / zs - 1.0) / scale, 0.0)
     dx = rt.unbroadcast(slope, x)
     dloc = rt.unbroadcast(-slope, loc)
     dscale = rt.unbroadcast(np.where(inside, -weight / scale, 0.0) - slope * z, scale)
-    score = np.where(inside, np.log(zs) - rt.digamma(a), 0.0)
+    score = np.where(inside, np.where(z > 0.0, np.log(zs), -np.inf) - rt.digamma(a), 0.0)
     da = rt.unbroadcast(weight * score, a)
 
 
 @fwd("rt.gamma_pdf", "scipy.stats.gamma.pdf")
 def gamma_pdf_fwd(out, x, a, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, a == 1.0))
+    zs = np.where(z > 0.0, z, 1.0)
     slope = np.where(inside, out * ((a - 1.0) / zs - 1.0) / scale, 0.0)
     dout = dx * slope
     dout = -dloc * slope
     dout = dscale * (np.where(inside, -out / scale, 0.0) - slope * z)
-    score = np.where(inside, np.log(zs) - rt.digamma(a), 0.0)
+    score = np.where(inside, np.where(z > 0.0, np.log(zs), -np.inf) - rt.digamma(a), 0.0)
     dout = da * out * score
 
 
@@ -559,26 +579,26 @@ batch_elementwise("rt.gamma_pdf")
 @rev("rt.gamma_logpdf", "scipy.stats.gamma.logpdf")
 def gamma_logpdf(dout, out, x, a, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, a == 1.0))
+    zs = np.where(z > 0.0, z, 1.0)
     slope = np.where(inside, dout * ((a - 1.0) / zs - 1.0) / scale, 0.0)
     dx = rt.unbroadcast(slope, x)
     dloc = rt.unbroadcast(-slope, loc)
     dscale = rt.unbroadcast(np.where(inside, -dout / scale, 0.0) - slope * z, scale)
-    score = np.where(inside, np.log(zs) - rt.digamma(a), 0.0)
+    score = np.where(inside, np.where(z > 0.0, np.log(zs), -np.inf) - rt.digamma(a), 0.0)
     da = rt.unbroadcast(dout * score, a)
 
 
 @fwd("rt.gamma_logpdf", "scipy.stats.gamma.logpdf")
 def gamma_logpdf_fwd(out, x, a, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, a == 1.0))
+    zs = np.where(z > 0.0, z, 1.0)
     slope = np.where(inside, ((a - 1.0) / zs - 1.0) / scale, 0.0)
     dout = dx * slope
     dout = -dloc * slope
     dout = dscale * (np.where(inside, -1.0 / scale, 0.0) - slope * z)
-    score = np.where(inside, np.log(zs) - rt.digamma(a), 0.0)
+    score = np.where(inside, np.where(z > 0.0, np.log(zs), -np.inf) - rt.digamma(a), 0.0)
     dout = da * score
 
 
@@ -695,27 +715,29 @@ batch_elementwise("rt.gamma_logsf")
 @rev("rt.chi2_pdf", "scipy.stats.chi2.pdf")
 def chi2_pdf(dout, out, x, df, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, df == 2.0))
+    zs = np.where(z > 0.0, z, 1.0)
     weight = dout * out
     slope = np.where(inside, weight * ((0.5 * df - 1.0) / zs - 0.5) / scale, 0.0)
     dx = rt.unbroadcast(slope, x)
     dloc = rt.unbroadcast(-slope, loc)
     dscale = rt.unbroadcast(np.where(inside, -weight / scale, 0.0) - slope * z, scale)
-    score = np.where(inside, 0.5 * (np.log(0.5 * zs) - rt.digamma(0.5 * df)), 0.0)
+    score = np.where(inside, 0.5 * (np.where(z > 0.0, np.log(0.5 * zs), -np.inf) -
+                                    rt.digamma(0.5 * df)), 0.0)
     ddf = rt.unbroadcast(weight * score, df)
 
 
 @fwd("rt.chi2_pdf", "scipy.stats.chi2.pdf")
 def chi2_pdf_fwd(out, x, df, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, df == 2.0))
+    zs = np.where(z > 0.0, z, 1.0)
     slope = np.where(inside, out * ((0.5 * df - 1.0) / zs - 0.5) / scale, 0.0)
     dout = dx * slope
     dout = -dloc * slope
     dout = dscale * (np.where(inside, -out / scale, 0.0) - slope * z)
-    score = np.where(inside, 0.5 * (np.log(0.5 * zs) - rt.digamma(0.5 * df)), 0.0)
+    score = np.where(inside, 0.5 * (np.where(z > 0.0, np.log(0.5 * zs), -np.inf) -
+                                    rt.digamma(0.5 * df)), 0.0)
     dout = ddf * out * score
 
 
@@ -725,26 +747,28 @@ batch_elementwise("rt.chi2_pdf")
 @rev("rt.chi2_logpdf", "scipy.stats.chi2.logpdf")
 def chi2_logpdf(dout, out, x, df, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, df == 2.0))
+    zs = np.where(z > 0.0, z, 1.0)
     slope = np.where(inside, dout * ((0.5 * df - 1.0) / zs - 0.5) / scale, 0.0)
     dx = rt.unbroadcast(slope, x)
     dloc = rt.unbroadcast(-slope, loc)
     dscale = rt.unbroadcast(np.where(inside, -dout / scale, 0.0) - slope * z, scale)
-    score = np.where(inside, 0.5 * (np.log(0.5 * zs) - rt.digamma(0.5 * df)), 0.0)
+    score = np.where(inside, 0.5 * (np.where(z > 0.0, np.log(0.5 * zs), -np.inf) -
+                                    rt.digamma(0.5 * df)), 0.0)
     ddf = rt.unbroadcast(dout * score, df)
 
 
 @fwd("rt.chi2_logpdf", "scipy.stats.chi2.logpdf")
 def chi2_logpdf_fwd(out, x, df, loc=0, scale=1):
     z = (x - loc) / scale
-    inside = z > 0.0
-    zs = np.where(inside, z, 1.0)
+    inside = np.logical_or(z > 0.0, np.logical_and(z == 0.0, df == 2.0))
+    zs = np.where(z > 0.0, z, 1.0)
     slope = np.where(inside, ((0.5 * df - 1.0) / zs - 0.5) / scale, 0.0)
     dout = dx * slope
     dout = -dloc * slope
     dout = dscale * (np.where(inside, -1.0 / scale, 0.0) - slope * z)
-    score = np.where(inside, 0.5 * (np.log(0.5 * zs) - rt.digamma(0.5 * df)), 0.0)
+    score = np.where(inside, 0.5 * (np.where(z > 0.0, np.log(0.5 * zs), -np.inf) -
+                                    rt.digamma(0.5 * df)), 0.0)
     dout = ddf * score
 
 
@@ -862,9 +886,12 @@ batch_elementwise("rt.chi2_logsf")
 # derivative in mu is -pmf(floor(k), mu). k and loc are counts: no derivative.
 @rev("rt.poisson_pmf", "scipy.stats.poisson.pmf")
 def poisson_pmf(dout, out, k, mu, loc=0):
+    """d pmf(k) / d mu = pmf(k - 1) - pmf(k), also at mu = 0 (1 for k = 1); pmf(k - 1) is
+    pmf(k) k / mu where mu > 0."""
     count = k - loc
-    dmu = rt.unbroadcast(dout * np.where(out == 0.0, 0.0,
-                                         out * (count / np.where(count == 0, 1.0, mu) - 1.0)), mu)
+    previous = np.where(mu > 0.0, out * count / np.where(mu > 0.0, mu, 1.0),
+                        np.where(count == 1.0, 1.0, 0.0))
+    dmu = rt.unbroadcast(dout * (previous - out), mu)
     dk = rt.no_derivative(
         "scipy.stats.poisson.pmf with respect to k",
         "k and loc are counts, in which it is not differentiable: differentiate in mu")
@@ -876,7 +903,9 @@ def poisson_pmf(dout, out, k, mu, loc=0):
 @fwd("rt.poisson_pmf", "scipy.stats.poisson.pmf")
 def poisson_pmf_fwd(out, k, mu, loc=0):
     count = k - loc
-    dout = dmu * np.where(out == 0.0, 0.0, out * (count / np.where(count == 0, 1.0, mu) - 1.0))
+    previous = np.where(mu > 0.0, out * count / np.where(mu > 0.0, mu, 1.0),
+                        np.where(count == 1.0, 1.0, 0.0))
+    dout = dmu * (previous - out)
     dout = rt.stats_no_derivative(
         "scipy.stats.poisson.pmf with respect to k",
         "k and loc are counts, in which it is not differentiable: differentiate in mu",
@@ -893,8 +922,9 @@ batch_elementwise("rt.poisson_pmf")
 @rev("rt.poisson_logpmf", "scipy.stats.poisson.logpmf")
 def poisson_logpmf(dout, out, k, mu, loc=0):
     count = k - loc
-    dmu = rt.unbroadcast(dout * np.where(out == -np.inf, 0.0,
-                                         count / np.where(count == 0, 1.0, mu) - 1.0), mu)
+    dmu = rt.unbroadcast(dout * np.where(
+        np.logical_and(out == -np.inf, mu > 0.0), 0.0,
+        count / np.where(count == 0, 1.0, mu) - 1.0), mu)
     dk = rt.no_derivative(
         "scipy.stats.poisson.logpmf with respect to k",
         "k and loc are counts, in which it is not differentiable: differentiate in mu")
@@ -906,7 +936,8 @@ def poisson_logpmf(dout, out, k, mu, loc=0):
 @fwd("rt.poisson_logpmf", "scipy.stats.poisson.logpmf")
 def poisson_logpmf_fwd(out, k, mu, loc=0):
     count = k - loc
-    dout = dmu * np.where(out == -np.inf, 0.0, count / np.where(count == 0, 1.0, mu) - 1.0)
+    dout = dmu * np.where(np.logical_and(out == -np.inf, mu > 0.0), 0.0,
+                          count / np.where(count == 0, 1.0, mu) - 1.0)
     dout = rt.stats_no_derivative(
         "scipy.stats.poisson.logpmf with respect to k",
         "k and loc are counts, in which it is not differentiable: differentiate in mu",
@@ -1045,7 +1076,9 @@ batch_elementwise("rt.poisson_logsf")
 @rev("rt.multivariate_normal_logpdf", "scipy.stats.multivariate_normal.logpdf")
 def multivariate_normal_logpdf(dout, out, x, mean=None, cov=1, allow_singular=False):
     dim = rt.mvn_dim(mean, cov)
-    precision = np.linalg.inv(rt.mvn_nonsingular(rt.mvn_cov(cov, dim), allow_singular))
+    full = rt.mvn_cov(cov, dim)
+    precision = np.linalg.inv(rt.mvn_nonsingular(0.5 * (full + np.transpose(full)),
+                                                 allow_singular))
     white = (np.reshape(x, rt.mvn_points_shape(x, dim)) - rt.mvn_mean(mean, dim)) @ precision
     weighted = np.reshape(dout, (-1, 1)) * white
     dx = np.reshape(-weighted, np.shape(x))
@@ -1057,7 +1090,9 @@ def multivariate_normal_logpdf(dout, out, x, mean=None, cov=1, allow_singular=Fa
 @fwd("rt.multivariate_normal_logpdf", "scipy.stats.multivariate_normal.logpdf")
 def multivariate_normal_logpdf_fwd(out, x, mean=None, cov=1, allow_singular=False):
     dim = rt.mvn_dim(mean, cov)
-    precision = np.linalg.inv(rt.mvn_nonsingular(rt.mvn_cov(cov, dim), allow_singular))
+    full = rt.mvn_cov(cov, dim)
+    precision = np.linalg.inv(rt.mvn_nonsingular(0.5 * (full + np.transpose(full)),
+                                                 allow_singular))
     white = (np.reshape(x, rt.mvn_points_shape(x, dim)) - rt.mvn_mean(mean, dim)) @ precision
     dout = np.reshape(-np.sum(white * np.reshape(dx, rt.mvn_points_shape(x, dim)), 1),
                       np.shape(out))
@@ -1089,7 +1124,9 @@ def multivariate_normal_logpdf_batch(x, mean=None, cov=1, allow_singular=False):
 @rev("rt.multivariate_normal_pdf", "scipy.stats.multivariate_normal.pdf")
 def multivariate_normal_pdf(dout, out, x, mean=None, cov=1, allow_singular=False):
     dim = rt.mvn_dim(mean, cov)
-    precision = np.linalg.inv(rt.mvn_nonsingular(rt.mvn_cov(cov, dim), allow_singular))
+    full = rt.mvn_cov(cov, dim)
+    precision = np.linalg.inv(rt.mvn_nonsingular(0.5 * (full + np.transpose(full)),
+                                                 allow_singular))
     white = (np.reshape(x, rt.mvn_points_shape(x, dim)) - rt.mvn_mean(mean, dim)) @ precision
     weight = dout * out
     weighted = np.reshape(weight, (-1, 1)) * white
@@ -1102,7 +1139,9 @@ def multivariate_normal_pdf(dout, out, x, mean=None, cov=1, allow_singular=False
 @fwd("rt.multivariate_normal_pdf", "scipy.stats.multivariate_normal.pdf")
 def multivariate_normal_pdf_fwd(out, x, mean=None, cov=1, allow_singular=False):
     dim = rt.mvn_dim(mean, cov)
-    precision = np.linalg.inv(rt.mvn_nonsingular(rt.mvn_cov(cov, dim), allow_singular))
+    full = rt.mvn_cov(cov, dim)
+    precision = np.linalg.inv(rt.mvn_nonsingular(0.5 * (full + np.transpose(full)),
+                                                 allow_singular))
     white = (np.reshape(x, rt.mvn_points_shape(x, dim)) - rt.mvn_mean(mean, dim)) @ precision
     dout = out * np.reshape(-np.sum(white * np.reshape(dx, rt.mvn_points_shape(x, dim)), 1),
                             np.shape(out))
