@@ -243,49 +243,40 @@ def i0(x):
     return np.where(np.abs(x) <= 30.0, small, large)
 
 
-def _window_points(m):
-    """The sample positions 0, ..., m-1 of a window of m points, as floats."""
-    return np.arange(0.0, m)
+def _cosine_window(M, coefficients):
+    """The window a0 - a1 cos(2 pi n / (M - 1)) + a2 cos(4 pi n / (M - 1)) - ... of M
+    points (numpy's: empty for M < 1, [1.] for M = 1)."""
+    if M < 1:
+        return np.zeros(0)
+    if M == 1:
+        return np.ones(1)
+    angle = 2.0 * np.pi * np.arange(0.0, M) / (M - 1)
+    out = np.zeros(M)
+    for k, c in enumerate(coefficients):
+        out = out + (-1.0) ** k * c * np.cos(k * angle)
+    return out
 
 
 def hanning(M):
     """np.hanning: the Hann window of M points."""
-    if M < 1:
-        return np.zeros(0)
-    if M == 1:
-        return np.ones(1)
-    n = _window_points(M)
-    return 0.5 - 0.5 * np.cos(2.0 * np.pi * n / (M - 1))
+    return _cosine_window(M, (0.5, 0.5))
 
 
 def hamming(M):
     """np.hamming: the Hamming window of M points."""
-    if M < 1:
-        return np.zeros(0)
-    if M == 1:
-        return np.ones(1)
-    n = _window_points(M)
-    return 0.54 - 0.46 * np.cos(2.0 * np.pi * n / (M - 1))
+    return _cosine_window(M, (0.54, 0.46))
 
 
 def blackman(M):
     """np.blackman: the Blackman window of M points."""
-    if M < 1:
-        return np.zeros(0)
-    if M == 1:
-        return np.ones(1)
-    n = _window_points(M)
-    return (0.42 - 0.5 * np.cos(2.0 * np.pi * n / (M - 1)) +
-            0.08 * np.cos(4.0 * np.pi * n / (M - 1)))
+    return _cosine_window(M, (0.42, 0.5, 0.08))
 
 
 def bartlett(M):
     """np.bartlett: the triangular window of M points (zero at both ends)."""
-    if M < 1:
-        return np.zeros(0)
-    if M == 1:
-        return np.ones(1)
-    n = _window_points(M)
+    if M < 2:
+        return np.ones(max(M, 0))
+    n = np.arange(0.0, M)
     return np.where(n <= (M - 1) / 2.0, 2.0 * n / (M - 1), 2.0 - 2.0 * n / (M - 1))
 
 
@@ -293,7 +284,7 @@ def kaiser(M, beta):
     """np.kaiser: the Kaiser window of M points, differentiable in beta."""
     if M == 1:
         return np.ones(1)
-    n = _window_points(M)
+    n = np.arange(0.0, M)
     alpha = (M - 1) / 2.0
     return i0(beta * np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / i0(beta)
 
