@@ -349,7 +349,7 @@ def _adjoint_dtype(x, dy):
 
 def index_update(x, idx, v):
     """`x[idx] = v` without changing `x`: a new array (used when the old `x` is still needed)."""
-    out = x.copy()
+    out = np.array(x) if isinstance(x, np.generic) else x.copy()    # (a 0-d array's value)
     v = _masked_values(v, idx)
     if isinstance(idx, MaskIndex) and np.shape(v) == out.shape:
         v = v[idx]                   # spread over x, as rt.written_part gives it
@@ -363,7 +363,7 @@ def index_clear(g, idx):
         out = dict(g) if isinstance(g, dict) else list(g)
         out[idx] = None
         return out if not isinstance(g, tuple) else tuple(out)
-    out = g.copy()
+    out = np.array(g) if isinstance(g, np.generic) else g.copy()    # (a 0-d array's adjoint)
     out[idx] = 0
     return out
 

@@ -636,7 +636,7 @@ def lane_index(x, index):
     array."""
     if isinstance(x, (tuple, list, dict)):
         return index
-    return (slice(None),) + _as_tuple(index)
+    return _lanes_first(x, _as_tuple(index), 1)
 
 
 def lane_slot(x, index):
@@ -651,7 +651,57 @@ def lane_getitem(x, index, outer=0):
     """x[index] in every example of batched x, for an index that is the same for all."""
     if isinstance(x, (tuple, list, dict)):
         return x[index]
-    return x[(slice(None),) * (1 + outer) + _as_tuple(index)]
+    return x[_lanes_first(x, _as_tuple(index), 1 + outer)]
+
+
+def _lanes_first(x, parts, lead):
+    """The index applying per-example `parts` to each example of `x`, whose first `lead`
+    axes are the batch's: `:` for each of those, unless numpy would move axes in front of
+    them. Advanced indices (integer or boolean arrays, and the integers beside them) that
+    are apart (`x[0, :, idx]`) put their axes first; then aranges over the batch axes, made
+    advanced indices too, keep the batch axes first, each example's axes as numpy orders
+    them after."""
+    advanced = _apart_advanced_ndim(parts)
+    if advanced is None:
+        return (slice(None),) * lead + parts
+    xp = array_module(x)
+    sizes = np.shape(x)[:lead]
+    return tuple(xp.arange(n).reshape((1,) * k + (n,) + (1,) * (lead - k - 1 + advanced))
+                 for k, n in enumerate(sizes)) + parts
+
+
+def _apart_advanced_ndim(parts):
+    """The number of axes the advanced indices among `parts` make when they are apart (not
+    next to each other), or None (basic indexing, or advanced indices side by side, whose
+    axes stay where they are)."""
+    kinds = []
+    for p in parts:
+        if p is None or p is Ellipsis or isinstance(p, slice):
+            kinds.append(None)
+        elif isinstance(p, (bool, np.bool_)) or (getattr(p, "dtype", None) == bool and
+                                                  np.ndim(p) == 0):
+            kinds.append("flag")
+        elif isinstance(p, (int, np.integer)) or (hasattr(p, "dtype") and np.ndim(p) == 0):
+            kinds.append("int")
+        else:
+            kinds.append("array")
+    if "array" not in kinds and "flag" not in kinds:
+        return None
+    at = [k for k, kind in enumerate(kinds) if kind is not None]
+    if at == list(range(at[0], at[-1] + 1)):
+        return None
+    if "flag" in kinds:
+        raise TransformError("under vmap, a True or False index beside other advanced "
+                             "indices that are apart is not supported.\n  hint: index "
+                             "with the arrays side by side, or use np.expand_dims.")
+    shapes = []
+    for p, kind in zip(parts, kinds):
+        if kind == "int":
+            shapes.append(())
+        elif kind == "array":
+            a = np.asarray(p) if not hasattr(p, "dtype") else p
+            shapes.append((int(np.count_nonzero(a)),) if a.dtype == bool else np.shape(a))
+    return len(np.broadcast_shapes(*shapes))
 
 
 def _lane_positions(index, n):
@@ -680,7 +730,9 @@ def _lane_positions(index, n):
     for a in arrays:
         if a.ndim == 0:
             a = xp.broadcast_to(a, (n,))
-        out.append(a.reshape(a.shape + (1,) * (depth + 1 - a.ndim)))
+        # each example's axes broadcast against the others' from the right, as numpy
+        # broadcasts them in one example: the ones it lacks go right after the batch axis
+        out.append(a.reshape(a.shape[:1] + (1,) * (depth + 1 - a.ndim) + a.shape[1:]))
     return (rows,) + tuple(out) + tuple(tail)
 
 
@@ -697,7 +749,7 @@ def lane_getitem_adj(dout, x, index, outer=0):
         return _rebuild(x, (dout if i == index else None for i in range(n)))
     xp = array_module(dout)
     dx = xp.zeros(np.shape(x), dtype=xp.result_type(dout, np.float32))
-    full = (slice(None),) * (1 + outer) + _as_tuple(index)
+    full = _lanes_first(dx, _as_tuple(index), 1 + outer)
     xp.add.at(dx, full, dout) if not _basic(index) else dx.__setitem__(full, dout)
     return dx
 

@@ -12,7 +12,7 @@ import string
 import numpy as np
 
 from .adjoints import expand, unbroadcast
-from .backend import array_module, with_device_version
+from .backend import array_module, to_host, with_device_version
 from .errors import TransformError
 
 try:  # re-exported so generated code can spell it `rt.logsumexp` (scipy is optional)
@@ -589,6 +589,32 @@ def qr_result(t, mode="reduced"):
 
 
 # ---------------------------------------------------------------- lstsq
+
+def fixed_rank(p, a, rcond=None, rtol=None, lstsq=False):
+    """`p` (np.linalg.pinv(a, ...), or what np.linalg.lstsq's rule computes with it), once
+    the singular values of `a` that the cutoff drops are found to be zero to working
+    precision: the derivative rules hold the rank fixed, which is the derivative only then
+    (a dropped value of 0.1 moved pinv's gradient by 3e-3)."""
+    shape = np.shape(a)
+    eps = np.finfo(np.result_type(a, np.float32)).eps
+    if rcond is None or (lstsq and np.ndim(rcond) == 0 and rcond < 0):
+        rcond = rtol if rtol is not None else \
+            (eps * max(shape[-2:]) if lstsq else 1e-15)
+    if min(shape[-2:], default=0) == 0:
+        return p
+    s = to_host(np.linalg.svd(a, compute_uv=False))
+    top = np.max(s, axis=-1, keepdims=True)
+    dropped = np.where(s <= np.asarray(rcond)[..., None] * top, s, 0.0)
+    if np.any(dropped > np.sqrt(eps) * top):
+        what = "np.linalg.lstsq" if lstsq else "np.linalg.pinv"
+        raise TransformError(
+            f"{what} drops a singular value that is not zero here ({float(np.max(dropped)):.3g}"
+            f", below the cutoff): its derivative rule holds the rank fixed, which is the "
+            "derivative only where the dropped singular values are zero.\n  hint: lower rcond "
+            "(rtol) below the smallest singular value, or differentiate through "
+            "np.linalg.svd with the small values masked.")
+    return p
+
 
 def lstsq_res_cot(g, full):
     """The cotangent `g` of np.linalg.lstsq's residuals, or zeros shaped like `full` (the

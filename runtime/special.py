@@ -17,7 +17,7 @@ The helpers are numpy-only around scipy's functions:
 import numpy as np
 
 from .adjoints import no_derivative
-from .backend import with_device_version
+from .backend import array_module, with_device_version
 from .errors import TransformError
 
 try:  # re-exported so generated code can spell them `rt.erf`, ... (scipy is optional)
@@ -48,14 +48,17 @@ def ndtr_hazard(x):
     """pdf(x) / ndtr(x), the slope of log_ndtr. As exp(log pdf - log_ndtr) it loses digits
     for very negative x (1e-4 of it at -1e6, most of it at -1e8, where both logs are about
     -x^2 / 2): there it is sqrt(2 / pi) / erfcx(-x / sqrt 2), erfcx being the scaled erfc."""
-    from scipy.special import erfcx
-    x = np.asarray(x, dtype=np.result_type(x, np.float64))
-    left = np.minimum(x, -5.0)
-    right = np.maximum(x, -5.0)
+    from scipy.special import erfcx       # (a ufunc: cupy arrays go to cupyx's)
+    xp = array_module(x)
+    x = xp.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    left = xp.minimum(x, -5.0)
+    right = xp.maximum(x, -5.0)
     with np.errstate(under="ignore"):
-        near = np.exp(-0.5 * right * right - 0.9189385332046727 - log_ndtr(right))
+        near = xp.exp(-0.5 * right * right - 0.9189385332046727 - log_ndtr(right))
     far = 0.7978845608028654 / erfcx(-left * 0.7071067811865476)
-    return np.where(x < -5.0, far, near)
+    return xp.where(x < -5.0, far, near)
 
 
 def trigamma(x):

@@ -199,18 +199,18 @@ def test_appending_to_a_parameter_list():
 
 def unknown_numpy(x):
     y = np.tanh(x)
-    return np.sum(np.frexp(y)[0])  # MARK
+    return np.sum(np.histogram2d(y, x)[0])  # MARK
 
 
 def test_unknown_numpy_function():
     with pytest.raises(tp.TransformError) as e:
         tp.grad(unknown_numpy)(np.ones(3))
     msg = _check_message(e, unknown_numpy, ["# MARK"])
-    assert "frexp" in msg
+    assert "np.histogram2d" in msg
 
 
 def inner_with_unknown(x):
-    return np.frexp(x)[0] * 2.0  # MARK
+    return np.histogram2d(x, x)[0] * 2.0  # MARK
 
 
 def outer_calls_unknown(x):

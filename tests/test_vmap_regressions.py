@@ -1282,3 +1282,79 @@ def _through_a_dtype_argument(x):
 def test_a_dtype_class_passed_to_a_function_at_second_order():
     x = np.random.default_rng(42).normal(size=4)
     check_grads(_through_a_dtype_argument, (x,), order=2, modes=("rev", "fwd"))
+
+
+# ---------------------------------------------------------------- advanced indices apart
+# (x[0, :, idx]): numpy puts their axes first, and under vmap in front of the batch axis
+# too, so every example read the others' elements (34.0 off on (3, 3, 2, 3)); writes,
+# their derivatives and np.add.at went wrong with them. Index arrays that broadcast against
+# each other (i of (1, 2), j of (2,)) lined the batch axis of j up with the 1 of i.
+
+def _apart_read(x):
+    return x[0, :, np.array([0, 2, 1])] * 2.0
+
+
+def _apart_loss(x):
+    return np.sum(np.sin(x[1, :, 0, np.array([0, 1])]) * x[0, :, 1, np.array([[1], [0]])])
+
+
+def _apart_write(x, v):
+    y = x * 1.0
+    y[0, :, np.array([2, 0])] += v
+    y[1, :, np.array([1, 1])] = v * y[1, :, np.array([0, 0])]
+    np.add.at(y, (1, slice(None), np.array([0, 0])), v)
+    return np.sum(np.sin(y) * y)
+
+
+def _pair_gather(x, i, j):
+    return x[i, j] * 3.0
+
+
+def test_advanced_indices_apart_keep_the_batch_axis_first():
+    r = np.random.default_rng(43)
+    xs = r.normal(size=(3, 3, 2, 3))
+    close(tp.vmap(_apart_read)(xs), np.stack([_apart_read(x) for x in xs]), 0)
+    xs4 = r.normal(size=(3, 2, 3, 2, 3))
+    grad = tp.grad(_apart_loss)
+    close(tp.vmap(_apart_loss)(xs4), np.stack([_apart_loss(x) for x in xs4]))
+    close(tp.vmap(grad)(xs4), np.stack([grad(x) for x in xs4]))
+    check_grads(_apart_loss, (xs4[0],), order=2, modes=("rev", "fwd"))
+    close(tp.jacrev(_apart_read)(xs[0]), tp.jacfwd(_apart_read)(xs[0]), 0)
+    vs = r.normal(size=(3, 2, 2))
+    write_grad = tp.grad(_apart_write, argnums=(0, 1))
+    close(tp.vmap(_apart_write)(xs, vs), np.stack([_apart_write(x, v) for x, v in zip(xs, vs)]))
+    for got, want in zip(tp.vmap(write_grad)(xs, vs),
+                         zip(*[write_grad(x, v) for x, v in zip(xs, vs)])):
+        close(got, np.stack(want))
+    close(tp.vmap(write_grad, (0, None))(xs, vs[0])[0],
+          np.stack([write_grad(x, vs[0])[0] for x in xs]))
+
+
+def test_batched_index_arrays_broadcast_within_each_example():
+    r = np.random.default_rng(44)
+    x = r.normal(size=(3, 3))
+    i = np.array([[[0, 1]], [[2, 2]], [[1, 0]]])
+    j = np.array([[1, 2], [0, 0], [2, 1]])
+    got = tp.vmap(_pair_gather, (None, 0, 0))(x, i, j)
+    close(got, np.stack([_pair_gather(x, a, b) for a, b in zip(i, j)]), 0)
+    grad = tp.grad(lambda x, i, j: np.sum(np.sin(_pair_gather(x, i, j))))
+    close(tp.vmap(grad, (None, 0, 0))(x, i, j), np.stack([grad(x, a, b) for a, b in zip(i, j)]))
+
+
+def _write_zero_d(x, v):
+    y = x.copy()
+    y[...] = v
+    z = np.array(x * 2.0)
+    z[()] += v
+    return np.sin(y) + np.cos(z)
+
+
+def test_reverse_mode_writes_into_a_zero_d_array():
+    """The adjoint of a write into a 0-d array was a numpy scalar, written into."""
+    x, v = np.asarray(0.3), np.asarray(0.7)
+    # y = v, z = 2x + v: sin(v) + cos(2x + v)
+    dx, dv = tp.grad(_write_zero_d, argnums=(0, 1))(x, v)
+    assert dx == pytest.approx(-2 * np.sin(1.3)) and dv == pytest.approx(np.cos(0.7) -
+                                                                         np.sin(1.3))
+    tangent = tp.jvp(_write_zero_d, (x, v), (np.asarray(1.0), np.asarray(0.5)))[1]
+    assert tangent == pytest.approx(dx + 0.5 * dv)

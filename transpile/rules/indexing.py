@@ -143,8 +143,11 @@ def filled_fwd(out, g, like):
 
 @batch("rt.filled")
 def filled_batch(g, like):
-    out = rt.filled(rt.broadcast_batch(g, batch_size, g_batched),
-                    like if like_batched or not g_batched else rt.lanes_view(like, batch_size))
+    """Every leaf batched: g's slots set to values made where a slot's leaves were not
+    batched (zeros of a tangent), its unset ones zeros like `like`'s leaves (`_spec`: one
+    flag per leaf of a container, where `_batched` says whether any is)."""
+    out = rt.filled(rt.broadcast_batch(g, batch_size, g_spec),
+                    rt.broadcast_batch(like, batch_size, like_spec))
 
 
 @rev("rt.index_update", view=(0, 2))

@@ -774,8 +774,9 @@ batch_same("rt.argmax_mask")
 # dP = -P dA P + P P^H dA^H (1 - A P) + (1 - P A) dA^H P^H P.
 @rev("np.linalg.pinv")
 def pinv(dout, out, a, rcond=None, rtol=None):
-    pc = np.conj(out)
-    pt = np.swapaxes(out, -1, -2)
+    kept = rt.fixed_rank(out, a, rcond, rtol)
+    pc = np.conj(kept)
+    pt = np.swapaxes(kept, -1, -2)
     gh = np.conj(np.swapaxes(dout, -1, -2))
     da = -(pt @ dout @ pt) + (gh - np.conj(a) @ pc @ gh) @ pc @ pt + \
         pt @ pc @ (gh - gh @ pc @ np.conj(a))
@@ -783,10 +784,26 @@ def pinv(dout, out, a, rcond=None, rtol=None):
 
 @fwd("np.linalg.pinv")
 def pinv_fwd(out, a, rcond=None, rtol=None):
-    ph = np.conj(np.swapaxes(out, -1, -2))
+    kept = rt.fixed_rank(out, a, rcond, rtol)
+    ph = np.conj(np.swapaxes(kept, -1, -2))
     dah = np.conj(np.swapaxes(da, -1, -2))
-    dout = -(out @ da @ out) + out @ ph @ (dah - dah @ a @ out) + \
-        (dah - out @ a @ dah) @ ph @ out
+    dout = -(kept @ da @ kept) + kept @ ph @ (dah - dah @ a @ kept) + \
+        (dah - kept @ a @ dah) @ ph @ kept
+
+
+# rt.fixed_rank: pinv's result once checked (a runtime refusal where the rank-fixed rules
+# are not the derivative); the identity in it
+@rev("rt.fixed_rank", view=(0,))
+def fixed_rank(dout, out, p, a, rcond=None, rtol=None, lstsq=False):
+    dp = dout
+
+
+@fwd("rt.fixed_rank")
+def fixed_rank_fwd(out, p, a, rcond=None, rtol=None, lstsq=False):
+    dout = dp
+
+
+batch_same("rt.fixed_rank")
 
 
 batch_same("np.linalg.pinv")
@@ -941,7 +958,7 @@ batch_same("rt.qr_result")
 # singular values as np.linalg.svd's; the rank is an integer.
 @rev("np.linalg.lstsq", container_out=True)
 def lstsq(dout, out, a, b, rcond=None):
-    p = np.linalg.pinv(a, rcond)
+    p = rt.fixed_rank(np.linalg.pinv(a, rcond), a, rcond, None, True)
     r = b - a @ out[0]
     gr = 2.0 * np.conj(r) * rt.lstsq_res_cot(dout[1], np.atleast_1d(np.sum(np.real(
         r * np.conj(r)), 0)))
@@ -958,7 +975,7 @@ def lstsq(dout, out, a, b, rcond=None):
 
 @fwd("np.linalg.lstsq")
 def lstsq_fwd(out, a, b, rcond=None):
-    p = np.linalg.pinv(a, rcond)
+    p = rt.fixed_rank(np.linalg.pinv(a, rcond), a, rcond, None, True)
     ph = np.conj(np.swapaxes(p, -1, -2))
     dah = np.conj(np.swapaxes(da, -1, -2))
     r = b - a @ out[0]
