@@ -786,6 +786,36 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
     return dx if x_batched else dx.sum(axis=0).reshape(shape)
 
 
+def lane_index_parts(index, n, have, outer=0):
+    """An index that differs between examples (`have`: its spec, one flag per part of a
+    tuple) with every integer array part given the batch axis (a view): rt.lane_gather and
+    its adjoint read the first axis of each array part as the batch's, so a part the same
+    for all examples (`x[i, np.array([0, 2, 1])]`, i batched) would have its own first axis
+    taken for it. A constant boolean part becomes its integer arrays first."""
+    if not isinstance(index, tuple) or not isinstance(have, (tuple, list)):
+        return index
+    constant = [batched_part is False and not isinstance(part, slice) and part is not None
+                and part is not Ellipsis and np.ndim(part) > 0
+                for part, batched_part in zip(index, _parts(have, index))]
+    if not any(constant):
+        return index
+    if outer:
+        raise TransformError("vmap of vmap: an index that differs between examples beside "
+                             "an index array that is the same for all is not supported.\n  "
+                             "hint: give the constant index array the batch axes "
+                             "(np.broadcast_to) before indexing.")
+    out = []
+    for part, is_constant in zip(index, constant):
+        if not is_constant:
+            out.append(part)
+            continue
+        xp = array_module(part)
+        part = xp.asarray(part)
+        for p in (xp.nonzero(part) if part.dtype == bool else (part,)):
+            out.append(xp.broadcast_to(p, (n,) + p.shape))
+    return tuple(out)
+
+
 def lane_gather(x, index, x_batched, outer=0):
     """x[index] per example, for an index that differs between examples."""
     if isinstance(x, dict) or isinstance(index, str):
@@ -821,13 +851,14 @@ def _is_lane_mask(parts):
         all(isinstance(p, slice) and p == slice(None) for p in parts[1:])
 
 
-def lane_key(g, key, n, outer=0):
+def lane_key(g, key, n, outer=0, spec=True):
     """The index of `g[key]` for a `key` that vmap sees as batched: for a list, tuple or
     dict (whose elements cannot differ in number between examples) the key must be the
-    same in every example, and is that key; for an array, each example's own element."""
+    same in every example, and is that key; for an array, each example's own element.
+    `spec`: the key's (one flag per part of a tuple: rt.lane_index_parts)."""
     if isinstance(g, (tuple, list, dict)):
         return uniform_lanes(key, True, "indexing a list", "index", outer)
-    return lane_scatter_index(key, n)
+    return lane_scatter_index(key, n, spec, outer)
 
 
 class MaskIndex(tuple):
@@ -837,10 +868,12 @@ class MaskIndex(tuple):
     (rt.align_to_slot), not with the examples."""
 
 
-def lane_scatter_index(index, n):
+def lane_scatter_index(index, n, spec=True, outer=0):
     """The numpy index for `x[index] = v` on batched x when `index` differs per example
     (rt.lane_key where x may be a container). A boolean mask, unlike the same mask read
-    (`x[mask]`: a different number of elements per example), writes in place: MaskIndex."""
+    (`x[mask]`: a different number of elements per example), writes in place: MaskIndex.
+    `spec`: the index's (one flag per part of a tuple: rt.lane_index_parts)."""
+    index = lane_index_parts(index, n, spec, outer)
     parts = _as_tuple(index)
     head = parts[0] if parts else None
     if getattr(head, "dtype", None) == bool and np.ndim(head) >= 2 and \

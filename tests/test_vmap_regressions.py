@@ -1358,3 +1358,41 @@ def test_reverse_mode_writes_into_a_zero_d_array():
                                                                          np.sin(1.3))
     tangent = tp.jvp(_write_zero_d, (x, v), (np.asarray(1.0), np.asarray(0.5)))[1]
     assert tangent == pytest.approx(dx + 0.5 * dv)
+
+
+# ---------------------------------------------------------------- an index that differs
+# between examples beside an index array that does not (x[i, J], i batched, J constant):
+# rt.lane_gather took J's first axis for the batch's ([0, 6, 9] for
+# [[0, 2, 1], [4, 6, 5], [8, 10, 9]]: silent where J's length is the batch size)
+
+_CONSTANT_COLUMNS = np.array([0, 2, 1])
+
+
+def _beside_constant(x, i):
+    return x[i, _CONSTANT_COLUMNS] * 2.0
+
+
+def _beside_constant_written(x, i, v):
+    y = x * 1.0
+    y[i, _CONSTANT_COLUMNS] = v
+    np.add.at(y, (i, _CONSTANT_COLUMNS), v * v)
+    return y
+
+
+def test_a_batched_index_beside_a_constant_index_array():
+    r = np.random.default_rng(45)
+    x, i = r.normal(size=(3, 4)), np.array([0, 2, 2])
+    close(tp.vmap(_beside_constant, (None, 0))(x, i),
+          np.stack([_beside_constant(x, k) for k in i]), 0)
+    close(tp.vmap(_beside_constant, (None, 0))(x, i[:2]),
+          np.stack([_beside_constant(x, k) for k in i[:2]]), 0)
+    grad = tp.grad(lambda x, i: np.sum(np.sin(_beside_constant(x, i))))
+    close(tp.vmap(grad, (None, 0))(x, i), np.stack([grad(x, k) for k in i]))
+    v = r.normal(size=(3, 3))
+    close(tp.vmap(_beside_constant_written, (None, 0, 0))(x, i, v),
+          np.stack([_beside_constant_written(x, k, w) for k, w in zip(i, v)]))
+    write_grad = tp.grad(lambda x, i, v: np.sum(np.sin(_beside_constant_written(x, i, v))),
+                         argnums=(0, 2))
+    for got, want in zip(tp.vmap(write_grad, (None, 0, 0))(x, i, v),
+                         zip(*[write_grad(x, k, w) for k, w in zip(i, v)])):
+        close(got, np.stack(want))

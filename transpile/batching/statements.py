@@ -749,10 +749,18 @@ class Batching(CallRules, ControlFlowRules):
         if isinstance(sx, tuple) and not batched(si):
             return v     # an element of a container, whose elements have their own specs
         if batched(si):
-            return call("rt.lane_gather", [x, index, const(batched(sx))])
+            return call("rt.lane_gather", [x, self._index_parts(index, si), const(batched(sx))])
         if isinstance(x, gast.Name) and x.id in self.arrays and _simple_index(v.slice):
             return gast.Subscript(value=x, slice=_lane_slice(v.slice), ctx=gast.Load())
         return call("rt.lane_getitem", [x, index])
+
+    def _index_parts(self, index, si):
+        """A batched index whose tuple also holds parts the same for all examples: those
+        given the batch axis at run time (rt.lane_index_parts), as rt.lane_gather reads the
+        first axis of every array part as the batch's."""
+        if not isinstance(si, tuple) or all(part is True for part in si):
+            return index
+        return call("rt.lane_index_parts", [index, name(self.size), literal_ast(si)])
 
     def update(self, s):
         t = s.targets[0]
@@ -766,11 +774,13 @@ class Batching(CallRules, ControlFlowRules):
         value = s.value
         container = False
         if batched(si) and x.id in self.arrays:
-            idx = call("rt.lane_scatter_index", [index, name(self.size)])
+            idx = call("rt.lane_scatter_index", [self._index_parts(index, si),
+                                                 name(self.size)])
         elif batched(si):
             # (a dict's or list's key is the same in every example: a key of a batched
             # dict's items, which vmap takes for batched)
-            idx = call("rt.lane_key", [name(x.id), index, name(self.size)])
+            idx = call("rt.lane_key", [name(x.id), self._index_parts(index, si),
+                                       name(self.size)])
         elif x.id in self.arrays and _simple_index(t.slice):
             idx = _lane_slice(t.slice)
         else:

@@ -353,6 +353,8 @@ batch_lanes("rt.batch_size_of", ("value",), out_batched=False)
 nondiff("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_len", "rt.lane_axis",
         "rt.lane_shape")
 nondiff("rt.lane_index", view=(1,))          # (an index passed through)
+nondiff("rt.lane_index_parts", view=(0,))
+batch_lanes("rt.lane_index_parts", ("index",))
 nondiff("rt.lane_scatter_index", view=True)
 batch_same("rt.any_lane", "rt.max_trips", "rt.min_start", "rt.lane_shape", out_batched=False)
 batch_same("rt.lane_index")   # the vmap pass: batched where the index is (per outer example)

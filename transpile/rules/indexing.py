@@ -35,7 +35,7 @@ def lane_slot_fwd(out, x, idx):
 @batch("[]", "rt.getitem")
 def getitem_batch(x, idx):
     if idx_batched:
-        out = rt.lane_gather(x, idx, x_batched)
+        out = rt.lane_gather(x, rt.lane_index_parts(idx, batch_size, idx_spec), x_batched)
     else:
         out = rt.lane_getitem(x, idx)
 
@@ -45,9 +45,9 @@ def lane_slot_batch(x, idx):
     """As x[idx], and None still for a key a dict does not hold yet."""
     if idx_batched:
         if x_batched:
-            out = rt.lane_slot(x, rt.lane_key(x, idx, batch_size))
+            out = rt.lane_slot(x, rt.lane_key(x, idx, batch_size, spec=idx_spec))
         else:
-            out = rt.lane_gather(x, idx, x_batched)
+            out = rt.lane_gather(x, rt.lane_index_parts(idx, batch_size, idx_spec), x_batched)
     else:
         out = rt.lane_slot(x, rt.lane_index(x, idx))
 
@@ -69,10 +69,10 @@ def index_add_batch(dx, x, idx, dy):
     if dx_batched:
         if idx_batched:
             if x_batched:
-                out = rt.index_add(dx, x, rt.lane_key(x, idx, batch_size), dy)
+                out = rt.index_add(dx, x, rt.lane_key(x, idx, batch_size, spec=idx_spec), dy)
             else:
                 out = rt.index_add(dx, rt.lanes_view(x, batch_size),
-                                   rt.lane_scatter_index(idx, batch_size), dy)
+                                   rt.lane_scatter_index(idx, batch_size, spec=idx_spec), dy)
         else:
             if x_batched:
                 out = rt.index_add(dx, x, rt.lane_index(x, idx), dy)
@@ -85,11 +85,13 @@ def index_add_batch(dx, x, idx, dy):
         if idx_batched:
             if x_batched:
                 out = rt.add(rt.batch_view(dx, batch_size),
-                             rt.index_add(None, x, rt.lane_key(x, idx, batch_size), dy))
+                             rt.index_add(None, x, rt.lane_key(x, idx, batch_size,
+                                                               spec=idx_spec), dy))
             else:
                 out = rt.add(rt.batch_view(dx, batch_size),
                              rt.index_add(None, rt.lanes_view(x, batch_size),
-                                          rt.lane_scatter_index(idx, batch_size), dy))
+                                          rt.lane_scatter_index(idx, batch_size,
+                                                                spec=idx_spec), dy))
         else:
             if x_batched:
                 out = rt.add(rt.batch_view(dx, batch_size),
@@ -116,7 +118,8 @@ def part_batch(g, key, like):
     """`g[key]` (an element of a container adjoint, or a part of an array adjoint)."""
     if g_batched:
         if key_batched:
-            out = rt.part(g, rt.lane_key(g, key, batch_size), rt.lanes_view(like, batch_size))
+            out = rt.part(g, rt.lane_key(g, key, batch_size, spec=key_spec),
+                          rt.lanes_view(like, batch_size))
         else:
             if like_batched:
                 out = rt.part(g, rt.lane_index(g, key), like)
@@ -125,7 +128,8 @@ def part_batch(g, key, like):
     else:
         if key_batched:
             out = rt.part(rt.broadcast_batch(g, batch_size),
-                          rt.lane_scatter_index(key, batch_size), rt.lanes_view(like, batch_size))
+                          rt.lane_scatter_index(key, batch_size, spec=key_spec),
+                          rt.lanes_view(like, batch_size))
         else:
             out = rt.part(rt.broadcast_batch(g, batch_size),
                           rt.lane_index(rt.lanes_view(g, batch_size), key), like)
@@ -167,11 +171,12 @@ def index_update_batch(x, idx, v):
     if x_batched:
         if idx_batched:
             if v_batched:
-                out = rt.index_update(x, rt.lane_key(x, idx, batch_size), rt.align_to_slot(
-                    v, rt.lanes_slot(x, rt.lane_key(x, idx, batch_size)),
-                    rt.lane_key(x, idx, batch_size)))
+                out = rt.index_update(
+                    x, rt.lane_key(x, idx, batch_size, spec=idx_spec), rt.align_to_slot(
+                        v, rt.lanes_slot(x, rt.lane_key(x, idx, batch_size, spec=idx_spec)),
+                        rt.lane_key(x, idx, batch_size, spec=idx_spec)))
             else:
-                out = rt.index_update(x, rt.lane_key(x, idx, batch_size), v)
+                out = rt.index_update(x, rt.lane_key(x, idx, batch_size, spec=idx_spec), v)
         else:
             if v_batched:
                 out = rt.index_update(x, rt.lane_index(x, idx), rt.align_lanes(
@@ -182,13 +187,15 @@ def index_update_batch(x, idx, v):
         if idx_batched:
             if v_batched:
                 out = rt.index_update(
-                    rt.broadcast_batch(x, batch_size), rt.lane_scatter_index(idx, batch_size),
-                    rt.align_to_slot(v, rt.lanes_slot(rt.lanes_view(x, batch_size),
-                                                      rt.lane_scatter_index(idx, batch_size)),
-                                     rt.lane_scatter_index(idx, batch_size)))
+                    rt.broadcast_batch(x, batch_size),
+                    rt.lane_scatter_index(idx, batch_size, spec=idx_spec),
+                    rt.align_to_slot(v, rt.lanes_slot(
+                        rt.lanes_view(x, batch_size),
+                        rt.lane_scatter_index(idx, batch_size, spec=idx_spec)),
+                        rt.lane_scatter_index(idx, batch_size, spec=idx_spec)))
             else:
                 out = rt.index_update(rt.broadcast_batch(x, batch_size),
-                                      rt.lane_scatter_index(idx, batch_size), v)
+                                      rt.lane_scatter_index(idx, batch_size, spec=idx_spec), v)
         else:
             out = rt.index_update(
                 rt.broadcast_batch(x, batch_size),
@@ -212,12 +219,12 @@ def index_clear_fwd(out, g, idx):
 def index_clear_batch(g, idx):
     if g_batched:
         if idx_batched:
-            out = rt.index_clear(g, rt.lane_key(g, idx, batch_size))
+            out = rt.index_clear(g, rt.lane_key(g, idx, batch_size, spec=idx_spec))
         else:
             out = rt.index_clear(g, rt.lane_index(g, idx))
     else:
         out = rt.index_clear(rt.broadcast_batch(g, batch_size),
-                             rt.lane_scatter_index(idx, batch_size))
+                             rt.lane_scatter_index(idx, batch_size, spec=idx_spec))
 
 
 # Container literals `(a, b)`, `[a, b]`, `{"k": v}`: the reverse pass gives element i the
@@ -267,12 +274,12 @@ def written_part_fwd(out, g, idx, lanes=False):
 def written_part_batch(g, idx, lanes=False):
     if g_batched:
         if idx_batched:
-            out = rt.written_part(g, rt.lane_key(g, idx, batch_size), True)
+            out = rt.written_part(g, rt.lane_key(g, idx, batch_size, spec=idx_spec), True)
         else:
             out = rt.written_part(g, rt.lane_index(g, idx))
     else:
         out = rt.written_part(rt.broadcast_batch(g, batch_size),
-                              rt.lane_scatter_index(idx, batch_size), True)
+                              rt.lane_scatter_index(idx, batch_size, spec=idx_spec), True)
 
 
 # ---------------------------------------------------------------- helpers of vmapped code
