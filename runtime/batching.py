@@ -786,6 +786,12 @@ def lane_gather_adj(dout, x, index, x_batched, outer=0):
     return dx if x_batched else dx.sum(axis=0).reshape(shape)
 
 
+def seq_array(x):
+    """np.asarray(x) for a list or tuple, which vmapped code reads as one array; anything
+    else as it is (a name unpacked from saved values may hold a string, None, a number)."""
+    return array_module(*x).asarray(x) if isinstance(x, (list, tuple)) else x
+
+
 def lane_index_parts(index, n, have, outer=0):
     """An index that differs between examples (`have`: its spec, one flag per part of a
     tuple) with every integer array part given the batch axis (a view): rt.lane_gather and

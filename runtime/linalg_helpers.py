@@ -389,12 +389,7 @@ def weight(w, b=None, return_sign=False):
     if return_sign:
         raise TransformError("scipy.special.logsumexp(..., return_sign=True) has no "
                              "derivative rule.\n  hint: use return_sign=False.")
-    if b is None or (getattr(b, "dtype", None) == object and np.ndim(b) == 0 and
-                     b.item() is None):
-        # (vmapped code reads a value unpacked from saved ones as a possible list, and
-        # np.asarray(None) is such an array)
-        return w
-    return w * b
+    return w if b is None else w * b
 
 
 # ---------------------------------------------------------------- np.dot

@@ -453,3 +453,30 @@ def test_sizes_and_axes_that_differ_between_examples_are_refused():
     # the same axis in every example is fine
     np.testing.assert_allclose(tp.vmap(h, in_axes=(None, 0))(np.eye(4), np.array([1, 1])),
                                np.stack([np.fft.ifft(np.eye(4), axis=1)] * 2))
+
+
+# ---------------------------------------------------------------- a value passed on as an
+# argument (norm, s) reached the vmapped backward pass of jacrev as np.asarray of it (vmap
+# reads a value unpacked from saved ones as a possible list): a 0-d array of "ortho" was
+# no key of the norm table, None no norm, and s=None not a sequence
+
+def _irfft_with(x, norm):
+    return np.fft.irfft(x, norm=norm)
+
+
+def _fftn_with(x, s):
+    return np.real(np.fft.fftn(x, s=s, axes=(0, 1)))
+
+
+def test_jacrev_with_norm_and_s_passed_as_values():
+    r = np.random.default_rng(SEED)
+    x = r.standard_normal(3)
+    for norm in ("ortho", None, "forward"):
+        np.testing.assert_allclose(tp.jacrev(_irfft_with)(x, norm),
+                                   tp.jacfwd(_irfft_with)(x, norm), rtol=1e-12, atol=1e-14)
+    y, pullback = tp.vjp(lambda z: _irfft_with(z, "ortho"), x)
+    np.testing.assert_allclose(tp.vmap(pullback)(np.eye(4))[0],
+                               tp.jacrev(_irfft_with)(x, "ortho"), rtol=1e-12, atol=1e-14)
+    m = r.standard_normal((2, 3))
+    np.testing.assert_allclose(tp.jacrev(_fftn_with)(m, None), tp.jacfwd(_fftn_with)(m, None),
+                               rtol=1e-12, atol=1e-14)

@@ -674,9 +674,12 @@ class Batching(CallRules, ControlFlowRules):
         if key in self.arrayized:
             return name(self.arrayized[key])
         fresh = self.namer.fresh(a.id.rstrip("_") + "_array")
+        # (a name unpacked from saved values may hold a list, or a string or None passed on:
+        # rt.seq_array makes only a list or tuple an array)
+        plain = "rt.seq_array" if a.id in self.unpacked else "np.asarray"
         pre.append(assign(fresh, call("rt.lanes_array",
                                       [name(a.id), literal_ast(spec), name(self.size)])
-                          if batched(spec) else call("np.asarray", [name(a.id)])))
+                          if batched(spec) else call(plain, [name(a.id)])))
         self.spec[fresh] = batched(spec)
         self.arrays.add(fresh)
         self.arrayized[key] = fresh

@@ -1206,12 +1206,12 @@ def hypot_fwd(out, x1, x2):
 batch_elementwise("np.hypot")
 
 
-@rev("float", "np.float64", "np.complex128", "np.asarray", "np.array")
+@rev("float", "np.float64", "np.complex128", "np.asarray", "np.array", "rt.seq_array")
 def identity(dout, out, x):
     dx = dout
 
 
-@fwd("float", "np.float64", "np.complex128", "np.asarray", "np.array")
+@fwd("float", "np.float64", "np.complex128", "np.asarray", "np.array", "rt.seq_array")
 def identity_fwd(out, x):
     """`np.array([a, b])` has a list tangent: made an array like the result."""
     dout = np.asarray(dx)
@@ -1257,7 +1257,7 @@ batch_elementwise("np.int64", "np.int32", "np.int16", "np.int8", "np.uint64", "n
                   "np.uint16", "np.uint8", "np.intp", "np.bool_")
 
 
-@batch("np.array", "np.asarray")
+@batch("np.array", "np.asarray", "rt.seq_array")
 def array_batch(x):
     out = rt.lanes_array(x, x_spec, batch_size)
 
