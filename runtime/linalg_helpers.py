@@ -384,6 +384,16 @@ def norm_unroute(w, x, ord=None, axis=None, outer=0):
     return xp.zeros(np.shape(x), dtype=np.result_type(_dtype(x), _dtype(w)))
 
 
+def logsumexp_value(result, return_sign=False):
+    """logsumexp's result, as its derivative rules read it: with return_sign=True it is a
+    (value, sign) pair, which they do not take."""
+    if return_sign:
+        raise TransformError("scipy.special.logsumexp(..., return_sign=True) has no "
+                             "derivative rule.\n  hint: use return_sign=False (weights b of "
+                             "one sign), or differentiate log|sum(b exp(a))| written out.")
+    return result
+
+
 def weight(w, b=None, return_sign=False):
     """`w * b`, or `w` when there are no weights `b` (logsumexp's adjoint of `a`)."""
     if return_sign:

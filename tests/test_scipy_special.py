@@ -521,3 +521,18 @@ def test_vmap_grad_of_logsumexp_with_b_none_from_a_global():
     a = np.random.default_rng(P.SEED).normal(size=(2, 3, 4))
     grad = tp.grad(_logsumexp_of_unweighted)
     np.testing.assert_allclose(tp.vmap(grad)(a), [grad(v) for v in a], rtol=1e-13)
+
+
+def _logsumexp_signed(a, b):
+    value, sign = scipy.special.logsumexp(a, b=b, return_sign=True)
+    return value
+
+
+def test_logsumexp_return_sign_under_grad_is_refused_clearly():
+    """It raised numpy's broadcasting ValueError from inside the rule."""
+    a, b = np.array([0.1, 0.7, -0.3]), np.array([1.0, -0.5, 2.0])
+    assert tp.jit(_logsumexp_signed)(a, b) == pytest.approx(_logsumexp_signed(a, b))
+    for call in (lambda: tp.grad(_logsumexp_signed)(a, b),
+                 lambda: tp.jvp(_logsumexp_signed, (a, b), (a, b))):
+        with pytest.raises(TransformError, match="return_sign=True"):
+            call()

@@ -4,14 +4,15 @@ Generated modules import only numpy and `runtime`, so a scipy function is spelle
 its re-export in `runtime` (`rt.logsumexp` is scipy.special.logsumexp itself): the first
 spelling given to `rev` is the one generated code uses.
 """
-from .core import batch, batch_elementwise, fwd, rev
+from .core import batch, batch_elementwise, batch_same, fwd, rev
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
 
 @rev("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp(dout, out, a, axis=None, b=None, keepdims=False, return_sign=False):
-    shift = a - rt.expand(out, a, axis, keepdims)
+    value = rt.logsumexp_value(out, return_sign)
+    shift = a - rt.expand(value, a, axis, keepdims)
     w = rt.expand(dout, a, axis, keepdims) * np.exp(shift)
     # a term weighted b = 0 may have exp(a - out) overflow: its weight must still give 0 (the
     # others have a - out below -log|b|, far under the clip)
@@ -22,7 +23,8 @@ def logsumexp(dout, out, a, axis=None, b=None, keepdims=False, return_sign=False
 
 @fwd("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp_fwd(out, a, axis=None, b=None, keepdims=False, return_sign=False):
-    shift = a - rt.expand(out, a, axis, keepdims)
+    value = rt.logsumexp_value(out, return_sign)
+    shift = a - rt.expand(value, a, axis, keepdims)
     w = np.exp(shift)
     dout = np.sum(rt.weight(np.exp(np.minimum(shift, 700.0)), b, return_sign) * da, axis,
                   keepdims=keepdims)
@@ -39,6 +41,20 @@ def logsumexp_batch(a, axis=None, b=None, keepdims=False, return_sign=False):
                            return_sign)
     else:
         out = rt.logsumexp(a, rt.lane_axis(axis, a), b, keepdims, return_sign)
+
+
+# rt.logsumexp_value: the result its rules read, refusing return_sign=True (a pair) clearly
+@rev("rt.logsumexp_value", view=(0,))
+def logsumexp_value(dout, out, result, return_sign=False):
+    dresult = dout
+
+
+@fwd("rt.logsumexp_value")
+def logsumexp_value_fwd(out, result, return_sign=False):
+    dout = dresult
+
+
+batch_same("rt.logsumexp_value")
 
 
 @rev("rt.weight", view=True)
