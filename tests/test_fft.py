@@ -480,3 +480,31 @@ def test_jacrev_with_norm_and_s_passed_as_values():
     m = r.standard_normal((2, 3))
     np.testing.assert_allclose(tp.jacrev(_fftn_with)(m, None), tp.jacfwd(_fftn_with)(m, None),
                                rtol=1e-12, atol=1e-14)
+
+
+def _hermitian_and_frequencies(x, z, d):
+    return (np.fft.hfft(z), np.fft.hfft(z, 7, norm="ortho"), np.fft.hfft(z, 4, norm="forward"),
+            np.fft.ihfft(x), np.fft.ihfft(x, 5, norm="ortho"), np.fft.ihfft(x, 9, norm="forward"),
+            np.fft.fftfreq(7, d), np.fft.fftfreq(8), np.fft.rfftfreq(7, d),
+            np.fft.rfftfreq(8, 0.1), np.fft.hfft(np.stack([z, z * 2]), axis=1),
+            np.fft.ihfft(np.stack([x, x]), axis=-1))
+
+
+def _hermitian_total(x, z, d):
+    return sum(np.sum(np.abs(o) ** 2 * (k + 1))
+               for k, o in enumerate(_hermitian_and_frequencies(x, z, d)))
+
+
+def test_hfft_ihfft_and_the_sample_frequencies():
+    """np.fft.hfft / ihfft (irfft and rfft of the conjugate, scaled the other way, as numpy
+    computes them) and fftfreq / rfftfreq (differentiable in d) in transformed code."""
+    r = np.random.default_rng(SEED)
+    x, z, d = r.standard_normal(6), r.standard_normal(5) + 1j * r.standard_normal(5), 0.3
+    for got, want in zip(tp.jit(_hermitian_and_frequencies)(x, z, d),
+                         _hermitian_and_frequencies(x, z, d)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+    check_grads(_hermitian_total, (x, z, d), order=2, modes=("rev", "fwd"))
+    xs = r.standard_normal((3, 6))
+    np.testing.assert_allclose(tp.vmap(_hermitian_total, (0, None, None))(xs, z, d),
+                               [_hermitian_total(v, z, d) for v in xs], rtol=1e-12)

@@ -630,6 +630,44 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return _nan_quantile(a, 0.5, axis, keepdims, "linear")
 
 
+# ---------------------------------------------------------------- fft
+
+_SWAPPED_NORM = {None: "forward", "backward": "forward", "ortho": "ortho",
+                 "forward": "backward"}
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    """np.fft.hfft: the real spectrum of a signal with Hermitian symmetry, as numpy computes
+    it: irfft of the conjugate with the scaling the other way round."""
+    if out is not None:
+        raise ValueError("transformed code takes np.fft.hfft without out=")
+    a = np.asarray(a)
+    if n is None:
+        n = (np.shape(a)[axis] - 1) * 2
+    return np.fft.irfft(np.conj(a), n, axis, norm=_SWAPPED_NORM[norm])
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    """np.fft.ihfft: the inverse of hfft, the conjugate of rfft scaled the other way."""
+    if out is not None:
+        raise ValueError("transformed code takes np.fft.ihfft without out=")
+    a = np.asarray(a)
+    if n is None:
+        n = np.shape(a)[axis]
+    return np.conj(np.fft.rfft(a, n, axis, norm=_SWAPPED_NORM[norm]))
+
+
+def fftfreq(n, d=1.0, device=None):
+    """np.fft.fftfreq: the sample frequencies of an n-point fft (differentiable in d)."""
+    counts = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
+    return counts / (n * d)
+
+
+def rfftfreq(n, d=1.0, device=None):
+    """np.fft.rfftfreq: the sample frequencies of an n-point rfft (differentiable in d)."""
+    return np.arange(0, n // 2 + 1) / (n * d)
+
+
 # ---------------------------------------------------------------- array API spellings
 
 def matrix_norm(x, keepdims=False, ord="fro"):
@@ -726,5 +764,6 @@ for _numpy_fn, _written in ((np.insert, insert), (np.block, block), (np.geomspac
                             (np.linalg.tensordot, linalg_tensordot),
                             (np.linalg.trace, linalg_trace), (np.linalg.vecdot, linalg_vecdot),
                             (np.linalg.matmul, linalg_matmul), (np.unstack, unstack),
-                            (np.astype, astype)):
+                            (np.astype, astype), (np.fft.hfft, hfft), (np.fft.ihfft, ihfft),
+                            (np.fft.fftfreq, fftfreq), (np.fft.rfftfreq, rfftfreq)):
     CALLED_INSTEAD[id(_numpy_fn)] = (_numpy_fn, _written)
