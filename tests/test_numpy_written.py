@@ -312,3 +312,22 @@ def test_roots_under_vmap_is_refused_clearly():
         tp.vmap(_roots_total)(np.array([[1.0, -3.0, 2.0], [2.0, 1.0, -1.0]]))
     check_grads(_roots_total, (np.array([1.0, -3.5, 2.0, 0.5]),), order=2,
                 modes=("rev", "fwd"))
+
+
+def _subtracted_at(x, v):
+    y = x * 1.0
+    np.subtract.at(y, np.array([0, 2, 0]), v)
+    np.add.at(y, [1, 1], v[:2] * 2)
+    return np.sum(np.sin(y) * y)
+
+
+def test_subtract_at_is_an_add_of_the_negated_values():
+    """np.subtract.at (repeated indices subtract each time), as np.add.at of -v."""
+    r = np.random.default_rng([SEED, 11])
+    x, v = N(r, 4), N(r, 3)
+    assert tp.jit(_subtracted_at)(x, v) == pytest.approx(_subtracted_at(x, v), rel=1e-14)
+    check_grads(_subtracted_at, (x, v), order=2, modes=("rev", "fwd"))
+    xs = N(r, 3, 4)
+    grad = tp.grad(_subtracted_at, argnums=(0, 1))
+    for got, want in zip(tp.vmap(grad, (0, None))(xs, v), zip(*[grad(a, v) for a in xs])):
+        np.testing.assert_allclose(got, np.stack(want), rtol=1e-12)

@@ -613,9 +613,10 @@ class CallNormalizer:
             a[...] = rt.index_add(a, a, idx, np.broadcast_to(v, np.shape(a[idx])))
         whose rules are the adjoint of a gather's (v broadcast to what it adds to first, as
         numpy does, so that vmap lines each example's v up with its own elements)."""
+        which = "subtract" if self.static(node.func).value.__self__ is np.subtract else "add"
         if len(node.args) != 3 or node.keywords or not isinstance(node.args[0], gast.Name):
-            raise self.error(node, "np.add.at is supported in transformed code as "
-                             "np.add.at(a, indices, values) with `a` a variable.")
+            raise self.error(node, f"np.{which}.at is supported in transformed code as "
+                             f"np.{which}.at(a, indices, values) with `a` a variable.")
         a, idx, v = node.args
         idx = self.atom(idx, stmts, hint="index")
         v = self.atom(v, stmts, hint="value")
@@ -624,6 +625,8 @@ class CallNormalizer:
             stmts.append(gast.copy_location(_assign(fresh, value, node), node))
             self.locals.add(fresh)
             return _name(fresh)
+        if which == "subtract":
+            v = named("negative", prim_call("u-", [v]))
         selected = named("selected", prim_call("[]", [_name(a.id), idx]))
         shape = named("shape", prim_call("np.shape", [selected]))
         added = named("added", prim_call("np.broadcast_to", [v, shape]))
@@ -2207,7 +2210,8 @@ def _is_namedtuple_class(value):
 
 
 def _is_add_at(value):
-    return getattr(value, "__self__", None) is np.add and \
+    """np.add.at, or np.subtract.at (an add of the negated values)."""
+    return getattr(value, "__self__", None) in (np.add, np.subtract) and \
         getattr(value, "__name__", None) == "at"
 
 
