@@ -63,7 +63,6 @@ EXPECTED = {
     "test_scipy.py::test_odeint": "odeint's args= held in a variable",
     "test_scipy.py::test_gammasgn": "scipy.special.gammasgn has no rule",
     "test_scipy.py::test_solve_banded": "scipy.linalg.solve_banded has no rule",
-    "test_systematic.py::test_real_ic": "np.real_if_close has no rule",
 }
 
 
