@@ -419,9 +419,10 @@ def module_spelling(x):
 
 
 def test_a_function_of_numpy_fft_without_rule_is_named_exactly():
-    with pytest.raises(tp.TransformError) as info:
-        tp.grad(define("x", "np.sum(np.fft.hfft(x))"))(np.ones(3))
-    msg = str(info.value)
+    """(every numpy.fft function has a rule or is written with them now: the message is
+    asked of the table for one that has no row, np.fft.hfft being written)"""
+    from transpile import rules
+    msg = " ".join(rules.core.missing_rule_message(np.fft.hfft))
     assert "np.fft.hfft has no rule in transpile's primitive table" in msg
     assert '@rev("np.fft.hfft")' in msg and "transpile/rules/fft.py" in msg
 

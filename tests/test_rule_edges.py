@@ -889,7 +889,7 @@ def test_no_rule_message_names_the_full_spelling():
     msg = _no_rule_message("np.sum(np.linalg.tensorinv(x, ind=1))")
     assert "np.linalg.tensorinv has no rule" in msg and '@rev("np.linalg.tensorinv")' in msg
     assert "transpile/rules/linalg.py" in msg
-    msg = _no_rule_message("np.sum(np.real(np.fft.hfft(x)))")
+    msg = " ".join(rules.core.missing_rule_message(np.fft.hfft))   # (written, no row)
     assert "np.fft.hfft has no rule" in msg and '@rev("np.fft.hfft")' in msg
     assert "transpile/rules/fft.py" in msg
     pytest.importorskip("scipy")

@@ -52,6 +52,9 @@ def decide_helpers(fdef, inference):
                 x = known(args[0])
                 if x is not None and x.shape:
                     return args[0]      # an array already (a 0-d one may be a numpy scalar)
+            if spelling == "rt.seq_array" and len(args) == 1 and not n.keywords:
+                if known(args[0]) is not None:
+                    return args[0]      # an array, not a list: rt.seq_array passes it on
             if spelling == "np.reshape" and len(args) == 2 and not n.keywords:
                 x, shape = known(args[0]), lanes.literal(args[1])
                 if x is not None and x.shape and (shape == x.shape or shape == x.shape[0]

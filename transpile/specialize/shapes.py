@@ -515,6 +515,7 @@ def _broadcast_to(args, lits):
 
 # numpy functions whose result's kind follows from their argument's shape
 _SHAPE_FUNCTIONS = {"np.shape": _shape_of, "np.ndim": _ndim_of, "np.asarray": _like,
+                    "rt.seq_array": _like,
                     "np.array": _like, "np.broadcast_to": _broadcast_to,
                     "np.ones_like": _like, "np.zeros_like": _like, "np.reshape": _reshaped,
                     "np.moveaxis": _moved}
