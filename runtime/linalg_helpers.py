@@ -395,11 +395,12 @@ def logsumexp_value(result, return_sign=False):
 
 
 def weight(w, b=None, return_sign=False):
-    """`w * b`, or `w` when there are no weights `b` (logsumexp's adjoint of `a`)."""
-    if return_sign:
-        raise TransformError("scipy.special.logsumexp(..., return_sign=True) has no "
-                             "derivative rule.\n  hint: use return_sign=False.")
-    return w if b is None else w * b
+    """`w * b`, or `w` when there are no weights `b` (logsumexp's adjoint of `a`). A term
+    weighted 0 gives 0 also where its w overflowed (exp(a - out) of an `a` far above the
+    result); `return_sign` is refused before (rt.logsumexp_value)."""
+    if b is None:
+        return w
+    return array_module(w, b).where(b == 0, 0.0, w * b)
 
 
 # ---------------------------------------------------------------- np.dot

@@ -11,23 +11,17 @@ import runtime as rt  # noqa: F401
 
 @rev("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp(dout, out, a, axis=None, b=None, keepdims=False, return_sign=False):
-    value = rt.logsumexp_value(out, return_sign)
-    shift = a - rt.expand(value, a, axis, keepdims)
-    w = rt.expand(dout, a, axis, keepdims) * np.exp(shift)
-    # a term weighted b = 0 may have exp(a - out) overflow: its weight must still give 0 (the
-    # others have a - out below -log|b|, far under the clip)
-    da = rt.weight(rt.expand(dout, a, axis, keepdims) * np.exp(np.minimum(shift, 700.0)), b,
-                   return_sign)
+    value = rt.logsumexp_value(out, return_sign)     # (first: refuses return_sign=True)
+    w = rt.expand(dout, a, axis, keepdims) * np.exp(a - rt.expand(value, a, axis, keepdims))
+    da = rt.weight(w, b, return_sign)
     db = rt.unbroadcast(w, b)
 
 
 @fwd("rt.logsumexp", "scipy.special.logsumexp")
 def logsumexp_fwd(out, a, axis=None, b=None, keepdims=False, return_sign=False):
     value = rt.logsumexp_value(out, return_sign)
-    shift = a - rt.expand(value, a, axis, keepdims)
-    w = np.exp(shift)
-    dout = np.sum(rt.weight(np.exp(np.minimum(shift, 700.0)), b, return_sign) * da, axis,
-                  keepdims=keepdims)
+    w = np.exp(a - rt.expand(value, a, axis, keepdims))
+    dout = np.sum(rt.weight(w, b, return_sign) * da, axis, keepdims=keepdims)
     dout = np.sum(w * db, axis, keepdims=keepdims)
 
 
