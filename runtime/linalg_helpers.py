@@ -266,6 +266,70 @@ def solve_spec(a, x):
     return f"{batch}ik,{batch}jk->{a_batch}ij"
 
 
+# ---------------------------------------------------------------- det's cofactors
+
+def det_cofactor(a):
+    """det(a) inv(a)^T, the derivative of np.linalg.det: the cofactor matrix. It is a
+    polynomial in a's entries, defined at singular matrices too. det and inv come from the
+    same LU factors, so their product is the cofactor matrix of a matrix within rounding of
+    `a` (accurate however near singular); where a pivot is exactly 0 (inv raises, or gives
+    inf on a GPU) it is read from the SVD instead."""
+    xp = array_module(a)
+    try:
+        with np.errstate(all="ignore"):
+            cofactor = xp.linalg.det(a)[..., None, None] * xp.swapaxes(xp.linalg.inv(a), -1, -2)
+        if bool(xp.all(xp.isfinite(cofactor))) or not bool(xp.all(xp.isfinite(a))):
+            return cofactor
+    except np.linalg.LinAlgError:
+        pass
+    u, s, vh, phase = _det_svd(a)
+    return phase * (xp.conj(u) * _products_but_one(s)[..., None, :]) @ xp.conj(vh)
+
+
+def det_cofactor_jvp(a, h):
+    """The derivative of det_cofactor(a) along h: det's second derivative, as a matrix.
+
+    Written on the SVD a = u diag(s) vh, because the formula on inv(a) subtracts terms of
+    size 1/det that cancel (Hessians of det near singular matrices were wrong in their
+    first digit): adj is multiplicative, so d adj(a)[h] = phase vh^H d adj(diag(s))[k] u^H
+    with k = u^H h vh^H, and d adj(diag(s))[k] = diag(P k_diag) - P * k off the diagonal,
+    where P[i, j] is the product of all s but s_i and s_j: products, no division. The map
+    is symmetric (a Hessian), so it is its own adjoint."""
+    xp = array_module(a, h)
+    u, s, vh, phase = _det_svd(a)
+    pairs = _products_but_two(s)
+    k = xp.swapaxes(xp.conj(u), -1, -2) @ h @ xp.swapaxes(xp.conj(vh), -1, -2)
+    diagonal = (pairs @ xp.diagonal(k, 0, -2, -1)[..., None])[..., 0]
+    n = s.shape[-1]
+    inner = xp.eye(n, dtype=bool) * diagonal[..., None, :] - pairs * xp.swapaxes(k, -1, -2)
+    return phase * xp.conj(u) @ inner @ xp.conj(vh)
+
+
+def _det_svd(a):
+    """(u, s, vh, det(u) det(vh)) of a = u diag(s) vh, the phase a [..., None, None] array."""
+    xp = array_module(a)
+    u, s, vh = xp.linalg.svd(a)
+    phase = (xp.linalg.det(u) * xp.linalg.det(vh))[..., None, None]
+    return u, s, vh, phase
+
+
+def _products_but_one(s):
+    """p[..., i] = the product of s[..., j] over j != i, by running products from both ends
+    (no division: exact where some s are 0)."""
+    xp = array_module(s)
+    ones = xp.ones_like(s[..., :1])
+    before = xp.cumprod(xp.concatenate([ones, s[..., :-1]], -1), -1)
+    after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([s[..., 1:], ones], -1), -1), -1), -1)
+    return before * after
+
+
+def _products_but_two(s):
+    """p[..., i, j] = the product of s[..., k] over k != i, j (0 on the diagonal)."""
+    xp = array_module(s)
+    eye = xp.eye(s.shape[-1], dtype=bool)
+    return xp.where(eye, 0, _products_but_one(xp.where(eye, 1, s[..., None, :])))
+
+
 def cholesky_phi(x):
     """Lower triangle of `x` with the diagonal halved (the cholesky adjoint's projection).
 

@@ -623,3 +623,61 @@ def test_a_cutoff_dropping_a_singular_value_that_is_not_zero_is_refused():
     fd = (f((left + h * move) @ right) - f((left - h * move) @ right)) / (2 * h)
     assert tp.jvp(f, (left @ right,), (move @ right,))[1] == pytest.approx(fd, rel=1e-6)
     assert np.sum(tp.grad(f)(left @ right) * (move @ right)) == pytest.approx(fd, rel=1e-6)
+
+
+def _det(a):
+    return np.linalg.det(a)
+
+
+def _det_hessian_by_minors(a):
+    """det is affine in each entry, so d2 det / da_ij da_kl is exactly the mixed difference
+    det(a + E_ij + E_kl) - det(a + E_ij) - det(a + E_kl) + det(a) (0 for i == k or j == l)."""
+    n = a.shape[-1]
+    unit = np.eye(n * n).reshape(n, n, n, n)
+    d = np.linalg.det
+    out = np.zeros((n, n, n, n))
+    for i, j, k, m in np.ndindex(n, n, n, n):
+        if i != k and j != m:
+            out[i, j, k, m] = (d(a + unit[i, j] + unit[k, m]) - d(a + unit[i, j])
+                               - d(a + unit[k, m]) + d(a))
+    return out
+
+
+@pytest.mark.parametrize("tiny", [1e-3, 1e-14, 0.0])
+def test_det_derivatives_at_and_near_singular_matrices(tiny):
+    """det's gradient is the cofactor matrix and its Hessian a polynomial too: the formulas on
+    inv(a) cancelled terms of size 1/det (the Hessian was off by 1.0 in entries of size 1.6 at
+    a rank-2 3 x 3 matrix) and raised LinAlgError at an exactly singular one."""
+    rng = _rng(31)
+    a = rng.normal(size=(3, 2)) @ rng.normal(size=(2, 3)) + tiny * rng.normal(size=(3, 3))
+    expected = _det_hessian_by_minors(a)
+    scale = np.abs(expected).max()
+    for hess in (tp.hessian(_det), tp.jacrev(tp.jacrev(_det)), tp.jacfwd(tp.grad(_det)),
+                 tp.jit(tp.hessian(_det))):
+        np.testing.assert_allclose(hess(a), expected, atol=1e-12 * scale)
+    stack = np.stack([a, rng.normal(size=(3, 3)), np.outer([1.0, 2, 3], [2.0, 1, 1])])
+    np.testing.assert_allclose(tp.vmap(tp.hessian(_det))(stack),
+                               [_det_hessian_by_minors(m) for m in stack], atol=1e-12 * scale)
+    exactly = np.array([[1.0, 2.0], [2.0, 4.0]])
+    np.testing.assert_allclose(tp.grad(_det)(exactly), [[4.0, -2.0], [-2.0, 1.0]])
+    np.testing.assert_allclose(tp.hessian(_det)(exactly), _det_hessian_by_minors(exactly),
+                               atol=1e-14)
+
+
+def test_det_hessian_complex_and_third_order_refused():
+    rng = _rng(32)
+    z = rng.normal(size=(3, 3)) + 1j * rng.normal(size=(3, 3))
+    w = rng.normal(size=(3, 3)) + 1j * rng.normal(size=(3, 3))
+    hess = tp.hessian(_det, holomorphic=True)(z)
+    grad = tp.grad(_det, holomorphic=True)
+    eps = 1e-6
+    np.testing.assert_allclose(np.einsum("ijkl,kl->ij", hess, w),
+                               (grad(z + eps * w) - grad(z - eps * w)) / (2 * eps), atol=1e-8)
+    m = rng.normal(size=(3, 3))
+
+    def scaled(x):
+        return np.linalg.det(x * m)
+
+    np.testing.assert_allclose(tp.grad(tp.grad(scaled))(1.3), 6 * 1.3 * np.linalg.det(m))
+    with pytest.raises(TransformError, match="beyond its second derivative"):
+        tp.grad(tp.grad(tp.grad(scaled)))(1.3)

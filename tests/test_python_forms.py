@@ -1133,6 +1133,29 @@ def test_starred_unpacking():
         tp.grad(_first_middle_last)(v[:1])
 
 
+# `(*x.shape[:-1], 2, -1)` and `[*parts, y]`: starred elements of displays were refused
+def _split_last_axis(x):
+    y = x.reshape((*x.shape[:-1], 2, -1))
+    return np.sum(np.sin(y[..., 0, :]) * y[..., 1, :])
+
+
+def _spread_rows(x):
+    parts = [x[0], x[1]]
+    rows = [*parts, x[2] * 2.0, *parts]
+    pair = (*parts,)
+    return np.sum(np.stack(rows) ** 2 * x[0]) + np.sum(pair[1] * x[2]) + np.sum(np.stack([*x]))
+
+
+def test_starred_elements_in_displays():
+    rng = np.random.default_rng(68)
+    x = rng.normal(size=(3, 4))
+    for f in (_split_last_axis, _spread_rows):
+        check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+        xs = rng.normal(size=(5, 3, 4))
+        np.testing.assert_allclose(tp.vmap(f)(xs), [f(row) for row in xs], rtol=1e-12)
+        np.testing.assert_allclose(tp.jit(f)(x), f(x), rtol=1e-12)
+
+
 # ---------------------------------------------------------------- loops over dicts and sets
 
 def _dict_loss(params, x):

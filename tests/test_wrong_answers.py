@@ -2248,3 +2248,14 @@ def test_comprehension_variables_do_not_leak():
     np.testing.assert_allclose(tp.grad(_comprehension_scopes)(x), [15.0, 15.0], rtol=1e-15)
     np.testing.assert_allclose(tp.vmap(_comprehension_scopes)(np.stack([x, 2 * x])),
                                [_comprehension_scopes(x), _comprehension_scopes(2 * x)])
+
+
+def test_jvp_of_python_floats_at_singular_points():
+    """tp.jvp(np.log, (0.,), (1.,)) divided Python floats in the derivative code and raised
+    ZeroDivisionError (JAX's FAQ, `my_log`); numpy's scalars give numpy's inf, as grad does."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert tp.jvp(np.log, (0.0,), (1.0,)) == (-np.inf, np.inf)
+        assert tp.jvp(np.log1p, (-1.0,), (2.0,)) == (-np.inf, np.inf)
+        assert tp.linearize(np.log, 0.0)[1](1.0) == np.inf
+    out, tangent = tp.jvp(lambda z: z * z, (1.0 + 2.0j,), (1j,))
+    assert out == (1.0 + 2.0j) ** 2 and tangent == 2 * (1.0 + 2.0j) * 1j

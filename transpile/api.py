@@ -521,7 +521,16 @@ def jvp(f, primals, tangents, has_aux=False):
     return _jvp(f, primals, tangents, has_aux)
 
 
+def _numpy_scalar(value):
+    """A Python float or complex as numpy's scalar: the derivative code divides by it, and
+    at a singular point (np.log at 0.) numpy's inf is the answer, Python's / raises."""
+    if type(value) is float:
+        return np.float64(value)
+    return np.complex128(value) if type(value) is complex else value
+
+
 def _jvp(f, primals, tangents, has_aux):
+    primals, tangents = tree_map(_numpy_scalar, (tuple(primals), tuple(tangents)))
     if Root(f).variadic:
         f = Transformed(f, "transform").at_arity(len(primals))
     signature = Root(f).signature

@@ -1165,11 +1165,33 @@ class Normalizer(CallNormalizer):
 
     def _container(self, node, stmts, kind):
         if any(isinstance(e, gast.Starred) for e in node.elts):
-            raise self.error(node, "starred elements in literals are not supported.")
+            return self.expr(self._spread(node, kind), stmts)
         elts = [self.atom(e, stmts) for e in node.elts]
         new = (gast.Tuple if kind == "tuple" else gast.List)(elts=elts, ctx=gast.Load())
         anno.set(new, Anno.PRIM, (rules.lookup(kind), kind))
         return new
+
+    def _spread(self, node, kind):
+        """`(*a, b, *c)` as `tuple(a) + (b,) + tuple(c)` (a list display likewise), which
+        the passes already follow element by element."""
+        parts, run = [], []
+        for e in node.elts + [None]:
+            if (e is None or isinstance(e, gast.Starred)) and run:
+                parts.append((gast.Tuple if kind == "tuple" else gast.List)(
+                    elts=run, ctx=gast.Load()))
+                run = []
+            if isinstance(e, gast.Starred):
+                parts.append(gast.Call(func=gast.Name(id=kind, ctx=gast.Load(), annotation=None,
+                                                      type_comment=None),
+                                       args=[e.value], keywords=[]))
+            elif e is not None:
+                run.append(e)
+        whole = parts[0]
+        for part in parts[1:]:
+            whole = gast.BinOp(left=whole, op=gast.Add(), right=part)
+        for new in gast.walk(whole):
+            gast.copy_location(new, node)
+        return whole
 
     def expr_Dict(self, node, stmts):
         if any(k is None for k in node.keys):

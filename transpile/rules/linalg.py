@@ -394,15 +394,52 @@ batch_same("np.linalg.inv")
 
 @rev("np.linalg.det")
 def det(dout, out, a):
-    da = np.expand_dims(dout * out, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+    da = np.expand_dims(dout, (-2, -1)) * rt.det_cofactor(a)
 
 
 @fwd("np.linalg.det")
 def det_fwd(out, a):
-    dout = out * np.sum(np.swapaxes(np.linalg.inv(a), -1, -2) * da, (-2, -1))
+    dout = np.sum(rt.det_cofactor(a) * da, (-2, -1))
 
 
 batch_same("np.linalg.det")
+
+
+# det's derivative is the cofactor matrix det(a) inv(a)^T, a polynomial: its helpers hold at
+# singular matrices, where the formulas on inv do not (runtime/linalg_helpers.py).
+@rev("rt.det_cofactor")
+def det_cofactor(dout, out, a):
+    da = rt.det_cofactor_jvp(a, dout)
+
+
+@fwd("rt.det_cofactor")
+def det_cofactor_fwd(out, a):
+    dout = rt.det_cofactor_jvp(a, da)
+
+
+batch_same("rt.det_cofactor")
+
+
+@rev("rt.det_cofactor_jvp")
+def det_cofactor_jvp(dout, out, a, h):
+    da = rt.no_derivative("np.linalg.det beyond its second derivative",
+                          "its third derivative has no rule yet (add one next to "
+                          "rt.det_cofactor_jvp in transpile/rules/linalg.py).")
+    dh = rt.det_cofactor_jvp(a, dout)
+
+
+@fwd("rt.det_cofactor_jvp")
+def det_cofactor_jvp_fwd(out, a, h):
+    dout = rt.no_derivative("np.linalg.det beyond its second derivative",
+                            "its third derivative has no rule yet (add one next to "
+                            "rt.det_cofactor_jvp in transpile/rules/linalg.py).", da)
+    dout = rt.det_cofactor_jvp(a, dh)
+
+
+@batch("rt.det_cofactor_jvp")
+def det_cofactor_jvp_batch(a, h):
+    out = rt.det_cofactor_jvp(rt.broadcast_batch(a, batch_size, a_batched),
+                              rt.broadcast_batch(h, batch_size, h_batched))
 
 
 @rev("np.linalg.slogdet", container_out=True)
