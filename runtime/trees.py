@@ -363,6 +363,17 @@ def check_length(seq, n, where, at_least=False, what="zip"):
                       "names.", "unpack as many names as x has items.")
 
 
+def holds_array(value, outer=0):
+    """Whether `value op= v` writes into `value` (an array or a list) rather than binding
+    the name anew (a number). Under vmap, `outer` says how many leading axes are the
+    batch's (a number per example)."""
+    lead = outer if isinstance(outer, int) else sum(outer[0])
+    if isinstance(value, np.ndarray) and not lead:
+        return True                  # a 0-d numpy array too: `op=` writes into it
+    # (numpy's x[0] of a 1-d x is a number, cupy's a 0-d array: the code means numpy's)
+    return type(value) is list or np.ndim(value) > lead
+
+
 def number_only(value, name, op, other, where, outer=0):
     """`name op= v`, where the transformer could not tell whether `name` holds a number
     (then `op=` binds it anew: the value passes through) or an array (then NumPy updates
@@ -370,13 +381,7 @@ def number_only(value, name, op, other, where, outer=0):
     raised here). `other`: "'y'", a name read afterwards, or "global 'K'", the caller's
     array. Under vmap, `outer` says how many leading axes are the batch's (a number per
     example)."""
-    lead = outer if isinstance(outer, int) else sum(outer[0])
-    if isinstance(value, np.ndarray) and not lead:
-        is_array = True              # a 0-d numpy array too: `op=` writes into it
-    else:
-        # (numpy's x[0] of a 1-d x is a number, cupy's a 0-d array: the code means numpy's)
-        is_array = type(value) is list or np.ndim(value) > lead
-    if is_array:
+    if holds_array(value, outer):
         if other.startswith("global"):
             message = (f"[aliasing] '{name}' holds an array here, so `{name} {op}= ...` "
                        f"writes into it in place, and it may be an array the caller can see "

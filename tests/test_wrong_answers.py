@@ -326,10 +326,35 @@ def test_in_place_write_through_an_alias_made_by_unpacking_a_tuple_display():
     check_grads(through_tuple, (x,), order=2, modes=("fwd", "rev"))
 
 
+def sharp_bits_alias(x):
+    a = x.copy()              # JAX's Sharp Bits: b = a; b += 10; then a is read
+    b = a
+    b += 10.0
+    return np.sum(a * x)
+
+
+@pytest.mark.parametrize("f", [same_array_unknown_kind, grown_through_loop_alias,
+                               sharp_bits_alias])
+def test_in_place_write_through_a_name_surely_the_same_of_unknown_kind(f):
+    """`z = y; z *= y` where y may be a number or an array: the alias sees the write where
+    y holds an array, asked when the code runs (rt.holds_array); a number is bound anew.
+    Both were refused, though the alias is surely the same object."""
+    rng = _rng(13)
+    x = rng.normal(size=3)
+    for arg in (x, 0.7) if f is not sharp_bits_alias else (x,):     # (floats have no .copy)
+        expected = f(np.copy(arg) if np.ndim(arg) else arg)
+        np.testing.assert_allclose(tp.jit(f)(arg), expected, rtol=1e-12)
+        check_grads(f, (arg,), order=2, modes=("fwd", "rev"))
+    if f is not sharp_bits_alias:
+        np.testing.assert_allclose(tp.vmap(f)(x), [f(v) for v in x], rtol=1e-12)
+    rows = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(f)(rows), [f(r.copy()) for r in rows], rtol=1e-12)
+    np.testing.assert_allclose(tp.vmap(tp.grad(f))(rows), [tp.grad(f)(r) for r in rows],
+                               rtol=1e-12)
+
+
 @pytest.mark.parametrize("f,line,names", [
-    (same_array_unknown_kind, "z *= y", ("'z'", "'y'")),
     (one_path_aliases, "y += x", ("'y'", "'z'")),
-    (grown_through_loop_alias, "v *= acc", ("'v'", "'acc'")),
 ])
 def test_in_place_write_that_an_alias_may_see_is_refused(f, line, names):
     with pytest.raises(tp.TransformError) as info:

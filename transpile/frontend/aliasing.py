@@ -52,14 +52,14 @@ _NEW_ARRAY_CALLS = {"np.zeros", "np.ones", "np.empty", "np.full", "np.zeros_like
                     "np.tile", "np.repeat"}
 
 
-def resolve(fir, functions=None, namespace=None):
+def resolve(fir, functions=None, namespace=None, namer=None):
     """Bind same-object aliases again after each in-place write, or raise TransformError.
 
     `functions`: IR name -> FunctionIR of the functions already resolved; a call of one of
     them gives a result that shares memory only with the arguments its summary names (see
     `_summarize`); a call of any other (recursion in progress) may share with every
     argument. `namespace`: the values of the globals the code reads (an array there is
-    updated in place by `x op= v` when x may be it)."""
+    updated in place by `x op= v` when x may be it). `namer` gives fresh names."""
     body = fir.node.body
     lists = {push_parts(s)[0] for s in walk_simple(body) if is_push(s)}   # xs.append: a list
     summaries = {name: f.result_sharing if f is not None else None
@@ -104,6 +104,11 @@ def resolve(fir, functions=None, namespace=None):
         if inplace is False:
             continue                      # `x op= v` on a number binds x anew
         if inplace is None:
+            if all(frozenset((x, other)) in same.before[id(s)] for other in sharing):
+                # names surely x's object (`a = x.copy(); b = a; b += 1.0`): they see the
+                # write if x holds an array, asked at run time; a number was bound anew
+                rebinds[id(s)] = (s, x, sharing, [], True)
+                continue
             # a number (bound anew: `acc = x[0]; acc += x[1]` on a 1-d x) or an array
             # (updated in place, which the others would see: an error), asked at run time
             rebinds[id(s)] = (s, x, [], _number_only(fir, s, x, f"'{sharing[0]}'"))
@@ -118,7 +123,7 @@ def resolve(fir, functions=None, namespace=None):
                                "name owns its data.", pass_name="aliasing")
         rebinds[id(s)] = (s, x, sharing, [])
     if rebinds:
-        _insert_rebinds(body, rebinds)
+        _insert_rebinds(body, rebinds, namer)
 
 
 def _number_only(fir, s, x, other):
@@ -563,32 +568,41 @@ def _rebound(s):
 
 # ---------------------------------------------------------------- the rewrite
 
-def _insert_rebinds(stmts, rebinds, inserted=None):
-    """Put `other = x` after each write in `rebinds` (id -> (stmt, x, others))."""
+def _insert_rebinds(stmts, rebinds, namer, inserted=None):
+    """Put `other = x` after each write in `rebinds` (id -> (stmt, x, others, before[,
+    if_array])); with if_array, only where x holds an array when the code runs."""
     inserted = set() if inserted is None else inserted
     for i in range(len(stmts) - 1, -1, -1):
         s = stmts[i]
         if isinstance(s, gast.If):
-            _insert_rebinds(s.body, rebinds, inserted)
-            _insert_rebinds(s.orelse, rebinds, inserted)
+            _insert_rebinds(s.body, rebinds, namer, inserted)
+            _insert_rebinds(s.orelse, rebinds, namer, inserted)
         elif isinstance(s, (gast.For, gast.While)):
-            _insert_rebinds(s.body, rebinds, inserted)
+            _insert_rebinds(s.body, rebinds, namer, inserted)
             tail = anno.get(s, Anno.COND_LEN) if isinstance(s, gast.While) else None
             if tail:     # the statements recomputing a while test stay last, rebinds included
                 anno.set(s, Anno.COND_LEN, _tail_length(s.body, tail, inserted))
         if id(s) in rebinds:
-            _, x, others, before = rebinds[id(s)]
-            made = [assign(o, gast.Name(id=x, ctx=gast.Load(), annotation=None,
-                                        type_comment=None)) for o in others]
+            _, x, others, before, *if_array = rebinds[id(s)]
+            made = [assign(o, _load(x)) for o in others]
+            if if_array:       # (asked before the write: a 0-d array plus v is a number)
+                flag = namer.fresh(x + "_is_array")
+                before = before + [assign(flag, prim_call("rt.holds_array", [_load(x)]))]
+                made = [gast.If(test=_load(flag), body=made, orelse=[])]
             origin = anno.get(s, Anno.ORIGIN)
-            for m in made:
-                gast.copy_location(m, s)
-                if origin is not None:
-                    anno.set(m, Anno.ORIGIN, origin)
-                inserted.add(id(m))
+            for m in made + before:
+                for node in gast.walk(m):
+                    if isinstance(node, gast.stmt):
+                        gast.copy_location(node, s)
+                        if origin is not None:
+                            anno.set(node, Anno.ORIGIN, origin)
+                        inserted.add(id(node))
             stmts[i + 1:i + 1] = made
             stmts[i:i] = before
-            inserted.update(id(b) for b in before)
+
+
+def _load(name):
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
 def _tail_length(body, tail, inserted):

@@ -170,7 +170,7 @@ class Normalizer(CallNormalizer):
         writes resolved (`aliasing`)."""
         fir = self.run(fdef, shape)
         controlflow.transform(fir.node, self.namer)
-        aliasing.resolve(fir, self.program.functions, self.program.namespace)
+        aliasing.resolve(fir, self.program.functions, self.program.namespace, self.namer)
         return fir
 
     def error(self, node, message, hint=None):

@@ -176,6 +176,8 @@ def number_only_fwd(out, value, name, op, other, where, outer=0):
 
 
 batch_lanes("rt.number_only", ("value",), each=True)
+nondiff("rt.holds_array")      # (and the same for every example: a question about the kind)
+batch_lanes("rt.holds_array", ("value",), out_batched=False, each=True)
 
 
 @rev("rt.copy", "np.copy")
