@@ -302,6 +302,13 @@ def select(cond, then, otherwise, outer=0, nested=False):
     lead = c.ndim
     rank = max(np.ndim(then), np.ndim(otherwise))
     c = c.reshape(c.shape + (1,) * (rank - c.ndim))
+    if _dtype_of(then) != _dtype_of(otherwise):
+        # where every example took one path, each example's value has that path's dtype
+        # (np.poly's real coefficients of conjugate roots, complex on the other path)
+        if bool(xp.all(c)):
+            return then
+        if not bool(xp.any(c)):
+            return otherwise
     try:
         if np.ndim(then) >= lead and np.ndim(otherwise) >= lead and \
                 np.shape(then)[lead:] != np.shape(otherwise)[lead:]:
@@ -320,6 +327,11 @@ def select(cond, then, otherwise, outer=0, nested=False):
             "where paths whose condition differs between examples join; vmap needs one "
             "shape for every example.\n  hint: give the value the same shape on every path "
             "(a slice like x[:i] in a loop has a shape that changes with i).") from None
+
+
+def _dtype_of(value):
+    dtype = getattr(value, "dtype", None)
+    return dtype if dtype is not None else type(value)
 
 
 def _select_ragged(cond, then, otherwise, outer):

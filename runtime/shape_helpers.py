@@ -88,6 +88,8 @@ def prod_others(a, axis=None):
         return _prod_others_ragged(a, axis)
     xp = array_module(a)
     a = xp.asarray(a)
+    if a.size == 0:                 # (an empty slice's product is 1, and has no elements)
+        return xp.zeros_like(a)
     axes = tuple(range(a.ndim)) if axis is None else \
         tuple(x % a.ndim for x in ((axis,) if np.ndim(axis) == 0 else axis))
     rest = tuple(i for i in range(a.ndim) if i not in axes)

@@ -331,3 +331,54 @@ def test_subtract_at_is_an_add_of_the_negated_values():
     grad = tp.grad(_subtracted_at, argnums=(0, 1))
     for got, want in zip(tp.vmap(grad, (0, None))(xs, v), zip(*[grad(a, v) for a in xs])):
         np.testing.assert_allclose(got, np.stack(want), rtol=1e-12)
+
+
+def _poly_of_matrix(a):
+    return np.poly(a)
+
+
+def _poly_loss(a):
+    return np.sum(np.poly(a) ** 2)
+
+
+def test_vmap_keeps_each_examples_dtype_where_all_take_one_path():
+    """np.poly of real matrices is real (conjugate roots); under vmap its `if` on the roots
+    joined a complex path with the real one and gave complex128 (vmap(grad) of a real loss
+    was refused as complex). Where every example takes one path, that path's value is kept."""
+    a = np.random.default_rng(40).normal(size=(3, 3, 3))
+    loop = np.stack([_poly_of_matrix(m) for m in a])
+    got = tp.vmap(_poly_of_matrix)(a)
+    assert got.dtype == loop.dtype == np.float64
+    np.testing.assert_allclose(got, loop, rtol=1e-10)
+    np.testing.assert_allclose(tp.vmap(tp.grad(_poly_loss))(a),
+                               [tp.grad(_poly_loss)(m) for m in a], rtol=1e-10)
+
+
+def _product_sum(x):
+    return np.sum(np.prod(x, axis=0)) + np.sum(np.multiply.reduce(x, axis=1) ** 2)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0)])
+def test_derivatives_of_a_product_over_an_empty_axis(shape):
+    """prod_others reshaped an empty slice's ones into the wrong shape (ValueError)."""
+    x = np.zeros(shape)
+    assert tp.grad(_product_sum)(x).shape == shape
+    assert tp.hessian(_product_sum)(x).shape == shape + shape
+    assert tp.jvp(_product_sum, (x,), (x,)) == (_product_sum(x), 0.0)
+    assert tp.vmap(tp.grad(_product_sum))(np.zeros((2,) + shape)).shape == (2,) + shape
+
+
+def _polyfit_full(x, y):
+    return np.polyfit(x, y, 2, full=True)[0]
+
+
+def _histogram_auto(x):
+    return np.histogram(x, bins="auto")[0]
+
+
+def test_variants_not_written_are_refused_as_transform_errors():
+    x = np.linspace(0.0, 1.0, 8)
+    with pytest.raises(TransformError, match="full=True or cov=True"):
+        tp.jit(_polyfit_full)(x, np.sin(3 * x))
+    with pytest.raises(TransformError, match="estimator"):
+        tp.jit(_histogram_auto)(x)

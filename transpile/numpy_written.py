@@ -424,8 +424,9 @@ def _histogram_edges(a, bins, range, weights):
     """The bin edges np.histogram uses: `bins` edges given, or that many equal bins over
     `range` (the data's extent by default, widened by 0.5 each way when it is one value)."""
     if isinstance(bins, str):
-        raise ValueError("transformed code takes np.histogram's bins as a number or the "
-                         "edges (not an estimator name)")
+        raise rt.TransformError("np.histogram with bins named by an estimator ('auto', "
+                                "'fd', ...) is not supported in transformed code.\n  hint: "
+                                "pass the number of bins or their edges.")
     if np.ndim(bins) == 1:
         edges = np.asarray(bins)
         if np.any(edges[:-1] > edges[1:]):
@@ -548,7 +549,9 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """np.polyfit: least-squares coefficients (highest power first), columns of the
     Vandermonde matrix scaled to unit norm as numpy does; full and cov are refused."""
     if full or cov:
-        raise ValueError("transformed code takes np.polyfit without full= and cov=")
+        raise rt.TransformError("np.polyfit with full=True or cov=True is not supported in "
+                                "transformed code.\n  hint: call it with neither inside, "
+                                "or outside the transformed function.")
     x = np.asarray(x) + 0.0
     y = np.asarray(y) + 0.0
     if deg < 0:
