@@ -2015,3 +2015,68 @@ def test_a_scalar_of_an_arrays_dtype():
     xs = np.stack([x, 2 * x])
     np.testing.assert_allclose(tp.vmap(_scalars_of_dtypes, (0, None))(xs, n),
                                [_scalars_of_dtypes(v, n) for v in xs], rtol=1e-15)
+
+
+# ---------------------------------------------------------------- functions passed in, used nested
+
+def _gram(kernel, xs):          # JAX's examples/kernel_lsq.py
+    return tp.vmap(lambda x: tp.vmap(lambda y: kernel(x, y))(xs))(xs)
+
+
+def _mesh(func, xs):            # JAX's examples/advi.py, _mesh_eval
+    return tp.vmap(func, in_axes=(0, None))(xs, 1.5)
+
+
+def _elbo(logprob, w, mean):
+    return logprob(mean * w)
+
+
+def _batch_elbo(ws, mean):      # advi's batch_elbo: vmap of a partial made in the code
+    return np.mean(tp.vmap(functools.partial(_elbo, np.sin), in_axes=(0, None))(ws, mean))
+
+
+def _rbf(a, b):
+    return np.exp(-np.sum((a - b) ** 2))
+
+
+def test_function_arguments_called_in_nested_functions_and_vmapped():
+    """A function passed to the transformed function, called inside a lambda given to vmap
+    or handed to vmap itself, and vmap of functools.partial(f, np.sin) made in the code:
+    all were refused ("calling a function held in a variable")."""
+    rng = np.random.default_rng(69)
+    xs = rng.normal(size=(4, 3))
+    expected = np.exp(-((xs[:, None] - xs[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(tp.jit(_gram)(_rbf, xs), expected, rtol=1e-12)
+    np.testing.assert_allclose(tp.jit(functools.partial(_gram, _rbf))(xs), expected,
+                               rtol=1e-12)
+    check_grads(lambda z: np.sum(_gram(_rbf, z) ** 2), (xs,), order=1)
+    np.testing.assert_allclose(tp.jit(_mesh)(np.multiply, xs), xs * 1.5, rtol=1e-12)
+    np.testing.assert_allclose(tp.jit(_mesh)(_rbf, xs), [_rbf(x, 1.5) for x in xs],
+                               rtol=1e-12)
+    ws, mean = rng.normal(size=3), rng.normal(size=2)
+    np.testing.assert_allclose(tp.jit(_batch_elbo)(ws, mean),
+                               np.mean([np.sin(mean * w) for w in ws]), rtol=1e-12)
+    check_grads(_batch_elbo, (ws, mean), order=2)
+
+
+class _Scale:
+    def __init__(self, x):
+        self.x = x
+
+    @tp.jit
+    def calc(self, y):
+        return self.x * y
+
+
+tp.tree_util.register_pytree_node(_Scale, lambda s: ((s.x,), None), lambda _, c: _Scale(*c))
+
+
+def test_a_method_jitted_in_its_class_called_in_transformed_code():
+    """JAX's Sharp Bits, strategy 3: `@tp.jit` on a method of a registered class; called
+    inside grad, jit or vmap it was "Scale has no method 'calc'"."""
+    s = _Scale(2.0)
+    assert tp.grad(lambda s, y: s.calc(y) ** 2, 1)(s, 3.0) == 24.0
+    assert tp.grad(lambda s, y: s.calc(y) ** 2)(s, 3.0).x == 36.0
+    assert tp.jit(lambda s, y: s.calc(y) * 1.0)(s, 3.0) == 6.0
+    np.testing.assert_allclose(tp.vmap(lambda s, y: s.calc(y), in_axes=(None, 0))(
+        s, np.arange(3.0)), [0.0, 2.0, 4.0])

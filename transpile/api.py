@@ -16,6 +16,7 @@ from runtime.kernels import device_put as rt_device_put
 from runtime.trees import tangent_zeros, tree_leaves, tree_map
 from . import specialize as jit_pass
 from . import pipeline
+from . import rules
 from . import stand_ins
 from .custom import (CustomRule, checkpoint, fixed_arity_wrapper, method_caller,
                      primitive_wrapper, vectorized_caller, wrapped_signature_caller,
@@ -162,8 +163,8 @@ def _binding(value):
     (a model's layers: layouts.argument_type)."""
     if inspect.isfunction(value) or inspect.isbuiltin(value) or inspect.ismethod(value) or \
             isinstance(value, (functools.partial, CustomRule, Transformed, Jitted, type)) or \
-            type(value).__name__ == "ufunc":
-        return ("function", value)
+            type(value).__name__ == "ufunc" or rules.lookup_object(value) is not None:
+        return ("function", value)       # (the last: np.max, a dispatcher object of numpy's)
     return ("type", argument_type(value))
 
 

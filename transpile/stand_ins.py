@@ -41,14 +41,17 @@ def register(nodetype, data_fields):
 
 
 def _methods(nodetype, fields):
-    """The plain, static and class methods of `nodetype` and its bases."""
+    """The plain, static and class methods of `nodetype` and its bases (and the callables
+    that bind as methods)."""
     methods = {}
     for cls in reversed(nodetype.__mro__[:-1]):
         methods.update((name, value) for name, value in vars(cls).items()
                        if not (name.startswith("__") and name.endswith("__")) and
                        name not in fields and
                        (inspect.isfunction(value) or
-                        isinstance(value, (staticmethod, classmethod))))
+                        isinstance(value, (staticmethod, classmethod)) or
+                        # a method transformed in the class (`@tp.jit def calc(self, y)`)
+                        callable(value) and hasattr(type(value), "__get__")))
     return methods
 
 

@@ -340,6 +340,13 @@ class CallNormalizer:
             return self.call_static(method.__func__, [self.atom(a, stmts) for a in node.args],
                                     [(k.arg, self.atom(k.value, stmts)) for k in node.keywords],
                                     node, stmts)
+        if self.callees.transformed_call(method) is not None:
+            # a method transformed where the class is written (`@tp.jit def calc(self,
+            # y)`): that transformed function, the object first
+            return self.call_static(method, [self.checked_atom(obj_node, stmts)] +
+                                    [self.checked_atom(a, stmts) for a in node.args],
+                                    [(k.arg, self.checked_atom(k.value, stmts))
+                                     for k in node.keywords], node, stmts)
         if not (isinstance(method, custom.CustomRule) or inspect.isfunction(method)):
             raise self.error(node, f"cannot call {cls.__name__}.{name} (a "
                              f"{type(method).__name__}) in transformed code.",
@@ -1799,7 +1806,19 @@ class CallNormalizer:
             if isinstance(target, Static) and rules.lookup_object(target.value) is not None:
                 # tp.jit(np.sin): a function calling the primitive, as at the top level
                 target = Static(custom.primitive_wrapper(target.value) or target.value)
+            if target is None:
+                target = self.argument_function(fn)      # `vmap(func)` of a function passed in
         return self.apply_transformation(transform, target, extra, options, fn)
+
+    def argument_function(self, node):
+        """Static(the function) where `node` reads an argument of the entry that is a
+        function code is made for; None for other values; ArgumentDependent before that."""
+        item = self.typed_argument(node)
+        if isinstance(item, layouts.FunctionItem):
+            return Static(item.fn)
+        if item is None:
+            self.check_argument_dependent(node)
+        return None
 
     def apply_transformation(self, transform, target, extra, options, where):
         """`transform(target, *extra, **options)` for a function known while transforming."""
@@ -1833,6 +1852,11 @@ class CallNormalizer:
                                 [(k, v.value) for k, v in target.keywords])
             return Static(transform(bound, *extra, **options))
         if isinstance(target, LocalPartial):
+            # `vmap(partial(elbo, logprob))`: a lambda calling it, the bound values its free
+            # variables (the same for every example)
+            made = self._function_of_partial(target, where, [])
+            if made is not None:
+                return self.apply_transformation(transform, made, extra, options, where)
             raise self.error(where, f"{transform.__name__}() of a functools.partial made in "
                              "transformed code is not supported (its bound arguments are "
                              "values the code computes).",
@@ -2080,7 +2104,12 @@ class CallNormalizer:
         used.discard(fdef.name if recursive else None)
         # local functions it calls are resolved while transforming; what they read from
         # here is read by this one too
-        known = dict(self.local_fns, **(bound or {}))
+        # functions passed to the entry that the nested one calls (kernel in `lambda y:
+        # kernel(x, y)`) are known as the entry knows them
+        passed = {n: self.argument_function(_name(n)) for n in _called_names(fdef) - own
+                  if n not in self.local_fns and self._entry_argument_behind(_name(n))}
+        bound = dict({n: f for n, f in passed.items() if f is not None}, **(bound or {}))
+        known = dict(self.local_fns, **bound)
         called = [known[n] for n in used - own if n in known] + \
             [f for f in (bound or {}).values()]
         used = (used - {n for n in used - own if n in known}) | \
@@ -2114,6 +2143,17 @@ class CallNormalizer:
         self.program.functions[name] = None  # reserve (recursion)
         self.program.functions[name] = inner.normalize(fdef)
         return lifted
+
+
+def _called_names(fdef):
+    """Names `fdef` calls (`kernel(x, y)`) or hands to a call first (`vmap(kernel)`)."""
+    names = set()
+    for n in gast.walk(fdef):
+        if isinstance(n, gast.Call):
+            for part in [n.func] + n.args[:1]:
+                if isinstance(part, gast.Name):
+                    names.add(part.id)
+    return names
 
 
 _VJP_IN_CODE = ("tp.vjp inside transformed code is supported in two forms only: its pullback "
