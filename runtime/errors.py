@@ -46,4 +46,14 @@ def format_string(template, *values):
         return _SPEC.sub("{}", template).format(*values)
 
 
+def debug_print(fmt, *args, **kwargs):
+    """tp.debug.print (JAX's jax.debug.print): print `fmt.format(*args, **kwargs)`. It runs
+    where the code runs, in every transformation (under vmap: once, with the batch)."""
+    try:
+        text = fmt.format(*args, **kwargs)
+    except (TypeError, ValueError):     # a spec like {:.2f} of an array
+        text = _SPEC.sub("{}", fmt).format(*args, **kwargs)
+    print(text)
+
+
 _SPEC = re.compile(r"(?<!{){(![sra])?:[^{}]*}")

@@ -210,3 +210,53 @@ def test_layer_norm_and_embedding():
     def loss(params):
         return np.sum(np.sin(apply(params, ids)) * np.arange(4.0))
     check_grads(loss, (params,), order=1, modes=("rev",))
+
+
+# Each activation against its definition written naively (fine in this range), its first and
+# second derivatives against finite differences away from its kinks, and vmap against a loop.
+_ACTIVATIONS = {
+    "relu": lambda x: np.maximum(x, 0.0),
+    "relu6": lambda x: np.minimum(np.maximum(x, 0.0), 6.0),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "softplus": lambda x: np.log1p(np.exp(x)),
+    "log_sigmoid": lambda x: -np.log1p(np.exp(-x)),
+    "elu": lambda x: np.where(x > 0, x, np.exp(x) - 1.0),
+    "celu": lambda x: np.where(x > 0, x, np.exp(x) - 1.0),
+    "selu": lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 *
+                                                    (np.exp(x) - 1.0)),
+    "leaky_relu": lambda x: np.where(x >= 0, x, 0.01 * x),
+    "gelu": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "soft_sign": lambda x: x / (np.abs(x) + 1.0),
+    "squareplus": lambda x: (x + np.sqrt(x ** 2 + 4.0)) / 2.0,
+    "sparse_plus": lambda x: np.select([x <= -1, x >= 1], [0.0 * x, x], (x + 1) ** 2 / 4),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
+    "hard_tanh": lambda x: np.minimum(np.maximum(x, -1.0), 1.0),
+    "hard_sigmoid": lambda x: np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0,
+    "hard_silu": lambda x: x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0,
+}
+_KINKS = {"relu": [0.0], "relu6": [0.0, 6.0], "leaky_relu": [0.0], "elu": [0.0], "celu": [0.0],
+          "selu": [0.0], "soft_sign": [0.0], "sparse_plus": [-1.0, 1.0],
+          "hard_tanh": [-1.0, 1.0], "hard_sigmoid": [-3.0, 3.0], "hard_silu": [-3.0, 3.0]}
+
+
+@pytest.mark.parametrize("name", sorted(_ACTIVATIONS))
+def test_activations_are_their_definitions(name):
+    f = getattr(tp.nn, name)
+    rng = np.random.default_rng(abs(hash(name)) % 2 ** 32)
+    x = rng.uniform(-7.0, 7.0, size=40)
+    x = x[np.min([np.abs(x - k) for k in _KINKS.get(name, [np.inf])], axis=0) > 1e-3]
+    np.testing.assert_allclose(f(x), _ACTIVATIONS[name](x), rtol=1e-12, atol=1e-14)
+    check_grads(lambda v: np.sum(f(v) ** 2), (x,), order=2, modes=("fwd", "rev"))
+    rows = rng.normal(size=(3, 4)) * 3
+    np.testing.assert_allclose(tp.vmap(f)(rows), [f(r) for r in rows], rtol=1e-12)
+
+
+def test_glu_and_the_new_aliases():
+    x = np.random.default_rng(41).normal(size=(4, 6))
+    a, b = x[:, :3], x[:, 3:]
+    np.testing.assert_allclose(tp.nn.glu(x), a / (1.0 + np.exp(-b)), rtol=1e-12)
+    np.testing.assert_allclose(tp.nn.glu(x, axis=0), x[:2] / (1.0 + np.exp(-x[2:])),
+                               rtol=1e-12)
+    check_grads(lambda v: np.sum(tp.nn.glu(v) ** 2), (x,), order=2)
+    assert tp.nn.hard_swish is tp.nn.hard_silu and tp.nn.swish is tp.nn.silu

@@ -2080,3 +2080,22 @@ def test_a_method_jitted_in_its_class_called_in_transformed_code():
     assert tp.jit(lambda s, y: s.calc(y) * 1.0)(s, 3.0) == 6.0
     np.testing.assert_allclose(tp.vmap(lambda s, y: s.calc(y), in_axes=(None, 0))(
         s, np.arange(3.0)), [0.0, 2.0, 4.0])
+
+
+def _debug_printed(x):
+    tp.debug.print("x = {x}, total = {:.1f}", np.sum(x), x=x)
+    return np.sum(x ** 2)
+
+
+def test_jax_spellings_debug_print_jacobian_and_transpile_random(capsys):
+    x = np.array([1.0, 2.0])
+    for f in (_debug_printed, tp.jit(_debug_printed)):
+        assert f(x) == 5.0
+        assert capsys.readouterr().out == "x = [1. 2.], total = 3.0\n"
+    np.testing.assert_allclose(tp.grad(_debug_printed)(x), 2 * x)
+    assert "total = 3.0" in capsys.readouterr().out
+    tp.vmap(_debug_printed)(np.stack([x, x]))     # the batch, printed once
+    assert capsys.readouterr().out.count("x = ") == 1
+    np.testing.assert_allclose(tp.jacobian(np.sin)(x), np.diag(np.cos(x)))
+    import transpile.random
+    assert transpile.random is tp.random

@@ -143,6 +143,8 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None, has_aux=False):
     return api.Transformed(fn, "transform")
 
 
+jacobian = jacrev       # JAX's jax.jacobian is jax.jacrev
+
 def jacfwd(f, argnums=0, holomorphic=False, *, argnum=None, has_aux=False):
     """Forward-mode Jacobian of f with respect to argument `argnums` (autograd's `argnum`;
     a tuple: with respect to those arguments, as a tuple): shape out + in. A complex

@@ -14,10 +14,12 @@ import numpy as np
 import runtime as rt
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "tanh", "elu", "selu", "celu",
-           "leaky_relu", "gelu", "silu", "swish", "log_sigmoid", "logsumexp", "log_softmax",
-           "logsoftmax", "softmax", "standardize", "one_hot", "conv", "max_pool", "avg_pool",
-           "sum_pool", "softmax_cross_entropy", "sparse_softmax_cross_entropy",
-           "sigmoid_binary_cross_entropy", "mse", "l2_loss", "accuracy"]
+           "leaky_relu", "gelu", "silu", "swish", "soft_sign", "squareplus", "sparse_plus",
+           "mish", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "glu",
+           "log_sigmoid", "logsumexp", "log_softmax", "logsoftmax", "softmax", "standardize",
+           "one_hot", "conv", "max_pool", "avg_pool", "sum_pool", "softmax_cross_entropy",
+           "sparse_softmax_cross_entropy", "sigmoid_binary_cross_entropy", "mse", "l2_loss",
+           "accuracy"]
 
 
 # ---------------------------------------------------------------- activations
@@ -86,6 +88,50 @@ def silu(x):
 
 
 swish = silu
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    return x / (np.abs(x) + 1.0)
+
+
+def squareplus(x, b=4.0):
+    """(x + sqrt(x^2 + b)) / 2, a smooth relu (Barron 2021)."""
+    return 0.5 * (x + np.sqrt(x * x + b))
+
+
+def sparse_plus(x):
+    """0 for x <= -1, (x + 1)^2 / 4 between -1 and 1, x from 1 on: once differentiable."""
+    return np.where(x <= -1.0, 0.0 * x, np.where(x >= 1.0, x, 0.25 * (x + 1.0) ** 2))
+
+
+def mish(x):
+    """x tanh(softplus(x)) (Misra 2019)."""
+    return x * np.tanh(softplus(x))
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1]."""
+    return np.clip(x, -1.0, 1.0)
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    return relu6(x + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """x hard_sigmoid(x) (also called hard_swish)."""
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def glu(x, axis=-1):
+    """The gated linear unit: the first half of `axis` times the sigmoid of the second."""
+    a, b = np.split(x, 2, axis=axis)
+    return a * sigmoid(b)
 
 
 def logsumexp(x, axis=None, keepdims=False):
