@@ -265,6 +265,28 @@ def lane_total(iterable, start, outer=0):
     return total
 
 
+def lane_all(iterable, outer=0):
+    """Python's all(iterable) of each example: the items (a list's elements, or the
+    numbers of each example's 1-d array) all true."""
+    return _lane_truth(iterable, outer, np.logical_and, True)
+
+
+def lane_any(iterable, outer=0):
+    """Python's any(iterable) of each example."""
+    return _lane_truth(iterable, outer, np.logical_or, False)
+
+
+def _lane_truth(iterable, outer, combine, empty):
+    lead = 1 + outer
+    result = empty
+    for x in _items(iterable, lead):
+        if np.ndim(x) > lead:
+            raise TransformError("all()/any() of items that are arrays: the truth value of "
+                                 "an array with more than one element is ambiguous.")
+        result = combine(result, np.not_equal(x, 0))
+    return result
+
+
 def lane_sum_adj(g, xs, outer=0):
     """rt.sum_adj(g, xs) of each example: the adjoint of each item of builtin sum(xs) (a
     list/tuple), or, when each example of xs is an array, g broadcast along its first

@@ -2099,3 +2099,25 @@ def test_jax_spellings_debug_print_jacobian_and_transpile_random(capsys):
     np.testing.assert_allclose(tp.jacobian(np.sin)(x), np.diag(np.cos(x)))
     import transpile.random
     assert transpile.random is tp.random
+
+
+def _all_any_branch(x):
+    if all(v > 0 for v in x) or any([x[0] < -1.0, x[1] > 5.0]):
+        return np.sum(x ** 2)
+    return np.sum(np.sin(x))
+
+
+def test_builtin_all_and_any():
+    """Python's all() and any() had no rule; under vmap each example has its own answer."""
+    rng = np.random.default_rng(70)
+    xs = np.concatenate([np.abs(rng.normal(size=(2, 2))), rng.normal(size=(6, 2)) * 3])
+    np.testing.assert_allclose(tp.vmap(_all_any_branch)(xs), [_all_any_branch(x) for x in xs])
+    np.testing.assert_allclose(tp.vmap(tp.grad(_all_any_branch))(xs),
+                               [tp.grad(_all_any_branch)(x) for x in xs])
+    for x in xs[:3]:
+        assert tp.jit(_all_any_branch)(x) == _all_any_branch(x)
+        check_grads(_all_any_branch, (x,), order=2)
+    nested = tp.vmap(tp.vmap(_all_any_branch))(np.stack([xs, -xs]))
+    np.testing.assert_allclose(nested, [[_all_any_branch(x) for x in s] for s in (xs, -xs)])
+    with pytest.raises(tp.TransformError, match="ambiguous"):
+        tp.vmap(lambda m: all(m))(np.ones((2, 3, 3)))

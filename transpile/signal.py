@@ -43,9 +43,60 @@ def scipy_convolve(in1, in2, mode="full", method="auto"):
     return rt.tensor_convolve(in1, in2, None, None, mode)
 
 
+def scipy_correlate(in1, in2, mode="full", method="auto"):
+    """scipy.signal.correlate: the convolution with in2 reversed along every axis and
+    conjugated (scipy's own reading for method 'fft' and 'auto'; 'direct' is the same)."""
+    if np.ndim(in1) == 0 and np.ndim(in2) == 0:
+        return in1 * np.conj(in2)
+    return scipy_convolve(in1, np.conj(np.flip(in2)), mode, method)
+
+
+def scipy_fftconvolve(in1, in2, mode="full", axes=None):
+    """scipy.signal.fftconvolve (and oaconvolve) over every axis: the convolution."""
+    if axes is not None:
+        raise rt.TransformError("scipy.signal.fftconvolve with axes= is not supported in "
+                                "transformed code.\n  hint: use tp.signal.convolve(A, B, "
+                                "axes=...) or convolve every axis.")
+    return scipy_convolve(in1, in2, mode)
+
+
+def scipy_convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+    """scipy.signal.convolve2d with the zero-filled boundary (its default)."""
+    if boundary != "fill" or np.any(np.not_equal(fillvalue, 0)):
+        raise rt.TransformError("scipy.signal.convolve2d/correlate2d in transformed code "
+                                "take boundary='fill' with fillvalue=0 only.\n  hint: pad "
+                                "the input with np.pad first.")
+    if np.ndim(in1) != 2 or np.ndim(in2) != 2:
+        raise ValueError("convolve2d inputs must both be 2-D arrays")
+    return scipy_convolve(in1, in2, mode)
+
+
+def scipy_correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
+    """scipy.signal.correlate2d with the zero-filled boundary (its default). It is not
+    correlate's 2-d case: its 'same' window starts at k // 2 of the full result (correlate's
+    at (k - 1) // 2), and a 'valid' in2 larger than in1 is the reversed correlation of in2
+    with in1 (scipy swaps them, conjugating in1)."""
+    reversed2 = np.conj(np.flip(in2))
+    if mode == "valid" and np.ndim(in1) == 2 and np.ndim(in2) == 2 and \
+            not (np.shape(in1)[0] >= np.shape(in2)[0] and np.shape(in1)[1] >= np.shape(in2)[1]):
+        return np.flip(scipy_convolve2d(in2, np.conj(np.flip(in1)), mode, boundary,
+                                        fillvalue))
+    if mode != "same":
+        return scipy_convolve2d(in1, reversed2, mode, boundary, fillvalue)
+    full = scipy_convolve2d(in1, reversed2, "full", boundary, fillvalue)
+    (n0, n1), (k0, k1) = np.shape(in1), np.shape(in2)
+    return full[k0 // 2:k0 // 2 + n0, k1 // 2:k1 // 2 + n1]
+
+
 try:
     import scipy.signal as _scipy_signal
 except ImportError:        # scipy is optional
     _scipy_signal = None
 if _scipy_signal is not None:
-    CALLED_INSTEAD[id(_scipy_signal.convolve)] = (_scipy_signal.convolve, scipy_convolve)
+    for _scipy_fn, _written in ((_scipy_signal.convolve, scipy_convolve),
+                                (_scipy_signal.correlate, scipy_correlate),
+                                (_scipy_signal.fftconvolve, scipy_fftconvolve),
+                                (_scipy_signal.oaconvolve, scipy_fftconvolve),
+                                (_scipy_signal.convolve2d, scipy_convolve2d),
+                                (_scipy_signal.correlate2d, scipy_correlate2d)):
+        CALLED_INSTEAD[id(_scipy_fn)] = (_scipy_fn, _written)

@@ -61,6 +61,24 @@ def total_batch(iterable, start=0):
                             rt.broadcast_batch(start, batch_size))
 
 
+# Python's all() and any(): booleans, per example under vmap (rt.lane_all/lane_any)
+nondiff("all", "any", "rt.lane_all", "rt.lane_any")
+
+
+@batch("all")
+def all_batch(iterable):
+    out = rt.lane_all(rt.broadcast_batch(iterable, batch_size, iterable_spec))
+
+
+@batch("any")
+def any_batch(iterable):
+    out = rt.lane_any(rt.broadcast_batch(iterable, batch_size, iterable_spec))
+
+
+batch_lanes("rt.lane_all", ("iterable",))
+batch_lanes("rt.lane_any", ("iterable",))
+
+
 @rev("rt.sum_adj", container_out=True, view=True)
 def sum_adj(dout, out, g, xs):
     dg = rt.sum_adj_t(dout, g)
