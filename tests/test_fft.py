@@ -509,3 +509,50 @@ def test_hfft_ihfft_and_the_sample_frequencies():
     xs = r.standard_normal((3, 6))
     np.testing.assert_allclose(tp.vmap(_hermitian_total, (0, None, None))(xs, z, d),
                                [_hermitian_total(v, z, d) for v in xs], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- scipy.fft in transformed code
+
+scipy_fft = pytest.importorskip("scipy.fft")
+
+
+@pytest.mark.parametrize("name", ["dct", "idct"])
+@pytest.mark.parametrize("kind", [1, 2, 3, 4])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_scipy_dct_and_idct(name, kind, norm):
+    """scipy.fft.dct/idct, written on FFTs of twice the length: values against scipy for
+    real and complex inputs, lengths down to 2, `n` and `axis`; derivatives to second order;
+    vmap against a loop."""
+    fn = getattr(scipy_fft, name)
+    rng = np.random.default_rng([kind, len(str(norm)), len(name)])
+    for size in (2, 5, 8):
+        for x in (rng.normal(size=(3, size)),
+                  rng.normal(size=(3, size)) + 1j * rng.normal(size=(3, size))):
+            got = tp.jit(lambda v: fn(v, type=kind, norm=norm))(x)
+            expected = fn(x, type=kind, norm=norm)
+            assert got.dtype == expected.dtype
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    x = rng.normal(size=(4, 6))
+    np.testing.assert_allclose(tp.jit(lambda v: fn(v, kind, 9, 0, norm))(x),
+                               fn(x, kind, 9, 0, norm), rtol=1e-12, atol=1e-12)
+
+    def loss(v):
+        return np.sum(np.sin(fn(v, type=kind, n=5, norm=norm)))
+    check_grads(loss, (x,), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(tp.vmap(loss)(x), [loss(row) for row in x], rtol=1e-12)
+
+
+def test_scipy_fft_names_and_dctn():
+    rng = np.random.default_rng(77)
+    x = rng.normal(size=(4, 6))
+    for name in ("fft", "ifft", "rfft", "ihfft", "fftn", "ifftn", "rfftn", "fft2", "ifft2",
+                 "rfft2", "fftshift", "ifftshift", "dctn", "idctn"):
+        fn = getattr(scipy_fft, name)
+        np.testing.assert_allclose(tp.jit(lambda v: fn(v))(x), fn(x), rtol=1e-12, atol=1e-12)
+    for name in ("irfft", "hfft", "irfftn", "irfft2"):
+        fn = getattr(scipy_fft, name)
+        z = np.fft.rfft2(x)
+        np.testing.assert_allclose(tp.jit(lambda v: fn(v))(z), fn(z), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(tp.jit(lambda: scipy_fft.fftfreq(5, 0.1))(),
+                               scipy_fft.fftfreq(5, 0.1))
+    check_grads(lambda v: np.sum(scipy_fft.dctn(v, norm="ortho") ** 3), (x,), order=2)

@@ -479,3 +479,21 @@ def test_vmap_of_cho_factor_pair():
     got = tp.vmap(_cho_factor_pair, in_axes=(0, None))(a, True)
     want = _loop(_cho_factor_pair, (a, True), (0, None))
     _close(got, want, "vmap cho_factor pair")
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_scipy_cholesky_reads_its_own_triangle(lower):
+    """scipy.linalg.cholesky (upper by default) was refused; it is numpy's with upper=not
+    lower, reading that triangle only (the other one is perturbed here to show it)."""
+    rng = np.random.default_rng(78)
+    m = rng.normal(size=(4, 4))
+    a = m @ m.T + 4.0 * np.eye(4)
+    a[np.triu_indices(4, 1) if lower else np.tril_indices(4, -1)] += 0.7   # not read
+    np.testing.assert_allclose(tp.jit(lambda a: sla.cholesky(a, lower=lower))(a),
+                               sla.cholesky(a, lower=lower), rtol=1e-12)
+
+    def loss(a):
+        return np.sum(np.sin(sla.cholesky(a, lower=lower)))
+    check_grads(loss, (a,), order=2, modes=("fwd", "rev"))
+    stack = np.stack([a, a + np.eye(4)])
+    np.testing.assert_allclose(tp.vmap(loss)(stack), [loss(s) for s in stack], rtol=1e-12)

@@ -12,6 +12,7 @@ from .jacobians import hessian, hessian_vector_product, jacfwd, jacobian, jacrev
 from . import debug, distributed, flatten_util, integrate, lax, misc, nn, optim, signal, tree, tree_util
 from . import numpy_functions  # noqa: F401  (np.vectorize, np.piecewise in transformed code)
 from . import numpy_written  # noqa: F401  (np.insert, np.histogram, ... in transformed code)
+from . import scipy_written  # noqa: F401  (scipy.fft, scipy.linalg.cholesky in transformed code)
 from .profile import profile
 from . import profiler
 from .tree_util import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
