@@ -824,3 +824,30 @@ def test_where_and_initial_of_reductions():
     ms[..., 0] = True
     np.testing.assert_allclose(tp.vmap(_masked_total)(xs, ms),
                                [_masked_total(a, b) for a, b in zip(xs, ms)], rtol=1e-13)
+
+
+_UFUNC_REDUCTIONS = [
+    lambda x, m: np.add.reduce(x, 1, where=m, initial=0.5),
+    lambda x, m: np.multiply.reduce(x, axis=0, where=m),
+    lambda x, m: np.maximum.reduce(x, axis=1, initial=0.2),
+    lambda x, m: np.minimum.reduce(x, axis=0, where=m, initial=5.0),
+    lambda x, m: np.fmax.reduce(x, axis=0),
+    lambda x, m: np.fmin.reduce(x, 1),
+    lambda x, m: np.logical_and.reduce(x > 0, axis=1) * x[:, 0],
+    lambda x, m: np.logical_or.reduce(x > 1) * x[0],
+]
+
+
+@pytest.mark.parametrize("k", range(len(_UFUNC_REDUCTIONS)))
+def test_ufunc_reduce_with_where_initial_and_more_ufuncs(k):
+    """ufunc.reduce with where=/initial= (as np.sum & co. take them), and the reductions of
+    logical_and/or, fmax/fmin: refused before (JAX's lax_numpy_ufuncs_test)."""
+    f = _UFUNC_REDUCTIONS[k]
+    rng = np.random.default_rng(80 + k)
+    x = rng.normal(size=(4, 5))
+    m = x > -0.3
+    np.testing.assert_allclose(tp.jit(f)(x, m), f(x, m), rtol=1e-12)
+    check_grads(lambda v: np.sum(np.sin(f(v, m))), (x,), order=2, modes=("fwd", "rev"))
+    xs = np.stack([x, x + 1.0, -x])
+    np.testing.assert_allclose(tp.vmap(f, in_axes=(0, None))(xs, m), [f(v, m) for v in xs],
+                               rtol=1e-12)

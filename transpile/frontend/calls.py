@@ -98,7 +98,9 @@ ODEINT_PARAMS = ("func", "y0", "t", "args", "Dfun", "col_deriv", "full_output", 
 UFUNC_METHODS = {("add", "reduce"): "np.sum", ("multiply", "reduce"): "np.prod",
                  ("maximum", "reduce"): "np.max", ("minimum", "reduce"): "np.min",
                  ("add", "accumulate"): "np.cumsum", ("multiply", "accumulate"): "np.cumprod",
-                 ("logaddexp", "reduce"): "rt.logsumexp"}
+                 ("logaddexp", "reduce"): "rt.logsumexp", ("logical_and", "reduce"): "np.all",
+                 ("logical_or", "reduce"): "np.any", ("fmax", "reduce"): "np.nanmax",
+                 ("fmin", "reduce"): "np.nanmin"}
 
 # operator.add & co., passed as functions (functools.reduce(operator.add, xs))
 OPERATORS = {id(operator.add): "+", id(operator.sub): "-", id(operator.mul): "*",
@@ -1277,14 +1279,19 @@ class CallNormalizer:
                 (owner.__name__, getattr(value, "__name__", "")) in UFUNC_METHODS:
             # np.add.reduce(x, axis): the reduction with its own rules (axis 0 by default)
             spelled = UFUNC_METHODS[(owner.__name__, value.__name__)]
-            if len(args) > 2 or any(k not in ("axis", "keepdims", "dtype")
+            masked = ("where", "initial") if spelled in MASKED_REDUCTIONS and \
+                value.__name__ == "reduce" else ()
+            if len(args) > 2 or any(k not in ("axis", "keepdims", "dtype") + masked
                                     for k, _ in keywords):
                 raise self.error(node, f"np.{owner.__name__}.{value.__name__} is supported "
-                                 "in transformed code with (array, axis, keepdims=, dtype=).")
+                                 "in transformed code with (array, axis, keepdims=, dtype="
+                                 f"{', where=, initial=' if masked else ''}).")
             if len(args) == 2:
                 keywords = [("axis", args.pop())] + list(keywords)
             if not any(k == "axis" for k, _ in keywords):
                 keywords = [("axis", _const(0))] + list(keywords)
+            if any(k in masked for k, _ in keywords):
+                return self.masked_reduction(spelled, args, keywords, node, stmts)
             return prim_call(spelled, args, keywords)
         if isinstance(owner, np.ufunc) and getattr(value, "__name__", "") == "outer" and \
                 owner.nin == 2 and rules.lookup_object(owner) is not None:
