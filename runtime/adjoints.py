@@ -11,7 +11,7 @@ import numpy as np
 
 from .backend import array_module
 from .batching import MaskIndex
-from .errors import TransformError, located
+from .errors import MissingDerivative, TransformError, located
 from .ragged import Ragged, ragged_error, unbroadcast_to_ragged
 from .trees import add, is_container, tree_leaves, tree_map, zeros_like
 
@@ -20,6 +20,8 @@ def unbroadcast(g, x):
     """Sum `g` over the axes that broadcasting added to `x`, giving `x`'s shape."""
     if type(g) is Ragged or type(x) is Ragged:
         return _unbroadcast_ragged(g, x)
+    if type(g) is MissingDerivative:
+        return g
     try:
         gs, xs = g.shape, x.shape
         if gs == xs:                # the common case, kept fast: no broadcasting happened
@@ -449,10 +451,15 @@ def abs_slope(x, a):
 
 
 def no_derivative(what, hint, tangent=None):
-    """Refuse, when generated code reaches it, to differentiate `what`: the rule of a variant
-    that has no derivative rule calls this instead of returning a wrong (zero) one. Forward
-    rules pass the tangent, so the call exists only where a tangent does."""
-    raise TransformError(f"{what} has no derivative rule.\n  hint: {hint}")
+    """Refuse to differentiate `what`: the rule of a variant that has no derivative rule
+    calls this instead of returning a wrong (zero) one. Forward rules pass the tangent, so
+    the call exists only where a tangent does: it raises. Reverse rules get a
+    MissingDerivative, which raises where the adjoint is used (an adjoint that is computed
+    but never needed, of a value saved along with a differentiated one, is no error)."""
+    message = f"{what} has no derivative rule.\n  hint: {hint}"
+    if tangent is None:
+        return MissingDerivative(message)
+    raise TransformError(message)
 
 
 def imag_unit(x):

@@ -11,6 +11,39 @@ class TransformError(Exception):
     """Raised for code the transformer refuses: the message names the file, line and source."""
 
 
+class MissingDerivative:
+    """The adjoint of an argument whose derivative has no rule (rt.no_derivative in a
+    reverse rule). Reverse mode computes adjoints for whatever a value came from, needed or
+    not (a Bessel function's order saved with x for a second derivative in x): so the error
+    is raised only where this adjoint is used. Adjoint bookkeeping passes it on (rt.add,
+    rt.unbroadcast, items of it); any arithmetic, conversion or finished gradient raises."""
+    __slots__ = ("message",)
+    __array_ufunc__ = None      # numpy's operators defer to the ones below, which raise
+
+    def __init__(self, message):
+        self.message = message
+
+    def error(self):
+        return TransformError(self.message)
+
+    def __getitem__(self, key):
+        return self             # an item of a missing adjoint is missing too
+
+    def _raise(self, *args, **kwargs):
+        raise self.error()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _raise
+    __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __rpow__ = __neg__ = _raise
+    __bool__ = __float__ = __complex__ = __int__ = __index__ = __array__ = _raise
+    __lt__ = __le__ = __gt__ = __ge__ = __iter__ = __len__ = __array_function__ = _raise
+
+    @property
+    def shape(self):
+        raise self.error()
+
+    ndim = dtype = shape
+
+
 def located(where, message, hint):
     """A TransformError raised by generated code at run time, pointing at the user's line.
 

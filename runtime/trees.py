@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .backend import array_module, read_only
-from .errors import TransformError, located
+from .errors import MissingDerivative, TransformError, located
 
 
 # type -> function(value) -> its vector space (zeros(), add(x, y), ...): types of the user's
@@ -202,6 +202,8 @@ def add(a, b):
         return b
     if b is None or isinstance(b, ZeroList):
         return a
+    if type(a) is MissingDerivative or type(b) is MissingDerivative:
+        return a if type(a) is MissingDerivative else b     # a sum with a missing term
     if isinstance(a, tuple):
         items = [add(x, y) for x, y in zip(a, b)]
         return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
@@ -221,6 +223,8 @@ def add(a, b):
 def _finish_leaf(g, x):
     if not is_float_leaf(x):
         return None  # integers, bools, strings, None: no derivative
+    if type(g) is MissingDerivative:
+        raise g.error()
     if g is None:
         return _zeros_leaf(x)
     if type(x) is complex:

@@ -536,3 +536,32 @@ def test_logsumexp_return_sign_under_grad_is_refused_clearly():
                  lambda: tp.jvp(_logsumexp_signed, (a, b), (a, b))):
         with pytest.raises(TransformError, match="return_sign=True"):
             call()
+
+
+def _bessel_of(v, x):
+    return scipy.special.jv(v, x) + scipy.special.iv(v, x)
+
+
+def test_an_order_that_is_not_differentiated_is_no_error():
+    """jacrev/hessian with argnums=1 computed the order's adjoint too, and grad(grad) of a
+    closure over the order met it in the saved values of the inner gradient: the order's
+    missing rule raised although only x was differentiated. Its adjoint is refused only
+    where it is used (rt.no_derivative's MissingDerivative)."""
+    v, x, xs = 1.5, 2.0, np.array([1.0, 2.0, 3.0])
+
+    def second(t):
+        return sp.jvp(v, t, 2) + sp.ivp(v, t, 2)
+
+    def first(t):
+        return sp.jvp(v, t, 1) + sp.ivp(v, t, 1)
+
+    np.testing.assert_allclose(tp.hessian(_bessel_of, argnums=1)(v, x), second(x), rtol=1e-10)
+    np.testing.assert_allclose(np.diag(tp.jacrev(_bessel_of, argnums=1)(v, xs)), first(xs),
+                               rtol=1e-10)
+    closed = lambda t: _bessel_of(v, t)      # noqa: E731
+    np.testing.assert_allclose(tp.grad(tp.grad(closed))(x), second(x), rtol=1e-10)
+    np.testing.assert_allclose(tp.hessian(closed)(x), second(x), rtol=1e-10)
+    for asked in (lambda: tp.grad(_bessel_of)(v, x), lambda: tp.jacrev(_bessel_of)(v, xs),
+                  lambda: tp.vjp(_bessel_of, v, x)[1](1.0)):
+        with pytest.raises(TransformError, match="with respect to its order"):
+            asked()

@@ -116,8 +116,12 @@ def jacrev(f, argnums=0, holomorphic=False, *, argnum=None, has_aux=False):
     (rt.check_jacobian_dtype). has_aux: f returns (out, aux); the result is (jacobian,
     aux)."""
     nums, single = _argnums(f, api.argnums_or_argnum(argnums, argnum))
-    gen, params, prefix, extra, name, defaults = _generated(f, "vjp", {"has_aux": has_aux},
-                                                            "jacrev")
+    nparams = len(api.Transformed(f, "transform").signature.parameters)
+    # adjoints of arguments `argnums` only (the others, a Bessel function's order say, are
+    # constants of it: no rule for them is asked for)
+    active = tuple(i in nums for i in range(nparams))
+    gen, params, prefix, extra, name, defaults = _generated(
+        f, "vjp", {"has_aux": has_aux, "active": active}, "jacrev")
     call = ", ".join(list(prefix) + params + list(extra))
     x = _taken([params[i] for i in nums], single)
     rows = _taken([f"cotangents[{len(prefix) + i}]" for i in nums], single)

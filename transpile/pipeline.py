@@ -201,9 +201,16 @@ def vjp(build, fir):
     """vjp: `f_fwd` returns the value and what the backward pass needs; `f_bwd` takes that
     and the cotangent."""
     fwd, bwd = build.fresh(fir.name + "_fwd"), build.fresh(fir.name + "_bwd")
-    build.reverse_pairs[(fir.name, None)] = (fwd, bwd)     # recursion calls this pair
+    opts = build.options
+    wrt = None
+    if "active" in opts:         # adjoints only for the user's arguments marked active
+        wrt = [p for i, p in enumerate(fir.params)
+               if build.nprefix <= i < build.nprefix + build.nuser
+               and opts["active"][i - build.nprefix]]
+    else:
+        build.reverse_pairs[(fir.name, None)] = (fwd, bwd)     # recursion calls this pair
     pair = gradients.vjp_functions(build.program, _fresh(fir), fwd, bwd, build.reverse_pair,
-                                   has_aux=build.options["has_aux"], finish=True)
+                                   has_aux=opts["has_aux"], finish=True, wrt=wrt)
     for node in reversed(pair):
         build.add(node, first=True)
     return Entry(fwd, list(pair), bwd_name=bwd)
