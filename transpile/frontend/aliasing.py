@@ -145,17 +145,33 @@ def _number_only(fir, s, x, other):
 
 def _summarize(fir, memory, same):
     """(indices of the parameters whose memory the result may share, index of the one it
-    surely is or None): what a caller needs to follow `y = f(x)`."""
+    surely is or None, per element of a returned tuple display (group, the parameters it
+    may share) or None): what a caller needs to follow `y = f(x)` and `a, b = f(x)`.
+    Elements in one group may share memory with each other; elements of different groups
+    do not."""
     ret = fir.node.body[-1] if fir.node.body else None
     if not isinstance(ret, gast.Return) or not isinstance(ret.value, gast.Name):
-        return frozenset(), None
+        return frozenset(), None, None
     state = memory.before.get(id(ret), {})
     obj, held = memory.of(state, ret.value.id)
     roots = obj | held
     if any(kind == "global" for kind, _ in roots):
         return None                    # a global: treat as sharing with everything
-    may = frozenset(k for k, p in enumerate(fir.params)
-                    if ("param", p) in roots or ("sees", ("param", p)) in roots)
+
+    def params_in(roots):
+        return frozenset(k for k, p in enumerate(fir.params)
+                         if ("param", p) in roots or ("sees", ("param", p)) in roots)
+    may = params_in(roots)
+    elements = memory._elements(state, ret.value, None)
+    if elements is not None:
+        plain = [frozenset(r[1] if r[0] == "sees" else r for r in o | h) for o, h in elements]
+        groups = list(range(len(plain)))
+        for i in range(len(plain)):                 # elements whose roots meet: one group
+            for j in range(i):
+                if plain[i] & plain[j]:
+                    old_group = groups[i]
+                    groups = [groups[j] if g == old_group else g for g in groups]
+        elements = tuple((groups[k], params_in(o | h)) for k, (o, h) in enumerate(elements))
     # a parameter still names the caller's argument at the return only if the body never
     # binds it anew (`a = 0.7 * np.cos(a)` in a loop: `return a` may be either object)
     rebound = {n.id for n in gast.walk(fir.node) if isinstance(n, gast.Name) and
@@ -163,7 +179,20 @@ def _summarize(fir, memory, same):
     surely = next((k for k, p in enumerate(fir.params)
                    if p not in rebound and (p == ret.value.id or frozenset((p, ret.value.id)) in
                                             same.before.get(id(ret), frozenset()))), None)
-    return may, surely
+    return may, surely, elements
+
+
+def _call_elements(summaries, value, length):
+    """For `a, b = f(x)` of a user function returning a tuple display: per element, (its
+    group, the argument names whose memory it may share); None where that is not known."""
+    summary = summaries.get(anno.get(value, Anno.CALLEE))
+    if summary is None or summary[2] is None or \
+            length is not None and len(summary[2]) != length:
+        return None
+    names = [a.id if isinstance(a, gast.Name) else None for a in value.args]
+    if any(k >= len(names) for _, may in summary[2] for k in may):
+        return None                   # (a parameter given by keyword or default)
+    return [(group, {names[k] for k in may if names[k]}) for group, may in summary[2]]
 
 
 def _call_shares(summaries, value):
@@ -174,7 +203,7 @@ def _call_shares(summaries, value):
     summary = summaries.get(callee)
     if summary is None:
         return {n for n in names if n}, None
-    may, surely = summary
+    may, surely, _ = summary
     return ({names[k] for k in may if k < len(names) and names[k]},
             names[surely] if surely is not None and surely < len(names) else None)
 
@@ -294,6 +323,16 @@ class _MemoryFacts(_Facts):
                 for e, fact in zip(target.elts, elements):
                     state[e.id] = fact
                 return state
+            made = _call_elements(self.summaries, value, len(target.elts)) \
+                if isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE) else None
+            if made is not None:        # `a, b = f(x)`: new objects, or views of arguments
+                for e, (group, names) in zip(target.elts, made):
+                    shared = frozenset()
+                    for n in names:
+                        obj, held = self.of(state, n)
+                        shared |= obj | held
+                    state[e.id] = (frozenset({("site", (id(s), group))}) | shared, shared)
+                return state
             parts = frozenset()
             for n in names_in(value):
                 obj, held = self.of(state, n)
@@ -316,6 +355,20 @@ class _MemoryFacts(_Facts):
             return state
         if isinstance(value, gast.Name):
             state[name] = self.of(state, value.id)
+        elif isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE) and \
+                _call_elements(self.summaries, value, None) is not None:
+            # `t = f(x)` of a function returning a tuple display: t[k] is known element by
+            # element (a new object per group, or views of arguments)
+            facts = []
+            for group, names in _call_elements(self.summaries, value, None):
+                shared = frozenset()
+                for n in names:
+                    obj, held = self.of(state, n)
+                    shared |= obj | held
+                facts.append((frozenset({("site", (id(s), group))}) | shared, shared))
+            self.site_kind[id(s)] = "tuple"
+            self.site_elements[id(s)] = facts
+            state[name] = (site, frozenset().union(*(o | h for o, h in facts)))
         elif isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE):
             shared = frozenset()            # a user function may return (a view of) an argument
             for n in _call_shares(self.summaries, value)[0]:
