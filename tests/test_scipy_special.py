@@ -565,3 +565,22 @@ def test_an_order_that_is_not_differentiated_is_no_error():
                   lambda: tp.vjp(_bessel_of, v, x)[1](1.0)):
         with pytest.raises(TransformError, match="with respect to its order"):
             asked()
+
+
+def _poisson_deviance(p, y):       # sklearn's MLP poisson_loss: xlogy(y_true, y_true / y_pred)
+    return np.sum(xlogy(y, y / p) - y + p)
+
+
+def test_xlogy_second_derivatives_where_x_is_zero():
+    """A zero tangent (or adjoint) of xlogy's x at y == 0 gave 0 * log(0) = nan: the Hessian
+    of a Poisson deviance with a zero count was nan in that row (its gradient was right).
+    xlogy, xlog1py and xdivy now add exactly 0 for a zero tangent of x."""
+    y, p = np.array([0.0, 2.0, 3.0]), np.array([0.7, 1.3, 2.2])
+    expected = np.diag(y / p ** 2)
+    for hess in (tp.hessian(_poisson_deviance), tp.jacrev(tp.jacrev(_poisson_deviance)),
+                 tp.jacfwd(tp.grad(_poisson_deviance))):
+        np.testing.assert_allclose(hess(p, y), expected, rtol=1e-12, atol=1e-15)
+    tangents = (np.array([1.0, 0.0, 0.0]), np.zeros(3))
+    np.testing.assert_allclose(tp.jvp(tp.grad(_poisson_deviance), (p, y), tangents)[1],
+                               expected[0], atol=1e-15)
+    check_grads(_poisson_deviance, (p, y + 0.5), order=2, modes=("fwd", "rev"))

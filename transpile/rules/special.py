@@ -366,13 +366,13 @@ batch_elementwise("rt.betainc", "scipy.special.betainc")
 # log(y) also at x == 0; its slope in y is x / y, 0 where x == 0 (rt.xdivy, also at y == 0).
 @rev("rt.xlogy", "scipy.special.xlogy")
 def xlogy(dout, out, x, y):
-    dx = rt.unbroadcast(dout * np.log(y), x)
+    dx = rt.unbroadcast(rt.xlogy(dout, y), x)      # (a zero adjoint stays 0 at y == 0)
     dy = rt.unbroadcast(dout * rt.xdivy(x, y), y)
 
 
 @fwd("rt.xlogy", "scipy.special.xlogy")
 def xlogy_fwd(out, x, y):
-    dout = dx * np.log(y)
+    dout = rt.xlogy(dx, y)          # a zero tangent of x adds 0, also where y == 0
     dout = dy * rt.xdivy(x, y)
 
 
@@ -381,13 +381,13 @@ batch_elementwise("rt.xlogy", "scipy.special.xlogy")
 
 @rev("rt.xlog1py", "scipy.special.xlog1py")
 def xlog1py(dout, out, x, y):
-    dx = rt.unbroadcast(dout * np.log1p(y), x)
+    dx = rt.unbroadcast(rt.xlog1py(dout, y), x)
     dy = rt.unbroadcast(dout * rt.xdivy(x, 1.0 + y), y)
 
 
 @fwd("rt.xlog1py", "scipy.special.xlog1py")
 def xlog1py_fwd(out, x, y):
-    dout = dx * np.log1p(y)
+    dout = rt.xlog1py(dx, y)
     dout = dy * rt.xdivy(x, 1.0 + y)
 
 
@@ -398,13 +398,13 @@ batch_elementwise("rt.xlog1py", "scipy.special.xlog1py")
 # x == 0 again.
 @rev("rt.xdivy")
 def xdivy(dout, out, x, y):
-    dx = rt.unbroadcast(dout / y, x)
+    dx = rt.unbroadcast(rt.xdivy(dout, y), x)      # (a zero adjoint stays 0 at y == 0)
     dy = rt.unbroadcast(-dout * rt.xdivy(out, y), y)
 
 
 @fwd("rt.xdivy")
 def xdivy_fwd(out, x, y):
-    dout = dx / y
+    dout = rt.xdivy(dx, y)          # a zero tangent of x adds 0, also where y == 0
     dout = -dy * rt.xdivy(out, y)
 
 
