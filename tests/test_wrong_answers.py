@@ -2332,6 +2332,18 @@ def test_elements_of_a_returned_tuple_are_told_apart():
         np.testing.assert_allclose(jacobian(_scaled_first_row)(z), expected, rtol=1e-12)
     np.testing.assert_allclose(tp.vmap(lambda t: tp.jvp(_scaled_first_row, (z,), (t,))[1])(
         np.eye(3)), expected, rtol=1e-12)
+    t = z[:2]
+
+    def helper_outer(v):
+        return np.outer(v, v)
+
+    def filled_diagonal(v):       # sklearn's GP kernels: K = squareform(...); fill_diagonal
+        k = helper_outer(v)
+        np.fill_diagonal(k, 1.0)
+        return np.sum(k ** 2 * v[0])
+    np.testing.assert_allclose(tp.hessian(filled_diagonal)(t),
+                               tp.jacfwd(tp.jacrev(filled_diagonal))(t), rtol=1e-12)
+    check_grads(filled_diagonal, (t,), order=2, modes=("fwd", "rev"))
     for f in (_write_through_first, _write_through_second):     # elements that do share
         with pytest.raises(TransformError, match=r"\[aliasing\]"):
             tp.grad(f)(z)

@@ -162,16 +162,7 @@ def _summarize(fir, memory, same):
         return frozenset(k for k, p in enumerate(fir.params)
                          if ("param", p) in roots or ("sees", ("param", p)) in roots)
     may = params_in(roots)
-    elements = memory._elements(state, ret.value, None)
-    if elements is not None:
-        plain = [frozenset(r[1] if r[0] == "sees" else r for r in o | h) for o, h in elements]
-        groups = list(range(len(plain)))
-        for i in range(len(plain)):                 # elements whose roots meet: one group
-            for j in range(i):
-                if plain[i] & plain[j]:
-                    old_group = groups[i]
-                    groups = [groups[j] if g == old_group else g for g in groups]
-        elements = tuple((groups[k], params_in(o | h)) for k, (o, h) in enumerate(elements))
+    elements = _element_tree(memory, state, ret.value, params_in)
     # a parameter still names the caller's argument at the return only if the body never
     # binds it anew (`a = 0.7 * np.cos(a)` in a loop: `return a` may be either object)
     rebound = {n.id for n in gast.walk(fir.node) if isinstance(n, gast.Name) and
@@ -182,17 +173,62 @@ def _summarize(fir, memory, same):
     return may, surely, elements
 
 
+def _element_tree(memory, state, value, params_in):
+    """The elements of the tuple display `value` is bound to, as a tree of (group, the
+    parameters it may share, its own elements or None), nested tuples made here followed
+    too; None where `value` is no such tuple. Nodes whose objects meet share a group:
+    nodes of different groups share no memory."""
+    nodes = []                               # (roots compared, parent index), flattened
+
+    def tree(fact, depth):
+        obj, held = fact
+        inner = None
+        if depth < 4 and len(obj) == 1 and next(iter(obj))[0] == "site" and \
+                next(iter(obj))[1] in memory.site_elements:
+            inner = memory.site_elements[next(iter(obj))[1]]
+        k = len(nodes)
+        # a tuple made here is its own object; anything else is all it may be or hold
+        nodes.append(frozenset(obj) if inner is not None else
+                     frozenset(r[1] if r[0] == "sees" else r for r in obj | held))
+        children = None if inner is None else [tree(f, depth + 1) for f in inner]
+        return k, params_in(obj | held), children
+    top = memory._elements(state, value, None)
+    if top is None:
+        return None
+    made = [tree(f, 0) for f in top]
+    groups = list(range(len(nodes)))
+    for i in range(len(nodes)):                      # nodes whose roots meet: one group
+        for j in range(i):
+            if nodes[i] & nodes[j]:
+                old_group = groups[i]
+                groups = [groups[j] if g == old_group else g for g in groups]
+
+    def grouped(node):
+        k, may, children = node
+        return groups[k], may, None if children is None else tuple(map(grouped, children))
+    return tuple(map(grouped, made))
+
+
 def _call_elements(summaries, value, length):
     """For `a, b = f(x)` of a user function returning a tuple display: per element, (its
-    group, the argument names whose memory it may share); None where that is not known."""
+    group, the argument names whose memory it may share, its elements or None); None
+    where that is not known."""
     summary = summaries.get(anno.get(value, Anno.CALLEE))
     if summary is None or summary[2] is None or \
             length is not None and len(summary[2]) != length:
         return None
     names = [a.id if isinstance(a, gast.Name) else None for a in value.args]
-    if any(k >= len(names) for _, may in summary[2] for k in may):
-        return None                   # (a parameter given by keyword or default)
-    return [(group, {names[k] for k in may if names[k]}) for group, may in summary[2]]
+
+    def named(node):
+        group, may, children = node
+        if any(k >= len(names) for k in may):
+            raise LookupError                # (a parameter given by keyword or default)
+        return (group, {names[k] for k in may if names[k]},
+                None if children is None else [named(c) for c in children])
+    try:
+        return [named(node) for node in summary[2]]
+    except LookupError:
+        return None
 
 
 def _call_shares(summaries, value):
@@ -326,12 +362,8 @@ class _MemoryFacts(_Facts):
             made = _call_elements(self.summaries, value, len(target.elts)) \
                 if isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE) else None
             if made is not None:        # `a, b = f(x)`: new objects, or views of arguments
-                for e, (group, names) in zip(target.elts, made):
-                    shared = frozenset()
-                    for n in names:
-                        obj, held = self.of(state, n)
-                        shared |= obj | held
-                    state[e.id] = (frozenset({("site", (id(s), group))}) | shared, shared)
+                for e, node in zip(target.elts, made):
+                    state[e.id] = self._made_by_call(state, s, node)
                 return state
             parts = frozenset()
             for n in names_in(value):
@@ -359,13 +391,8 @@ class _MemoryFacts(_Facts):
                 _call_elements(self.summaries, value, None) is not None:
             # `t = f(x)` of a function returning a tuple display: t[k] is known element by
             # element (a new object per group, or views of arguments)
-            facts = []
-            for group, names in _call_elements(self.summaries, value, None):
-                shared = frozenset()
-                for n in names:
-                    obj, held = self.of(state, n)
-                    shared |= obj | held
-                facts.append((frozenset({("site", (id(s), group))}) | shared, shared))
+            facts = [self._made_by_call(state, s, node)
+                     for node in _call_elements(self.summaries, value, None)]
             self.site_kind[id(s)] = "tuple"
             self.site_elements[id(s)] = facts
             state[name] = (site, frozenset().union(*(o | h for o, h in facts)))
@@ -450,6 +477,23 @@ class _MemoryFacts(_Facts):
                     self.site_kind[id(s)] = "number"
                 state[name] = (site, frozenset())
         return state
+
+    def _made_by_call(self, state, s, node):
+        """The facts of an element (group, argument names it may share, its elements) of
+        what the user call in statement s returns: a tuple of its own, a new object of its
+        group, or a view of those arguments."""
+        group, names, children = node
+        key = (id(s), group)
+        if children is not None:
+            facts = [self._made_by_call(state, s, c) for c in children]
+            self.site_kind[key] = "tuple"
+            self.site_elements[key] = facts
+            return (frozenset({("site", key)}), frozenset().union(*(o | h for o, h in facts)))
+        shared = frozenset()
+        for n in names:
+            obj, held = self.of(state, n)
+            shared |= obj | held
+        return (frozenset({("site", key)}) | shared, shared)
 
     def _elements(self, state, value, length):
         """The facts of each element of `value` where it is known element by element: a
