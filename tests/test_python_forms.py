@@ -2121,3 +2121,30 @@ def test_builtin_all_and_any():
     np.testing.assert_allclose(nested, [[_all_any_branch(x) for x in s] for s in (xs, -xs)])
     with pytest.raises(tp.TransformError, match="ambiguous"):
         tp.vmap(lambda m: all(m))(np.ones((2, 3, 3)))
+
+
+def _masked_copy_written(w):      # sklearn's NMF _beta_divergence
+    wh = w * 2.0
+    d = wh[wh > 0.5]              # a boolean index copies: writing into d leaves wh alone
+    d[d < 1.0] = 1.0
+    return np.sum(wh ** 2) + np.sum(d ** 2)
+
+
+def _reshaped_by_method(c):
+    w = c.reshape(3, -1, order="F")
+    v = c.reshape((2, 3), order="C")
+    return np.sum(w[:, 0] * np.arange(3.0)) + np.sum(w ** 3) + np.sum(v[0] * v[1])
+
+
+def test_writes_into_a_mask_copy_and_reshape_order_as_a_method():
+    """`d = wh[wh > 0.5]; d[...] = 1.0` was refused (d taken for a view of wh), and
+    `x.reshape(shape, order="F")` (the method) was refused where np.reshape took it."""
+    rng = np.random.default_rng(71)
+    w = np.abs(rng.normal(size=6))
+    np.testing.assert_allclose(tp.jit(_masked_copy_written)(w), _masked_copy_written(w))
+    check_grads(_masked_copy_written, (w,), order=2, modes=("fwd", "rev"))
+    c = rng.normal(size=6)
+    check_grads(_reshaped_by_method, (c,), order=2, modes=("fwd", "rev"))
+    cs = rng.normal(size=(3, 6))
+    np.testing.assert_allclose(tp.vmap(_reshaped_by_method)(cs),
+                               [_reshaped_by_method(x) for x in cs], rtol=1e-12)

@@ -44,6 +44,11 @@ _READ_ONLY_VIEWS = {"np.diag"}
 _NUMBER_CALLS = {"np.sum", "np.mean", "np.max", "np.min", "np.prod", "np.std", "np.var",
                  "np.amax", "np.amin", "float", "int", "len", "np.linalg.norm", "np.dot",
                  "np.vdot", "np.trace", "np.linalg.det", "np.logsumexp", "rt.logsumexp"}
+# Comparisons and logical functions: booleans (or one boolean), so that x[m] is a copy.
+_MASK_MAKERS = {"<", "<=", ">", ">=", "==", "!=", "np.less", "np.less_equal", "np.greater",
+                "np.greater_equal", "np.equal", "np.not_equal", "np.logical_and",
+                "np.logical_or", "np.logical_not", "np.logical_xor", "np.isnan", "np.isinf",
+                "np.isfinite"}
 # Calls that always return a new, mutable ndarray: `x op= v` on one is in place.
 _NEW_ARRAY_CALLS = {"np.zeros", "np.ones", "np.empty", "np.full", "np.zeros_like",
                     "np.ones_like", "np.empty_like", "np.full_like", "np.array", "np.eye",
@@ -314,6 +319,7 @@ class _MemoryFacts(_Facts):
         self.site_kind = {}       # id(statement) -> "array", "list", "tuple" or "number"
         self.lists = lists        # names something is appended to: they hold lists
         self.site_elements = {}   # id(statement making a tuple) -> facts of its elements
+        self.masks = set()        # id(statement) of comparisons: booleans, index copies
 
     def kind_of(self, root):
         return self.site_kind.get(root[1], "unknown") if root[0] in ("site", "old") \
@@ -414,6 +420,13 @@ class _MemoryFacts(_Facts):
             if elements is not None and isinstance(index, gast.Constant) and \
                     type(index.value) is int and -len(elements) <= index.value < len(elements):
                 state[name] = elements[index.value]          # t[k] of a tuple made here
+            elif prim is not None and spelling in ("[]", "rt.getitem") and _base(value) and \
+                    not (_base(value) in self.lists or
+                         self._container(self.of(state, _base(value))[0])) and \
+                    self._is_mask(state, index):
+                # x[x > 0]: a boolean (or boolean scalar) index makes a copy
+                _age(state, s)
+                state[name] = (site, frozenset())
             elif prim is not None and spelling in ("[]", "rt.getitem") and _base(value):
                 base = _base(value)
                 obj, held = self.of(state, base)
@@ -468,6 +481,8 @@ class _MemoryFacts(_Facts):
                 state[name] = (site, held)
             else:                           # a new object (on each trip of a loop)
                 _age(state, s)
+                if spelling in _MASK_MAKERS:
+                    self.masks.add(id(s))
                 if spelling in _NEW_ARRAY_CALLS:
                     self.site_kind[id(s)] = "array"
                 elif spelling in _NUMBER_CALLS and not value.keywords or \
@@ -477,6 +492,13 @@ class _MemoryFacts(_Facts):
                     self.site_kind[id(s)] = "number"
                 state[name] = (site, frozenset())
         return state
+
+    def _is_mask(self, state, index):
+        """Is `index` surely a comparison's result (booleans: indexing with it copies)?"""
+        if not isinstance(index, gast.Name):
+            return False
+        obj, _ = self.of(state, index.id)
+        return bool(obj) and all(r[0] in ("site", "old") and r[1] in self.masks for r in obj)
 
     def _made_by_call(self, state, s, node):
         """The facts of an element (group, argument names it may share, its elements) of

@@ -1420,6 +1420,10 @@ class CallNormalizer:
                 tmp = self.namer.fresh("shape" if name == "reshape" else "axes")
                 stmts.append(_assign(tmp, packed, node))
                 args = [_name(tmp)]
+            spelled = self.spelled_out(VARARG_METHODS[name], [obj] + args, keywords, node,
+                                       stmts)        # x.reshape(shape, order="F")
+            if spelled is not None:
+                return spelled
             return prim_call(VARARG_METHODS[name], [obj] + args, keywords)
         if name in ARRAY_METHODS:
             if ARRAY_METHODS[name] in MASKED_REDUCTIONS and \
