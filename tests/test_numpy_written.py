@@ -382,3 +382,22 @@ def test_variants_not_written_are_refused_as_transform_errors():
         tp.jit(_polyfit_full)(x, np.sin(3 * x))
     with pytest.raises(TransformError, match="estimator"):
         tp.jit(_histogram_auto)(x)
+
+
+def _diagonal_raised(a):
+    k = a @ a.T
+    k[np.diag_indices_from(k)] += 1.5
+    return np.sum(np.log(np.abs(k) + 1.0)) + pow(np.sum(k), 2)
+
+
+def test_diag_indices_from_and_builtin_pow():
+    """np.diag_indices_from (sklearn's kernels add noise on the diagonal) and Python's
+    pow(a, b) had no rule."""
+    a = np.random.default_rng(42).normal(size=(3, 3))
+    np.testing.assert_allclose(tp.jit(_diagonal_raised)(a), _diagonal_raised(a.copy()))
+    check_grads(_diagonal_raised, (a,), order=2, modes=("fwd", "rev"))
+    stack = np.stack([a, a + 1.0])
+    np.testing.assert_allclose(tp.vmap(_diagonal_raised)(stack),
+                               [_diagonal_raised(m) for m in stack], rtol=1e-12)
+    with pytest.raises(TransformError, match="at most 2 positional"):
+        tp.grad(lambda x: pow(x, 3, 5))(2.0)

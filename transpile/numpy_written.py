@@ -738,6 +738,17 @@ def unstack(x, axis=0):
     return tuple(moved[k] for k in range(np.shape(moved)[0]))
 
 
+def diag_indices_from(arr):
+    """np.diag_indices_from: np.diag_indices of a square array's size and rank."""
+    if np.ndim(arr) < 2:
+        raise ValueError("input array must be at least 2-d")
+    shape = np.shape(arr)
+    for n in shape[1:]:
+        if n != shape[0]:
+            raise ValueError("All dimensions of input must be of equal length")
+    return np.diag_indices(shape[0], np.ndim(arr))
+
+
 def astype(x, dtype, copy=True, device=None):
     """np.astype: x.astype(dtype)."""
     return np.asarray(x).astype(dtype)
@@ -767,6 +778,7 @@ for _numpy_fn, _written in ((np.insert, insert), (np.block, block), (np.geomspac
                             (np.linalg.tensordot, linalg_tensordot),
                             (np.linalg.trace, linalg_trace), (np.linalg.vecdot, linalg_vecdot),
                             (np.linalg.matmul, linalg_matmul), (np.unstack, unstack),
-                            (np.astype, astype), (np.fft.hfft, hfft), (np.fft.ihfft, ihfft),
+                            (np.astype, astype), (np.diag_indices_from, diag_indices_from),
+                            (np.fft.hfft, hfft), (np.fft.ihfft, ihfft),
                             (np.fft.fftfreq, fftfreq), (np.fft.rfftfreq, rfftfreq)):
     CALLED_INSTEAD[id(_numpy_fn)] = (_numpy_fn, _written)

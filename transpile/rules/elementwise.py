@@ -74,7 +74,7 @@ def divide_fwd(out, x1, x2):
 batch_elementwise("/", "np.divide", "np.true_divide")
 
 
-@rev("**", "np.power")
+@rev("**", "np.power", "pow")
 def power(dout, out, x1, x2):
     """d/dx1 = x2 * x1 ** (x2 - 1), 0 where x2 == 0 (x ** 0 is constant, also at x = 0; as in
     JAX). d/dx2 = out * log(x1), where the log exists (x1 > 0, or x1 != 0 if complex)."""
@@ -82,13 +82,13 @@ def power(dout, out, x1, x2):
     dx2 = rt.unbroadcast(dout * out * np.log(np.where(rt.has_log(x1), x1, 1.0)), x2)
 
 
-@fwd("**", "np.power")
+@fwd("**", "np.power", "pow")
 def power_fwd(out, x1, x2):
     dout = dx1 * x2 * rt.pow_minus_one(x1, x2)
     dout = dx2 * out * np.log(np.where(rt.has_log(x1), x1, 1.0))
 
 
-batch_elementwise("**", "np.power")
+batch_elementwise("**", "np.power", "pow")
 
 
 # float_power is ** computed in float64 (or complex128): the same derivatives.
