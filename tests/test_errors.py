@@ -364,3 +364,24 @@ def test_a_nested_function_with_kwargs_is_named_in_the_error():
     with pytest.raises(tp.TransformError, match="shift: a nested function .* with \\*args or "
                        "\\*\\*kwargs is not supported"):
         tp.grad(_with_a_nested_kwargs_helper)(np.ones(3))
+
+
+class _Scaler:
+    def __init__(self, scale=2.0):
+        self.scale = scale
+
+    def loss(self, x):
+        return np.sum(x ** 2) * self.scale
+
+
+def _makes_an_object(x):
+    return _Scaler().loss(x)
+
+
+def test_making_an_object_of_a_user_class_says_what_to_do():
+    """It was "has no rule in transpile's primitive table", with a hint to add a rule."""
+    with pytest.raises(tp.TransformError) as info:
+        tp.grad(_makes_an_object)(np.ones(2))
+    message = str(info.value)
+    assert "making an object of class _Scaler" in message and "pass it in" in message
+    assert "_Scaler().loss(x)" in message

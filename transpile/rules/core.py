@@ -407,6 +407,17 @@ def missing_rule_message(value, written=None):
         return (f"{written or name} (the method ndarray.{name} of an array known before the "
                 f"call) has no rule in transpile's primitive table.",
                 f"write np.{name}(...) with the array as its first argument instead.")
+    module = getattr(value, "__module__", None) or ""
+    if isinstance(value, type) and module.split(".")[0] not in ("numpy", "scipy", "builtins",
+                                                                "cupy", "runtime"):
+        # a user's class, called to make an object in transformed code
+        return (f"making an object of class {value.__qualname__} in transformed code is "
+                "not supported: the transformations follow values, not objects with "
+                "attributes set in __init__.",
+                "make it outside the transformed function and pass it in, or read it from "
+                "a global or closure (its methods are transformed with it); or make the "
+                "class a dataclass registered with tp.tree_util.register_dataclass (or a "
+                "NamedTuple), which transformed code may build.")
     spelling = table_spelling(value)
     if spelling is None:
         name = getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
