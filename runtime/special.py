@@ -25,12 +25,13 @@ try:  # re-exported so generated code can spell them `rt.erf`, ... (scipy is opt
         beta, betainc, betaln, digamma, entr, erf, erfc, erfcinv, erfinv, expit, gamma,
         gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, log_ndtr,
         log_softmax, logit, multigammaln, ndtr, ndtri, polygamma, rgamma, softmax, xlog1py,
-        xlogy, y0, y1, yn)
+        xlogy, y0, y1, yn, yv, kv, kve, k0, k0e, k1, k1e, erfcx, loggamma, expi, exp1)
 except ImportError:  # pragma: no cover
     beta = betainc = betaln = digamma = entr = erf = erfc = erfcinv = erfinv = expit = None
     gamma = gammainc = gammaincc = gammaln = i0 = i0e = i1 = i1e = iv = ive = None
     j0 = j1 = jv = log_ndtr = log_softmax = logit = multigammaln = ndtr = ndtri = None
     polygamma = rgamma = softmax = xlog1py = xlogy = y0 = y1 = yn = None
+    yv = kv = kve = k0 = k0e = k1 = k1e = erfcx = loggamma = expi = exp1 = None
 
 # no ufuncs, so cupy's __array_ufunc__ cannot send them to cupyx: called there by name
 log_softmax, multigammaln, polygamma, softmax = (
@@ -41,7 +42,8 @@ REEXPORTED = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "er
               "erfinv", "expit", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i0e",
               "i1", "i1e", "iv", "ive", "j0", "j1", "jv", "log_ndtr", "log_softmax", "logit",
               "multigammaln", "ndtr", "ndtri", "polygamma", "rgamma", "softmax", "xlog1py",
-              "xlogy", "y0", "y1", "yn"]
+              "xlogy", "y0", "y1", "yn", "yv", "kv", "kve", "k0", "k0e", "k1", "k1e", "erfcx",
+              "loggamma", "expi", "exp1"]
 
 
 def ndtr_hazard(x):

@@ -759,6 +759,166 @@ def yn_fwd(out, n, x):
 
 batch_elementwise("rt.yn", "scipy.special.yn")
 
+# Y_v' = (Y_{v-1} - Y_{v+1}) / 2 and K_v' = -(K_{v-1} + K_{v+1}) / 2 (K_{-1} = K_1); the
+# scaled kve = kv exp(z) adds kve (holomorphic: exp(z), not exp(|z|)), k0e and k1e likewise.
+_ORDER_HINT = ("the derivative in the order has no closed form (JAX has none either); "
+               "differentiate with respect to z only.")
+
+
+@rev("rt.yv", "scipy.special.yv")
+def yv(dout, out, v, z):
+    dv = rt.no_derivative("scipy.special.yv with respect to its order v", _ORDER_HINT)
+    dz = rt.unbroadcast(dout * 0.5 * (rt.yv(v - 1.0, z) - rt.yv(v + 1.0, z)), z)
+
+
+@fwd("rt.yv", "scipy.special.yv")
+def yv_fwd(out, v, z):
+    dout = rt.no_derivative_term("scipy.special.yv with respect to its order v", _ORDER_HINT,
+                                 dv, out)
+    dout = dz * 0.5 * (rt.yv(v - 1.0, z) - rt.yv(v + 1.0, z))
+
+
+batch_elementwise("rt.yv", "scipy.special.yv")
+
+
+@rev("rt.kv", "scipy.special.kv")
+def kv(dout, out, v, z):
+    dv = rt.no_derivative("scipy.special.kv with respect to its order v", _ORDER_HINT)
+    dz = rt.unbroadcast(-dout * 0.5 * (rt.kv(v - 1.0, z) + rt.kv(v + 1.0, z)), z)
+
+
+@fwd("rt.kv", "scipy.special.kv")
+def kv_fwd(out, v, z):
+    dout = rt.no_derivative_term("scipy.special.kv with respect to its order v", _ORDER_HINT,
+                                 dv, out)
+    dout = -dz * 0.5 * (rt.kv(v - 1.0, z) + rt.kv(v + 1.0, z))
+
+
+batch_elementwise("rt.kv", "scipy.special.kv")
+
+
+@rev("rt.kve", "scipy.special.kve")
+def kve(dout, out, v, z):
+    dv = rt.no_derivative("scipy.special.kve with respect to its order v", _ORDER_HINT)
+    dz = rt.unbroadcast(dout * (out - 0.5 * (rt.kve(v - 1.0, z) + rt.kve(v + 1.0, z))), z)
+
+
+@fwd("rt.kve", "scipy.special.kve")
+def kve_fwd(out, v, z):
+    dout = rt.no_derivative_term("scipy.special.kve with respect to its order v",
+                                 _ORDER_HINT, dv, out)
+    dout = dz * (out - 0.5 * (rt.kve(v - 1.0, z) + rt.kve(v + 1.0, z)))
+
+
+batch_elementwise("rt.kve", "scipy.special.kve")
+
+
+@rev("rt.k0", "scipy.special.k0")
+def k0(dout, out, x):
+    dx = -dout * rt.k1(x)
+
+
+@fwd("rt.k0", "scipy.special.k0")
+def k0_fwd(out, x):
+    dout = -dx * rt.k1(x)
+
+
+batch_elementwise("rt.k0", "scipy.special.k0")
+
+
+@rev("rt.k1", "scipy.special.k1")
+def k1(dout, out, x):
+    dx = -dout * 0.5 * (rt.k0(x) + rt.kv(2.0, x))
+
+
+@fwd("rt.k1", "scipy.special.k1")
+def k1_fwd(out, x):
+    dout = -dx * 0.5 * (rt.k0(x) + rt.kv(2.0, x))
+
+
+batch_elementwise("rt.k1", "scipy.special.k1")
+
+
+@rev("rt.k0e", "scipy.special.k0e")
+def k0e(dout, out, x):
+    dx = dout * (out - rt.k1e(x))
+
+
+@fwd("rt.k0e", "scipy.special.k0e")
+def k0e_fwd(out, x):
+    dout = dx * (out - rt.k1e(x))
+
+
+batch_elementwise("rt.k0e", "scipy.special.k0e")
+
+
+@rev("rt.k1e", "scipy.special.k1e")
+def k1e(dout, out, x):
+    dx = dout * (out - 0.5 * (rt.k0e(x) + rt.kve(2.0, x)))
+
+
+@fwd("rt.k1e", "scipy.special.k1e")
+def k1e_fwd(out, x):
+    dout = dx * (out - 0.5 * (rt.k0e(x) + rt.kve(2.0, x)))
+
+
+batch_elementwise("rt.k1e", "scipy.special.k1e")
+
+
+# erfcx(x) = exp(x^2) erfc(x): erfcx' = 2 x erfcx(x) - 2 / sqrt(pi)
+@rev("rt.erfcx", "scipy.special.erfcx")
+def erfcx(dout, out, x):
+    dx = dout * (2.0 * x * out - 1.1283791670955126)
+
+
+@fwd("rt.erfcx", "scipy.special.erfcx")
+def erfcx_fwd(out, x):
+    dout = dx * (2.0 * x * out - 1.1283791670955126)
+
+
+batch_elementwise("rt.erfcx", "scipy.special.erfcx")
+
+
+# loggamma's slope is digamma, for complex z too (scipy has both there)
+@rev("rt.loggamma", "scipy.special.loggamma")
+def loggamma(dout, out, x):
+    dx = dout * rt.digamma(x)
+
+
+@fwd("rt.loggamma", "scipy.special.loggamma")
+def loggamma_fwd(out, x):
+    dout = dx * rt.digamma(x)
+
+
+batch_elementwise("rt.loggamma", "scipy.special.loggamma")
+
+
+# the exponential integrals: Ei' = exp(x) / x, E1' = -exp(-z) / z
+@rev("rt.expi", "scipy.special.expi")
+def expi(dout, out, x):
+    dx = dout * np.exp(x) / x
+
+
+@fwd("rt.expi", "scipy.special.expi")
+def expi_fwd(out, x):
+    dout = dx * np.exp(x) / x
+
+
+batch_elementwise("rt.expi", "scipy.special.expi")
+
+
+@rev("rt.exp1", "scipy.special.exp1")
+def exp1(dout, out, x):
+    dx = -dout * np.exp(-x) / x
+
+
+@fwd("rt.exp1", "scipy.special.exp1")
+def exp1_fwd(out, x):
+    dout = -dx * np.exp(-x) / x
+
+
+batch_elementwise("rt.exp1", "scipy.special.exp1")
+
 # ---------------------------------------------------------------- softmax
 
 # axis=None (scipy's default) normalizes over all elements; np.sum(..., None, keepdims=True)
