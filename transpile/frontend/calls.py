@@ -1821,6 +1821,20 @@ class CallNormalizer:
                 target = self.argument_function(fn)      # `vmap(func)` of a function passed in
         return self.apply_transformation(transform, target, extra, options, fn)
 
+    def _called_names(self, fdef):
+        """Names `fdef` calls (`kernel(x, y)`) or hands to a transformation (`vmap(kernel)`)."""
+        names = set()
+        for n in gast.walk(fdef):
+            if not isinstance(n, gast.Call):
+                continue
+            if isinstance(n.func, gast.Name):
+                names.add(n.func.id)
+            maker = self.static(n.func) if n.args else None
+            if isinstance(maker, Static) and self.callees.transformation(maker.value) and \
+                    isinstance(n.args[0], gast.Name):
+                names.add(n.args[0].id)
+        return names
+
     def argument_function(self, node):
         """Static(the function) where `node` reads an argument of the entry that is a
         function code is made for; None for other values; ArgumentDependent before that."""
@@ -2117,7 +2131,7 @@ class CallNormalizer:
         # here is read by this one too
         # functions passed to the entry that the nested one calls (kernel in `lambda y:
         # kernel(x, y)`) are known as the entry knows them
-        passed = {n: self.argument_function(_name(n)) for n in _called_names(fdef) - own
+        passed = {n: self.argument_function(_name(n)) for n in self._called_names(fdef) - own
                   if n not in self.local_fns and self._entry_argument_behind(_name(n))}
         bound = dict({n: f for n, f in passed.items() if f is not None}, **(bound or {}))
         known = dict(self.local_fns, **bound)
@@ -2154,17 +2168,6 @@ class CallNormalizer:
         self.program.functions[name] = None  # reserve (recursion)
         self.program.functions[name] = inner.normalize(fdef)
         return lifted
-
-
-def _called_names(fdef):
-    """Names `fdef` calls (`kernel(x, y)`) or hands to a call first (`vmap(kernel)`)."""
-    names = set()
-    for n in gast.walk(fdef):
-        if isinstance(n, gast.Call):
-            for part in [n.func] + n.args[:1]:
-                if isinstance(part, gast.Name):
-                    names.add(part.id)
-    return names
 
 
 _VJP_IN_CODE = ("tp.vjp inside transformed code is supported in two forms only: its pullback "
