@@ -389,6 +389,11 @@ def astype(x, dtype):
     return x.astype(dtype)
 
 
+def as_dtype(x, dtype):
+    """np.asarray(x, dtype=dtype) of an array x: x itself where it has that dtype already."""
+    return array_module(x).asarray(x, dtype=dtype)
+
+
 def scalar_of(value, dtype):
     """`x.dtype.type(value)`: value as a number (or, batched, an array) of that dtype."""
     return np.dtype(dtype).type(value)

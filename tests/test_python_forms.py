@@ -2148,3 +2148,33 @@ def test_writes_into_a_mask_copy_and_reshape_order_as_a_method():
     cs = rng.normal(size=(3, 6))
     np.testing.assert_allclose(tp.vmap(_reshaped_by_method)(cs),
                                [_reshaped_by_method(x) for x in cs], rtol=1e-12)
+
+
+def _cast_on_the_way(x, p):      # scipy.optimize.rosen_hess_prod: p = np.asarray(p, x.dtype)
+    p = np.asarray(p, dtype=x.dtype)
+    a = np.array([x[0] ** 2, x[1] * x[0]], float)
+    b = np.asarray(x * p, dtype=np.float64)
+    return np.sum(a * p) + np.sum(b) + np.sum(np.array(x, dtype=int))
+
+
+def test_asarray_and_array_with_a_dtype():
+    """np.asarray(p, dtype=x.dtype) and np.array([...], float) were refused ('dtype' not
+    supported by the rule); asarray's cast may be the array itself (writes are followed)."""
+    x, p = np.array([1.5, 2.25]), np.array([0.5, -1.0])
+    np.testing.assert_allclose(tp.jit(_cast_on_the_way)(x, p), _cast_on_the_way(x, p))
+    np.testing.assert_allclose(tp.grad(_cast_on_the_way, 1)(x, p), [x[0] ** 2 + x[0],
+                                                                  x[1] * x[0] + x[1]],
+                               rtol=1e-12)
+    assert tp.grad(lambda v: np.sum(np.asarray(v, dtype=np.float32)))(x).dtype == np.float64
+    check_grads(lambda q: _cast_on_the_way(x, q), (p,), order=2, modes=("fwd", "rev"))
+    ps = np.stack([p, p + 1.0])
+    np.testing.assert_allclose(tp.vmap(_cast_on_the_way, in_axes=(None, 0))(x, ps),
+                               [_cast_on_the_way(x, q) for q in ps], rtol=1e-6)
+
+    def written_through(v):
+        y = v * 1.0
+        z = np.asarray(y, dtype=y.dtype)      # y itself: numpy's write reaches y
+        z[0] = 5.0
+        return np.sum(y * v)
+    with pytest.raises(tp.TransformError, match=r"\[aliasing\]"):
+        tp.grad(written_through)(x)

@@ -1074,6 +1074,16 @@ class CallNormalizer:
             inner = temp("transposed", prim_call("np.transpose", [args[0]]))
             return prim_call("np.transpose", [temp("reshaped", prim_call(
                 "np.reshape", [inner, backwards]))])
+        if spelling in ("np.asarray", "np.array") and len(args) <= 2 and set(kw) <= {"dtype"} \
+                and (len(args) == 2 or "dtype" in kw):
+            # np.asarray(p, dtype=x.dtype), np.array([...], float): the array, then a cast
+            # (asarray's may be the array itself, np.array's is a copy)
+            dtype = kw["dtype"] if "dtype" in kw else args[1]
+            if isinstance(dtype, gast.Constant) and dtype.value is None:
+                return prim_call(spelling, args[:1])
+            base = temp("array", prim_call(spelling, args[:1]))
+            return prim_call("rt.as_dtype" if spelling == "np.asarray" else "rt.astype",
+                             [base, dtype])
         if spelling == "np.diff" and ("prepend" in kw or "append" in kw):
             axis = kw.get("axis", args[2] if len(args) > 2 else _const(-1))
             n = kw.get("n", args[1] if len(args) > 1 else _const(1))

@@ -488,6 +488,20 @@ def astype_fwd(out, x, dtype):
 
 
 batch_same("rt.astype")
+
+
+# np.asarray(x, dtype=...): a cast that may be x itself (view=True: writes are followed)
+@rev("rt.as_dtype", view=True)
+def as_dtype(dout, out, x, dtype):
+    dx = rt.cast_derivative(dout, x, out)
+
+
+@fwd("rt.as_dtype")
+def as_dtype_fwd(out, x, dtype):
+    dout = rt.cast_derivative(dx, out, out)
+
+
+batch_same("rt.as_dtype")
 nondiff("&", "|", "^", "<<", ">>")   # masks and bit operations carry no derivative
 
 
