@@ -22,15 +22,19 @@ class Anno(enum.Enum):
                      "memory there (views of x, x a view of them)")
 
 
+# Annotations a copy of a node shares: ORIGIN points at a node of the user's source (for
+# line comments), PRIM at the table's Primitive (its rule templates), SOURCE at the parsed
+# user file: copying would duplicate all they hold, at every copy of a node.
+_SHARED = (Anno.ORIGIN, Anno.PRIM, Anno.SOURCE)
+
+
 class _Annotations(dict):
-    """A node's annotations. A deep copy of the node copies them, except ORIGIN: it points
-    at a node of the user's source (for line comments), which copying would duplicate
-    along with everything that node holds, at every copy."""
+    """A node's annotations. A deep copy of the node copies them, except _SHARED ones."""
 
     def __deepcopy__(self, memo):
         new = _Annotations()
         for key, value in self.items():
-            new[key] = value if key is Anno.ORIGIN else _copying.deepcopy(value, memo)
+            new[key] = value if key in _SHARED else _copying.deepcopy(value, memo)
         return new
 
 
