@@ -2347,3 +2347,25 @@ def test_elements_of_a_returned_tuple_are_told_apart():
     for f in (_write_through_first, _write_through_second):     # elements that do share
         with pytest.raises(TransformError, match=r"\[aliasing\]"):
             tp.grad(f)(z)
+
+
+def _rk_like_steps(a):
+    out = []
+    for s, (x, c) in enumerate(zip(a, [10.0, 20.0]), start=1):   # scipy's rk_step
+        out.append(s * 100.0 + x * c)
+    total = 0.0
+    for k, x in enumerate(a, start=3):
+        total = total + k * x
+    return np.array(out) * total
+
+
+def test_enumerate_start_given_by_keyword():
+    """`for s, (a, c) in enumerate(zip(A, C), start=1)` ignored start= (s counted from 0:
+    scipy's rk_step, so every RK45 step, was silently wrong); `enumerate(xs, start=3)` was
+    refused."""
+    a = _rng(15).normal(size=2)
+    np.testing.assert_allclose(tp.jit(_rk_like_steps)(a), _rk_like_steps(a), rtol=1e-12)
+    check_grads(_rk_like_steps, (a,), order=2, modes=("fwd", "rev"))
+    rows = _rng(16).normal(size=(3, 2))
+    np.testing.assert_allclose(tp.vmap(_rk_like_steps)(rows), [_rk_like_steps(r) for r in rows],
+                               rtol=1e-12)

@@ -539,10 +539,12 @@ class Normalizer(CallNormalizer):
                 args=[it], keywords=[]), it)
         elif isinstance(it, gast.Call) and self.static(it.func) is not None and \
                 isinstance(self.static(it.func), Static) and \
-                self.static(it.func).value is builtins.enumerate and len(it.args) == 2 and \
-                not it.keywords and isinstance(node.target, gast.Tuple) and \
-                len(node.target.elts) == 2:
-            # `for i, x in enumerate(xs, start)`: i counts from start
+                self.static(it.func).value is builtins.enumerate and (
+                    len(it.args) == 2 and not it.keywords or
+                    len(it.args) == 1 and [k.arg for k in it.keywords] == ["start"]) and \
+                isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2:
+            # `for i, x in enumerate(xs, start)` (or start=...): i counts from start
+            start = it.args[1] if len(it.args) == 2 else it.keywords[0].value
             index = self._fresh_local("i")
             counted = gast.For(target=gast.Tuple(elts=[_name(index, gast.Store()),
                                                        node.target.elts[1]],
@@ -551,7 +553,7 @@ class Normalizer(CallNormalizer):
                                    func=it.func, args=it.args[:1], keywords=[]), it),
                                body=[gast.copy_location(gast.Assign(
                                    targets=[node.target.elts[0]], value=gast.BinOp(
-                                       left=_name(index), op=gast.Add(), right=it.args[1]),
+                                       left=_name(index), op=gast.Add(), right=start),
                                    type_comment=None), node)] + node.body,
                                orelse=[], type_comment=None)
             return self.stmt_For(gast.copy_location(counted, node))
@@ -572,7 +574,8 @@ class Normalizer(CallNormalizer):
             else:
                 index = self.namer.fresh("i")
                 self.assign_target(target, _name(index), prefix, node)
-        elif fn is builtins.enumerate and len(it.args) == 1 and isinstance(it.args[0], gast.Call) \
+        elif fn is builtins.enumerate and len(it.args) == 1 and not it.keywords and \
+                isinstance(it.args[0], gast.Call) \
                 and isinstance(self.static(it.args[0].func), Static) \
                 and self.static(it.args[0].func).value is builtins.zip \
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
