@@ -2178,3 +2178,22 @@ def test_asarray_and_array_with_a_dtype():
         return np.sum(y * v)
     with pytest.raises(tp.TransformError, match=r"\[aliasing\]"):
         tp.grad(written_through)(x)
+
+
+def test_relative_import_in_a_function_and_astype_copy_false(tmp_path, monkeypatch):
+    """`from .chebyshev import ...` inside a function (numpy.polynomial's cheb2poly) raised
+    ModuleNotFoundError; x.astype(float, copy=False) (scipy's simpson) a TypeError."""
+    package = tmp_path / "relpkg_for_tp"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("def helper(x):\n    return 2.0 * x\n")
+    (package / "user.py").write_text(
+        "import numpy as np\n\n\ndef g(x):\n    from .helpers import helper\n"
+        "    from . import helpers\n"
+        "    y = x.astype(float, copy=False)\n"
+        "    return np.sum(helper(y) * x) + np.sum(helpers.helper(x))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from relpkg_for_tp.user import g
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(tp.grad(g)(x), 4.0 * x + 2.0)
+    assert tp.jit(g)(x) == g(x)

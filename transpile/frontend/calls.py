@@ -1074,6 +1074,10 @@ class CallNormalizer:
             inner = temp("transposed", prim_call("np.transpose", [args[0]]))
             return prim_call("np.transpose", [temp("reshaped", prim_call(
                 "np.reshape", [inner, backwards]))])
+        if spelling == "rt.astype" and "copy" in kw and len(args) == 2 and \
+                isinstance(kw["copy"], gast.Constant) and set(kw) == {"copy"}:
+            # x.astype(dtype, copy=False): x itself where it has that dtype (rt.as_dtype)
+            return prim_call("rt.astype" if kw["copy"].value else "rt.as_dtype", args)
         if spelling in ("np.asarray", "np.array") and len(args) <= 2 and set(kw) <= {"dtype"} \
                 and (len(args) == 2 or "dtype" in kw):
             # np.asarray(p, dtype=x.dtype), np.array([...], float): the array, then a cast

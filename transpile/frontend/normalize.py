@@ -27,6 +27,7 @@ import builtins
 import collections
 import contextlib
 import functools
+import importlib
 import inspect
 import numbers
 
@@ -885,9 +886,22 @@ class Normalizer(CallNormalizer):
         return []
 
     def stmt_ImportFrom(self, node):
-        module = __import__(node.module, fromlist=[a.name for a in node.names])
-        for alias in node.names:
-            self.local_fns[alias.asname or alias.name] = Static(getattr(module, alias.name))
+        """`from m import f` (and `from .m import f` relative to the function's package)."""
+        name = "." * (node.level or 0) + (node.module or "")
+        package = self.globals.get("__package__") or \
+            str(self.globals.get("__name__", "")).rpartition(".")[0]
+        try:
+            module = importlib.import_module(name, package if node.level else None)
+            for alias in node.names:
+                if alias.name == "*":
+                    raise self.error(node, "`from ... import *` in a function is not "
+                                     "supported.", "import the names you use.")
+                value = getattr(module, alias.name, None)
+                if value is None:       # a submodule not imported by its package
+                    value = importlib.import_module(f"{module.__name__}.{alias.name}")
+                self.local_fns[alias.asname or alias.name] = Static(value)
+        except ImportError as e:
+            raise self.error(node, f"this import fails: {e}.") from None
         return []
 
     def stmt_Assert(self, node):
