@@ -158,6 +158,9 @@ def broadcast_batch(value, n, have=False, outer=0):
                 for k, v in value.items()}
     if have is not False and have is not None and not isinstance(have, (tuple, list, dict)):
         return value            # an in_axes entry: an int means the leaf is mapped
+    if isinstance(have, (tuple, list)) and _all_kept(have):
+        return value            # a leaf where code elsewhere holds a container (`k = [k]`
+        #                         on one path): every part of it is to be left alone
     if isinstance(value, str) or callable(value):
         return value
     if isinstance(value, slice) or value is Ellipsis:
@@ -172,6 +175,10 @@ def broadcast_batch(value, n, have=False, outer=0):
     out = xp.empty(shape, dtype=value.dtype)
     out[...] = xp.expand_dims(value, outer)
     return out
+
+
+def _all_kept(have):
+    return all(_all_kept(h) if isinstance(h, (tuple, list)) else h is True for h in have)
 
 
 def batch_view(value, n, outer=0):

@@ -1396,3 +1396,24 @@ def test_a_batched_index_beside_a_constant_index_array():
     for got, want in zip(tp.vmap(write_grad, (None, 0, 0))(x, i, v),
                          zip(*[write_grad(x, k, w) for k, w in zip(i, v)])):
         close(got, np.stack(want))
+
+
+def _constants_listed(c, k, lbnd):      # numpy.polynomial's polyint: k may be a number
+    if not isinstance(k, (list, tuple, np.ndarray)):
+        k = [k]
+    if len(k) > 1:
+        raise ValueError("Too many integration constants")
+    k = list(k) + [0] * (1 - len(k))
+    return c * k[0] + lbnd
+
+
+def test_a_value_put_in_a_list_of_itself_on_a_path():
+    """`k = [k]` on one path made vmap's analysis nest k's spec once more on every visit:
+    RecursionError; cut at a depth, the scalar k (a container's spec elsewhere) was then
+    broadcast over the batch at entry (len(k) was the batch size). Now both hold."""
+    c = np.random.default_rng(72).normal(size=(3, 4))
+    lbnd = np.array([0.4, -0.3, 1.0])
+    f = lambda c, l: _constants_listed(c, 0.3, l)      # noqa: E731
+    np.testing.assert_allclose(tp.vmap(f)(c, lbnd), [f(x, l) for x, l in zip(c, lbnd)])
+    np.testing.assert_allclose(tp.jacfwd(f)(c[0], 0.4), 0.3 * np.eye(4))
+    np.testing.assert_allclose(tp.jacrev(f)(c[0], 0.4), 0.3 * np.eye(4))

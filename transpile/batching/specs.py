@@ -12,9 +12,25 @@ def join(a, b):
     if a == b or b is False:
         return a
     if a is False:
-        return b
+        return _widened(b)
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
-        return tuple(join(x, y) for x, y in zip(a, b))
+        return _widened(tuple(join(x, y) for x, y in zip(a, b)))
+    return _joined(a, b)
+
+
+def _widened(spec, depth=12):
+    """`spec` cut at nesting `depth` (a value put in a list of itself on a path, `k = [k]`,
+    would nest once more on every visit of the analysis, which would never reach a fixed
+    point): a part deeper than that is read as a whole, False where nothing in it is
+    batched, else True. Cut specs are a fixed point of further joins."""
+    if not isinstance(spec, tuple):
+        return spec
+    if depth == 0:
+        return True if batched(spec) else False
+    return tuple(_widened(x, depth - 1) for x in spec)
+
+
+def _joined(a, b):
     if isinstance(a, tuple) and isinstance(b, tuple) and not batched(a) and not batched(b):
         # lists of other lengths (`[]` on one path), nothing batched: the longer spec (a
         # fixed point of further joins, as the analysis needs)
