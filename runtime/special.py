@@ -88,7 +88,7 @@ def no_derivative_term(what, hint, tangent, like):
     tangent of zeros (jacfwd's zero tangents of other arguments, an order saved by a callee);
     its term is then exactly 0, whatever the missing derivative is."""
     if np.any(np.not_equal(tangent, 0)):    # nan included
-        no_derivative(what, hint)
+        no_derivative(what, hint, tangent)      # (given the tangent: it raises)
     return np.zeros_like(like)
 
 

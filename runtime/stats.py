@@ -18,7 +18,7 @@ def stats_no_derivative(what, hint, tangent, like):
     """The tangent term of a derivative with no rule: zeros shaped like `like` where the
     tangent is zero everywhere (that of a constant), else the refusal of rt.no_derivative."""
     if np.any(np.asarray(tangent) != 0):
-        no_derivative(what, hint)
+        no_derivative(what, hint, tangent)      # (given the tangent: it raises)
     return np.zeros(np.shape(like))
 
 
