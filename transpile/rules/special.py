@@ -761,20 +761,20 @@ batch_elementwise("rt.yn", "scipy.special.yn")
 
 # Y_v' = (Y_{v-1} - Y_{v+1}) / 2 and K_v' = -(K_{v-1} + K_{v+1}) / 2 (K_{-1} = K_1); the
 # scaled kve = kv exp(z) adds kve (holomorphic: exp(z), not exp(|z|)), k0e and k1e likewise.
-_ORDER_HINT = ("the derivative in the order has no closed form (JAX has none either); "
-               "differentiate with respect to z only.")
-
-
 @rev("rt.yv", "scipy.special.yv")
 def yv(dout, out, v, z):
-    dv = rt.no_derivative("scipy.special.yv with respect to its order v", _ORDER_HINT)
+    dv = rt.no_derivative("scipy.special.yv with respect to its order v",
+                          "the derivative in the order has no closed form (JAX has none "
+                          "either); differentiate with respect to z only.")
     dz = rt.unbroadcast(dout * 0.5 * (rt.yv(v - 1.0, z) - rt.yv(v + 1.0, z)), z)
 
 
 @fwd("rt.yv", "scipy.special.yv")
 def yv_fwd(out, v, z):
-    dout = rt.no_derivative_term("scipy.special.yv with respect to its order v", _ORDER_HINT,
-                                 dv, out)
+    dout = rt.no_derivative_term(
+        "scipy.special.yv with respect to its order v",
+        "the derivative in the order has no closed form (JAX has none "
+        "either); differentiate with respect to z only.", dv, out)
     dout = dz * 0.5 * (rt.yv(v - 1.0, z) - rt.yv(v + 1.0, z))
 
 
@@ -783,14 +783,18 @@ batch_elementwise("rt.yv", "scipy.special.yv")
 
 @rev("rt.kv", "scipy.special.kv")
 def kv(dout, out, v, z):
-    dv = rt.no_derivative("scipy.special.kv with respect to its order v", _ORDER_HINT)
+    dv = rt.no_derivative("scipy.special.kv with respect to its order v",
+                          "the derivative in the order has no closed form (JAX has none "
+                          "either); differentiate with respect to z only.")
     dz = rt.unbroadcast(-dout * 0.5 * (rt.kv(v - 1.0, z) + rt.kv(v + 1.0, z)), z)
 
 
 @fwd("rt.kv", "scipy.special.kv")
 def kv_fwd(out, v, z):
-    dout = rt.no_derivative_term("scipy.special.kv with respect to its order v", _ORDER_HINT,
-                                 dv, out)
+    dout = rt.no_derivative_term(
+        "scipy.special.kv with respect to its order v",
+        "the derivative in the order has no closed form (JAX has none "
+        "either); differentiate with respect to z only.", dv, out)
     dout = -dz * 0.5 * (rt.kv(v - 1.0, z) + rt.kv(v + 1.0, z))
 
 
@@ -799,14 +803,18 @@ batch_elementwise("rt.kv", "scipy.special.kv")
 
 @rev("rt.kve", "scipy.special.kve")
 def kve(dout, out, v, z):
-    dv = rt.no_derivative("scipy.special.kve with respect to its order v", _ORDER_HINT)
+    dv = rt.no_derivative("scipy.special.kve with respect to its order v",
+                          "the derivative in the order has no closed form (JAX has none "
+                          "either); differentiate with respect to z only.")
     dz = rt.unbroadcast(dout * (out - 0.5 * (rt.kve(v - 1.0, z) + rt.kve(v + 1.0, z))), z)
 
 
 @fwd("rt.kve", "scipy.special.kve")
 def kve_fwd(out, v, z):
-    dout = rt.no_derivative_term("scipy.special.kve with respect to its order v",
-                                 _ORDER_HINT, dv, out)
+    dout = rt.no_derivative_term(
+        "scipy.special.kve with respect to its order v",
+        "the derivative in the order has no closed form (JAX has none "
+        "either); differentiate with respect to z only.", dv, out)
     dout = dz * (out - 0.5 * (rt.kve(v - 1.0, z) + rt.kve(v + 1.0, z)))
 
 
