@@ -70,23 +70,19 @@ def raise_exception(exc, *args):
     raise exc
 
 
-def format_string(template, *values):
+def format_string(template, *values, **named):
     """An f-string of the user's code: `template.format(*values)`. A format spec that an
     array does not take (`{:.2f}` of a whole batch under vmap) falls back to str()."""
     try:
-        return template.format(*values)
+        return template.format(*values, **named)
     except (TypeError, ValueError):
-        return _SPEC.sub("{}", template).format(*values)
+        return _SPEC.sub("{}", template).format(*values, **named)
 
 
 def debug_print(fmt, *args, **kwargs):
     """tp.debug.print (JAX's jax.debug.print): print `fmt.format(*args, **kwargs)`. It runs
     where the code runs, in every transformation (under vmap: once, with the batch)."""
-    try:
-        text = fmt.format(*args, **kwargs)
-    except (TypeError, ValueError):     # a spec like {:.2f} of an array
-        text = _SPEC.sub("{}", fmt).format(*args, **kwargs)
-    print(text)
+    print(format_string(fmt, *args, **kwargs))
 
 
 _SPEC = re.compile(r"(?<!{){(![sra])?:[^{}]*}")

@@ -183,7 +183,7 @@ def _element_tree(memory, state, value, params_in):
     parameters it may share, its own elements or None), nested tuples made here followed
     too; None where `value` is no such tuple. Nodes whose objects meet share a group:
     nodes of different groups share no memory."""
-    nodes = []                               # (roots compared, parent index), flattened
+    nodes = []                               # the roots each node is compared by
 
     def tree(fact, depth):
         obj, held = fact
@@ -391,14 +391,14 @@ class _MemoryFacts(_Facts):
             else:                          # a new value, or the same object updated
                 state[name] = (obj | site, held)
             return state
+        made = _call_elements(self.summaries, value, None) \
+            if isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE) else None
         if isinstance(value, gast.Name):
             state[name] = self.of(state, value.id)
-        elif isinstance(value, gast.Call) and anno.get(value, Anno.CALLEE) and \
-                _call_elements(self.summaries, value, None) is not None:
+        elif made is not None:
             # `t = f(x)` of a function returning a tuple display: t[k] is known element by
             # element (a new object per group, or views of arguments)
-            facts = [self._made_by_call(state, s, node)
-                     for node in _call_elements(self.summaries, value, None)]
+            facts = [self._made_by_call(state, s, node) for node in made]
             self.site_kind[id(s)] = "tuple"
             self.site_elements[id(s)] = facts
             state[name] = (site, frozenset().union(*(o | h for o, h in facts)))

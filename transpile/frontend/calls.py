@@ -2146,7 +2146,8 @@ class CallNormalizer:
         # functions passed to the entry that the nested one calls (kernel in `lambda y:
         # kernel(x, y)`) are known as the entry knows them
         passed = {n: self.argument_function(_name(n)) for n in self._called_names(fdef) - own
-                  if n not in self.local_fns and self._entry_argument_behind(_name(n))}
+                  if n not in self.local_fns and self._entry_argument_behind(_name(n))} \
+            if self.entry else {}
         bound = dict({n: f for n, f in passed.items() if f is not None}, **(bound or {}))
         known = dict(self.local_fns, **bound)
         called = [known[n] for n in used - own if n in known] + \
