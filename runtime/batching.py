@@ -649,13 +649,14 @@ def _as_tuple(index):
     return index if isinstance(index, tuple) else (index,)
 
 
-def lane_index(x, index):
+def lane_index(x, index, outer=0):
     """The index that applies a per-example `index` to every example of batched `x`: the
     same index for a container (a list of batched values), one more leading `:` for an
-    array."""
+    array. `outer`: how many batch axes of an outer vmap lead x's (its own lane_index
+    adds theirs after)."""
     if isinstance(x, (tuple, list, dict)):
         return index
-    return _lanes_first(x, _as_tuple(index), 1)
+    return _lanes_first(x, _as_tuple(index), 1, outer)
 
 
 def lane_slot(x, index):
@@ -673,18 +674,18 @@ def lane_getitem(x, index, outer=0):
     return x[_lanes_first(x, _as_tuple(index), 1 + outer)]
 
 
-def _lanes_first(x, parts, lead):
+def _lanes_first(x, parts, lead, skip=0):
     """The index applying per-example `parts` to each example of `x`, whose first `lead`
     axes are the batch's: `:` for each of those, unless numpy would move axes in front of
     them. Advanced indices (integer or boolean arrays, and the integers beside them) that
     are apart (`x[0, :, idx]`) put their axes first; then aranges over the batch axes, made
     advanced indices too, keep the batch axes first, each example's axes as numpy orders
-    them after."""
+    them after. `skip`: leading axes of outer batches before those `lead`."""
     advanced = _apart_advanced_ndim(parts)
     if advanced is None:
         return (slice(None),) * lead + parts
     xp = array_module(x)
-    sizes = np.shape(x)[:lead]
+    sizes = np.shape(x)[skip:skip + lead]
     return tuple(xp.arange(n).reshape((1,) * k + (n,) + (1,) * (lead - k - 1 + advanced))
                  for k, n in enumerate(sizes)) + parts
 

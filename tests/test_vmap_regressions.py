@@ -1417,3 +1417,39 @@ def test_a_value_put_in_a_list_of_itself_on_a_path():
     np.testing.assert_allclose(tp.vmap(f)(c, lbnd), [f(x, l) for x, l in zip(c, lbnd)])
     np.testing.assert_allclose(tp.jacfwd(f)(c[0], 0.4), 0.3 * np.eye(4))
     np.testing.assert_allclose(tp.jacrev(f)(c[0], 0.4), 0.3 * np.eye(4))
+
+
+_APART = np.array([0, 2, 0])
+
+
+def _apart_set(x, v):
+    y = x.copy()
+    y[0, :, _APART] = v
+    return y
+
+
+def _apart_scaled(x, v):
+    y = x.copy()
+    y[0, ..., _APART] *= v
+    np.add.at(y, (1, slice(None), _APART), v)
+    return y
+
+
+@pytest.mark.parametrize("f", [_apart_set, _apart_scaled])
+def test_vmap_of_vmap_writes_with_advanced_indices_apart(f):
+    # the inner vmap's aranges over its batch axis were sized from the outer batch axis:
+    # a shape mismatch, or an IndexError, whenever the two batch sizes differed
+    r = np.random.default_rng(45)
+    loss = tp.grad(lambda x, v: np.sum(np.sin(f(x, v))), argnums=(0, 1))
+    for outer, inner in [(2, 3), (3, 2)]:
+        xs = r.normal(size=(outer, inner, 2, 4, 3))
+        vs = r.normal(size=(outer, inner, 3, 4))
+        close(tp.vmap(tp.vmap(f))(xs, vs), loop(lambda x, v: loop(f, (x, v)), (xs, vs)))
+        got = tp.vmap(tp.vmap(loss))(xs, vs)
+        want = loop(lambda x, v: loop(loss, (x, v)), (xs, vs))
+        for g, w in zip(got, want):
+            close(g, w)
+    xs = r.normal(size=(2, 3, 2, 2, 4, 3))
+    vs = r.normal(size=(2, 3, 2, 3, 4))
+    close(tp.vmap(tp.vmap(tp.vmap(f)))(xs, vs),
+          loop(lambda x, v: loop(lambda y, w: loop(f, (y, w)), (x, v)), (xs, vs)))

@@ -57,7 +57,12 @@ class CallRules:
         if self._element_of(v, spelling) is not None:
             return v, spec        # an element of a container, with its own spec
         if spelling == "rt.lane_index":
-            return v, spec           # a tuple index, per example where `index` is batched
+            # a tuple index, per example where `index` is batched; for an array batched
+            # again, the aranges it makes (advanced indices apart) span the inner batch
+            # axes, after this one
+            if self.expr_spec(v.args[0]) is True:
+                v = self._one_more_outer(v)
+            return v, spec
         if spelling in ("rt.lane_scatter_index", "rt.lane_key") and spec:
             return self.each_lane(v, spelling), spec    # each outer example's own rows
         if self._lane_indexed(v, spelling):
@@ -163,6 +168,18 @@ class CallRules:
         fn = getattr(runtime, spelling.split(".", 1)[1])
         sig = inspect.signature(fn)
         return sig, sig.bind_partial(*v.args, **{k.arg: k.value for k in v.keywords})
+
+    def _one_more_outer(self, v):
+        """Call `v` (a runtime helper taking `outer` by name) told one more outer batch
+        axis leads."""
+        v = _copy.deepcopy(v)
+        kept = [k for k in v.keywords if k.arg != "outer"]
+        before = [k.value for k in v.keywords if k.arg == "outer"]
+        outer = self.literal(before[0]) if before else const(0)
+        if not (isinstance(outer, gast.Constant) and isinstance(outer.value, int)):
+            raise TransformError(f"internal: {dotted(v.func)} with outer={gast.unparse(outer)}")
+        v.keywords = kept + [gast.keyword(arg="outer", value=const(outer.value + 1))]
+        return v
 
     def lanes(self, s, v, spelling, rule):
         """A helper taking `outer`: its unbatched array arguments get this batch axis too,
