@@ -79,6 +79,15 @@ def format_string(template, *values, **named):
         return _SPEC.sub("{}", template).format(*values, **named)
 
 
+def str_method(text, method, *args, **kwargs):
+    """`text.method(*args)` for a method of str the user's code calls (`mode.lower()`):
+    text passes through every transformation unchanged."""
+    if not isinstance(text, str):
+        raise TypeError(f"'.{method}()' is a method of str; transformed code called it on "
+                        f"a {type(text).__name__}")
+    return getattr(text, method)(*args, **kwargs)
+
+
 def debug_print(fmt, *args, **kwargs):
     """tp.debug.print (JAX's jax.debug.print): print `fmt.format(*args, **kwargs)`. It runs
     where the code runs, in every transformation (under vmap: once, with the batch)."""

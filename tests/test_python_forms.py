@@ -2197,3 +2197,142 @@ def test_relative_import_in_a_function_and_astype_copy_false(tmp_path, monkeypat
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(tp.grad(g)(x), 4.0 * x + 2.0)
     assert tp.jit(g)(x) == g(x)
+
+
+# ---------------------------------------------------------------- more statement forms
+
+def _first_large(x, limit):
+    total = 0.0
+    for xi in x:
+        if xi > limit:
+            total = total + 3.0 * xi
+            break
+        total = total + np.sin(xi)
+    else:
+        total = total * np.cos(x[0])      # only when no break
+    return total
+
+
+def _while_else(x):
+    k = 0
+    while k < 3:
+        x = np.tanh(x) * 1.5
+        k += 1
+    else:
+        x = x + x ** 2
+    return np.sum(x)
+
+
+def _walrus(x):
+    if (n := x.shape[0]) > 2 and (s := np.sum(x ** 2)) > 0.1:
+        return s / n
+    return np.mean(x) * (m := 2.0) + m
+
+
+def _matched(x, kind):
+    match kind.lower():
+        case "sum":
+            out = np.sum(np.sin(x))
+        case "max" | "top":
+            out = np.max(x ** 2)
+        case other if other.startswith("p"):
+            out = np.prod(x)
+        case _:
+            out = np.mean(x)
+    return out
+
+
+def _deleted_and_silenced(x):
+    import warnings as w
+    y = np.exp(x)
+    z = y * x
+    del y
+    with w.catch_warnings():
+        w.simplefilter("ignore")
+        with np.errstate(divide="ignore"):
+            z = z + np.log(np.abs(x))
+    return np.sum(z)
+
+
+def test_for_and_while_else_run_the_else_block_only_without_break(rng):
+    x = rng.uniform(0.1, 0.5, size=4)
+    check_grads(lambda v: _first_large(v, 10.0), (x,), order=2, modes=("rev", "fwd"))
+    big = x.copy()
+    big[2] = 0.9                         # breaks at index 2: no else block
+    for v in (x, big):
+        assert np.allclose(tp.grad(_first_large)(v, 0.8), _numeric_grad(
+            lambda u: _first_large(u, 0.8), v))
+        assert np.isclose(tp.jit(_first_large)(v, 0.8), _first_large(v, 0.8))
+    xs = np.stack([x, big, x * 0.5])
+    assert np.allclose(tp.vmap(_first_large, (0, None))(xs, 0.8),
+                       [_first_large(v, 0.8) for v in xs])
+    assert np.allclose(tp.vmap(tp.grad(_first_large), (0, None))(xs, 0.8),
+                       [tp.grad(_first_large)(v, 0.8) for v in xs])
+    check_grads(_while_else, (rng.normal(size=3),), order=2, modes=("rev", "fwd"))
+
+
+def _numeric_grad(f, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = eps
+        out.flat[k] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
+def test_assignment_expressions_bind_where_python_binds(rng):
+    x = rng.normal(size=4)
+    check_grads(_walrus, (x,), order=2, modes=("rev", "fwd"))
+    check_grads(_walrus, (x * 0.01,), order=1, modes=("rev", "fwd"))   # the other branch
+    assert np.isclose(tp.jit(_walrus)(x), _walrus(x))
+    xs = np.stack([x, 0.01 * x, -x])
+    assert np.allclose(tp.vmap(_walrus)(xs), [_walrus(v) for v in xs])
+
+
+@pytest.mark.parametrize("kind", ["Sum", "max", "TOP", "prod", "mean"])
+def test_match_statements_and_string_methods(rng, kind):
+    x = rng.uniform(0.5, 1.5, size=3)
+    check_grads(lambda v: _matched(v, kind), (x,), order=2, modes=("rev", "fwd"))
+    assert np.isclose(tp.jit(_matched, static_argnums=(1,))(x, kind), _matched(x, kind))
+    xs = rng.uniform(0.5, 1.5, size=(4, 3))
+    assert np.allclose(tp.vmap(_matched, (0, None))(xs, kind), [_matched(v, kind) for v in xs])
+
+
+def test_del_of_names_and_with_blocks_that_change_no_number(rng):
+    x = rng.uniform(0.2, 1.0, size=3)
+    check_grads(_deleted_and_silenced, (x,), order=2, modes=("rev", "fwd"))
+    xs = rng.uniform(0.2, 1.0, size=(2, 3))
+    assert np.allclose(tp.vmap(_deleted_and_silenced)(xs), [_deleted_and_silenced(v)
+                                                             for v in xs])
+
+
+def _del_item(d):
+    del d["a"]
+    return d["b"] * 2.0
+
+
+def _match_sequence(x):
+    match x.shape:
+        case (n, m):
+            return np.sum(x) * n
+    return np.sum(x)
+
+
+def _global_write(x):
+    global _COUNT
+    _COUNT = 1
+    return np.sum(x)
+
+
+def _with_open(x):
+    with open("/dev/null") as f:
+        f.write("")
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f, message", [
+    (_del_item, "del of an item"), (_match_sequence, "MatchSequence patterns"),
+    (_global_write, "writing a global"), (_with_open, "this with-block")])
+def test_statement_forms_left_refused_clearly(f, message):
+    with pytest.raises(tp.TransformError, match=message):
+        tp.grad(f)({"a": 1.0, "b": 2.0} if f is _del_item else np.ones(2))

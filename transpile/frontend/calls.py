@@ -1449,6 +1449,8 @@ class CallNormalizer:
             if spelled is not None:
                 return spelled
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
+        if name in _STR_METHODS:     # of a str (arrays have none of these): text, as it is
+            return prim_call("rt.str_method", [obj, _const(name)] + args, keywords)
         if name in ("keys", "values", "items") and not args and not keywords:
             return self.dict_view(obj, name, node, stmts)
         if name == "get" and 1 <= len(args) <= 2 and not keywords:
@@ -2192,6 +2194,11 @@ _VJP_IN_CODE = ("tp.vjp inside transformed code is supported in two forms only: 
                 "`tp.vjp(f, x, ...)[1](ct)`.")
 
 # methods that only lists and dicts have (an array's are in ARRAY_METHODS)
+_STR_METHODS = {"lower", "upper", "casefold", "capitalize", "title", "swapcase", "strip",
+                "lstrip", "rstrip", "startswith", "endswith", "split", "rsplit", "replace",
+                "format", "join", "find", "rfind", "isdigit", "isalpha", "isalnum",
+                "isnumeric", "isspace", "islower", "isupper", "removeprefix",
+                "removesuffix", "zfill", "center", "ljust", "rjust", "partition"}
 _LIST_AND_DICT_METHODS = {"pop", "insert", "remove", "extend", "index", "count", "reverse",
                           "clear", "update", "setdefault", "popitem"}
 

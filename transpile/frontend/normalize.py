@@ -30,6 +30,7 @@ import functools
 import importlib
 import inspect
 import numbers
+import warnings
 
 import gast
 import numpy as np
@@ -50,6 +51,7 @@ from .parse import parse_function, signature_of
 from .resolved import (LocalFunction, LocalFunctions, LocalPartial, LocalTemplate,
                        LocalTransformed, Static, assigned_names,
                        library_module, plain_object)
+from .desugar import desugar
 from .generators import as_list_builder, is_generator
 from .variadic import prologue_statements
 
@@ -107,6 +109,7 @@ class Normalizer(CallNormalizer):
 
     # ------------------------------------------------------------------ entry
     def run(self, fdef, shape=None):
+        fdef = desugar(fdef, self.src, _all_names(fdef))
         if is_generator(fdef):          # a helper that yields: one that returns the list
             fdef = as_list_builder(fdef, self.src, _all_names(fdef))
         args = fdef.args
@@ -210,16 +213,31 @@ class Normalizer(CallNormalizer):
         return []
 
     def stmt_With(self, node):
-        # `with np.errstate(...)` (which vmapped code uses around lanes whose results are
-        # thrown away) only silences warnings: its body is transformed as if it were bare
-        items = node.items
-        if len(items) == 1 and items[0].optional_vars is None and \
-                isinstance(items[0].context_expr, gast.Call) and \
-                dotted(items[0].context_expr.func) in ("np.errstate", "numpy.errstate",
-                                                       "rt.errstate"):
-            return self.block(node.body)
-        raise self.error(node, "'With' statements are not supported in transformed code.",
-                         _STMT_HINTS["With"])
+        """`with np.errstate(...)` (which vmapped code uses around lanes whose results are
+        thrown away), `warnings.catch_warnings()`, `np.printoptions(...)` and
+        `contextlib.nullcontext()` change no number: the body is transformed as if it were
+        bare (the warnings filters set inside a catch_warnings block go with it: the
+        warnings they silence are shown)."""
+        silencing = False
+        for item in node.items:
+            manager = item.context_expr
+            known = self.static(manager.func) if isinstance(manager, gast.Call) else None
+            made_by = known.value if isinstance(known, Static) else None
+            if item.optional_vars is not None or not any(
+                    made_by is m for m in _NUMBERLESS_CONTEXTS) and \
+                    dotted(getattr(manager, "func", manager)) != "rt.errstate":
+                raise self.error(item.context_expr, "this with-block is not supported in "
+                                 "transformed code.", _STMT_HINTS["With"])
+            silencing = silencing or made_by is warnings.catch_warnings
+        body = [s for s in node.body if not (silencing and self._sets_warning_filter(s))]
+        return self.block(body)
+
+    def _sets_warning_filter(self, s):
+        if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)):
+            return False
+        known = self.static(s.value.func)
+        return isinstance(known, Static) and any(
+            known.value is f for f in (warnings.simplefilter, warnings.filterwarnings))
 
     def stmt_Expr(self, node):
         v = node.value
@@ -505,8 +523,6 @@ class Normalizer(CallNormalizer):
         return out
 
     def stmt_While(self, node):
-        if node.orelse:
-            raise self.error(node, "while ... else is not supported.", "use a flag variable.")
         stmts = []
         cond_stmts = []
         test = self.atom(node.test, cond_stmts, hint="cond")
@@ -522,8 +538,6 @@ class Normalizer(CallNormalizer):
         return stmts + cond_stmts + [loop]
 
     def stmt_For(self, node):
-        if node.orelse:
-            raise self.error(node, "for ... else is not supported.", "use a flag variable.")
         known = self.static(node.iter)
         if isinstance(known, Static) and _holds_code(known.value):
             return self.unrolled(node, [Static(item) for item in known.value])
@@ -1000,6 +1014,13 @@ class Normalizer(CallNormalizer):
     def expr_Constant(self, node, stmts):
         return node
 
+    def expr_NamedExpr(self, node, stmts):
+        """`(n := value)`: the assignment, then the name (A-normal form keeps the order:
+        `and`, `or` and conditional expressions are already statements)."""
+        stmts.extend(self.stmt_Assign(gast.copy_location(gast.Assign(
+            targets=[node.target], value=node.value, type_comment=None), node)))
+        return self.expr_Name(gast.copy_location(_name(node.target.id), node), stmts)
+
     def expr_Name(self, node, stmts):
         name = node.id
         if name in self.iterators:
@@ -1397,13 +1418,16 @@ class Normalizer(CallNormalizer):
     # ------------------------------------------------------------------ lifting
 
 
+# context managers that change no number the code computes (stmt_With)
+_NUMBERLESS_CONTEXTS = (np.errstate, warnings.catch_warnings, np.printoptions,
+                        contextlib.nullcontext)
 _STMT_HINTS = {
     "Try": "try/except inside transformed code is not supported: move it outside the "
            "transformed function.",
-    "With": "with-blocks are not supported: move them outside the transformed function.",
-    "Global": "writing globals from transformed code is not supported: return the value.",
+    "With": "with-blocks other than np.errstate, warnings.catch_warnings, np.printoptions "
+            "and contextlib.nullcontext are not supported: move them outside the "
+            "transformed function.",
     "Nonlocal": "nonlocal writes are not supported: return the value instead.",
-    "Delete": "del is not supported: just stop using the name.",
     "ClassDef": "define classes outside the transformed function.",
     "AsyncFunctionDef": "async functions cannot be transformed.",
 }

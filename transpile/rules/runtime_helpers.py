@@ -308,10 +308,11 @@ def sorted_order_batch(keys, reverse=False):
 # the user's raise statements and f-strings: text carries no derivative; under vmap a
 # message formats the whole batch (as print prints it)
 nondiff("rt.raise_exception", side_effect=True)
-nondiff("rt.format_string", "str", "repr")
+nondiff("rt.format_string", "rt.str_method", "str", "repr")
 nondiff("rt.debug_print", side_effect=True)
 batch_same("rt.debug_print", out_batched=False)     # prints the whole batch, as print does
-batch_same("rt.raise_exception", "rt.format_string", "str", "repr", out_batched=False)
+batch_same("rt.raise_exception", "rt.format_string", "rt.str_method", "str", "repr",
+           out_batched=False)
 # the rule of a variant with no derivative rule: it raises where generated code reaches it
 nondiff("rt.no_derivative", side_effect=True)
 batch_same("rt.no_derivative")
