@@ -6,6 +6,8 @@ example when `grad` finds a non-scalar output, and generated code never imports 
 """
 import re
 
+import numpy as np
+
 
 class TransformError(Exception):
     """Raised for code the transformer refuses: the message names the file, line and source."""
@@ -77,6 +79,52 @@ def format_string(template, *values, **named):
         return template.format(*values, **named)
     except (TypeError, ValueError):
         return _SPEC.sub("{}", template).format(*values, **named)
+
+
+class TryBlock:
+    """A try block of the user's code as a plain function (frontend/attempts.py), held so
+    that transformed code passes it to rt.caught as a value, not a function to follow."""
+    __slots__ = ("run", "source")
+
+    def __init__(self, run, source):
+        self.run = run
+        self.source = source         # `def try_block(...)`: what a dumped module rebuilds
+
+    @classmethod
+    def of_source(cls, source):
+        """The block of a dumped module: it sees numpy (np) and math."""
+        import math
+        scope = {"np": np, "numpy": np, "math": math}
+        exec(compile(source, "<try block>", "exec"), scope)
+        return cls(scope["try_block"], source)
+
+    def __repr__(self):
+        return f"TryBlock({self.run.__code__.co_filename}, line {self.run.__code__.co_firstlineno})"
+
+
+def caught(block, handled, values):
+    """Which of the handlers `handled` (exception classes, or tuples of them; in order)
+    catches what the user's try block `block` raises on `values`: 0 when it raises
+    nothing, k for the k-th handler. What none catches is raised (frontend/attempts.py)."""
+    try:
+        block.run(*values)
+    except (NameError, UnboundLocalError):
+        raise             # the block reads a name it was not given: never a handler's case
+    except Exception as error:
+        for k, kind in enumerate(handled):
+            if isinstance(error, kind):
+                return k + 1
+        raise
+    return 0
+
+
+def lane_caught(block, handled, values, n, have):
+    """rt.caught for each of the n examples of a vmap (`have`: which of `values` carry its
+    axis): an int array, one handler number per example."""
+    flags = have if isinstance(have, (tuple, list)) else (have,) * len(values)
+    return np.array([caught(block, handled, tuple(v[i] if f else v
+                                                  for v, f in zip(values, flags)))
+                     for i in range(n)])
 
 
 def str_method(text, method, *args, **kwargs):

@@ -2336,3 +2336,107 @@ def _with_open(x):
 def test_statement_forms_left_refused_clearly(f, message):
     with pytest.raises(tp.TransformError, match=message):
         tp.grad(f)({"a": 1.0, "b": 2.0} if f is _del_item else np.ones(2))
+
+
+# ---------------------------------------------------------------- try/except
+
+def _jittered_cholesky_loss(K, y):
+    try:
+        L = np.linalg.cholesky(K)
+    except np.linalg.LinAlgError:
+        L = np.linalg.cholesky(K + 10.0 * np.eye(K.shape[0]))
+    else:
+        L = L * 1.5                          # only when the factor exists
+    finally:
+        y = y * 2.0
+    return np.sum(np.linalg.solve(L, y) ** 2)
+
+
+def _first_solvable(As, b):
+    total = 0.0
+    for k in range(As.shape[0]):
+        try:
+            x = np.linalg.solve(As[k], b)
+        except (np.linalg.LinAlgError, ValueError):
+            continue
+        except ZeroDivisionError:
+            x = b
+        total = total + np.sum(np.sin(x))
+    return total
+
+
+def _returns_in_try(x):
+    try:
+        return np.sum(np.sqrt(x)) / np.linalg.det(np.diag(x) - 1.0)
+    except np.linalg.LinAlgError:
+        return 0.0
+
+
+def test_try_except_takes_the_path_python_takes(rng):
+    a = rng.normal(size=(3, 3))
+    good = a @ a.T + np.eye(3)
+    b = rng.normal(size=(3, 3))
+    bad = b @ b.T - 4.0 * np.eye(3)          # not positive definite: the handler runs
+    y = rng.normal(size=3)
+    for K in (good, bad):
+        assert np.isclose(tp.jit(_jittered_cholesky_loss)(K, y), _jittered_cholesky_loss(K, y))
+        check_grads(_jittered_cholesky_loss, (K, y), order=2, modes=("rev", "fwd"))
+    Ks, ys = np.stack([good, bad, 2.0 * good]), np.stack([y, -y, y])
+    assert np.allclose(tp.vmap(_jittered_cholesky_loss)(Ks, ys),
+                       [_jittered_cholesky_loss(K, v) for K, v in zip(Ks, ys)])
+    grad = tp.grad(_jittered_cholesky_loss)
+    assert np.allclose(tp.vmap(grad)(Ks, ys), np.stack([grad(K, v) for K, v in zip(Ks, ys)]))
+
+
+def test_try_except_in_a_loop_with_continue_and_several_handlers(rng):
+    As = rng.normal(size=(3, 2, 2))
+    As[1] = [[1.0, 2.0], [2.0, 4.0]]          # singular: skipped
+    b = rng.normal(size=2)
+    assert np.isclose(tp.jit(_first_solvable)(As, b), _first_solvable(As, b))
+    # (finite differences would make the singular matrix solvable: compare with the
+    # function of the other two, whose derivatives they check)
+    kept = As[[0, 2]]
+    check_grads(_first_solvable, (kept, b), order=2, modes=("rev", "fwd"))
+    dAs, db = tp.grad(_first_solvable, argnums=(0, 1))(As, b)
+    want_dA, want_db = tp.grad(_first_solvable, argnums=(0, 1))(kept, b)
+    assert np.allclose(dAs[[0, 2]], want_dA) and np.all(dAs[1] == 0)
+    assert np.allclose(db, want_db)
+    _, tangent = tp.jvp(_first_solvable, (As, b), (np.ones_like(As), np.ones_like(b)))
+    assert np.isclose(tangent, tp.jvp(_first_solvable, (kept, b),
+                                      (np.ones_like(kept), np.ones_like(b)))[1])
+    x = rng.uniform(2.0, 3.0, size=3)
+    check_grads(_returns_in_try, (x,), order=2, modes=("rev", "fwd"))
+
+
+def _writes_in_try(x):
+    y = np.zeros(3)
+    try:
+        y[0] = np.linalg.det(np.diag(x))
+    except np.linalg.LinAlgError:
+        pass
+    return np.sum(y)
+
+
+def _half_done(x):
+    try:
+        t = x * 2.0
+        u = np.linalg.inv(np.diag(t))
+    except np.linalg.LinAlgError:
+        u = np.eye(3)
+    return np.sum(u) + np.sum(t)
+
+
+def _keeps_the_exception(x):
+    try:
+        u = np.linalg.inv(np.diag(x))
+    except np.linalg.LinAlgError as error:
+        u = np.eye(3)
+    return np.sum(u)
+
+
+@pytest.mark.parametrize("f, message", [
+    (_writes_in_try, "only assignments to names"), (_half_done, "'t' is bound in this try"),
+    (_keeps_the_exception, "as name")])
+def test_try_blocks_the_lowering_cannot_follow_are_refused(f, message):
+    with pytest.raises(tp.TransformError, match=message):
+        tp.grad(f)(np.array([1.0, 2.0, 3.0]))

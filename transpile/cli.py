@@ -15,6 +15,7 @@ import sys
 import types
 
 import numpy as np
+from runtime.errors import TryBlock
 
 from . import api
 from .errors import TransformError
@@ -62,8 +63,11 @@ def _literal_source(value, name):
     if isinstance(value, type) and getattr(__builtins__, "get", lambda k: None)(value.__name__) \
             is value or isinstance(value, type) and value.__module__ == "builtins":
         return value.__name__
-    if isinstance(value, type) and value.__module__ == "numpy":
-        return f"np.{value.__name__}"
+    if isinstance(value, type) and value.__module__.split(".")[0] == "numpy":
+        return f"np.{value.__name__}" if value.__module__ == "numpy" else \
+            f"np.{value.__module__.split('.', 1)[1]}.{value.__name__}"   # np.linalg.LinAlgError
+    if isinstance(value, TryBlock):
+        return f"rt.TryBlock.of_source({value.source!r})"
     if isinstance(value, np.ndarray):
         if value.size > MAX_ARRAY_ELEMENTS:
             raise TransformError(f"cannot dump global '{name}': an array of {value.size} "

@@ -112,13 +112,19 @@ def _mixes_examples(stmts, program, seen=None):
 
 
 def _calls_user_code(stmts):
-    """Whether a path calls a function of the user's. Its batched variant runs for every
-    example and knows nothing of the path's mask: for the examples that take the other
-    path it could raise (a check that their values fail) or recurse without end (`if n ==
-    1:` a base case they have passed), so those examples borrow the values of one that
-    takes the path (rt.lane_borrow) even in plain vmapped code."""
-    return any(isinstance(n, gast.Call) and anno.get(n, Anno.CALLEE)
-               for s in walk_simple(stmts) for n in gast.walk(s))
+    """Whether a path calls a function of the user's, or a linear-algebra routine. Its
+    batched variant runs for every example and knows nothing of the path's mask: for the
+    examples that take the other path it could raise (a check that their values fail, a
+    Cholesky factor of a matrix that is not positive definite: `except LinAlgError` or a
+    test of the eigenvalues sends them elsewhere) or recurse without end (`if n == 1:` a
+    base case they have passed), so those examples borrow the values of one that takes
+    the path (rt.lane_borrow) even in plain vmapped code."""
+    return any(isinstance(n, gast.Call) and (anno.get(n, Anno.CALLEE) or (
+        dotted(n.func) or "").startswith(_RAISING_ON_VALUES))
+        for s in walk_simple(stmts) for n in gast.walk(s))
+
+
+_RAISING_ON_VALUES = ("np.linalg.", "scipy.linalg.", "rt.solve", "rt.cholesky", "rt.inv")
 
 
 class ControlFlowRules:

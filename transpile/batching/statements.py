@@ -844,7 +844,8 @@ def _lane_slice(idx):
 SEQUENCE_ARGS = {"np.concatenate", "np.concat", "np.stack", "np.vstack", "np.row_stack",
                  "np.hstack", "np.dstack", "np.column_stack", "np.block", "np.array",
                  "np.asarray", "np.asanyarray", "np.broadcast_arrays", "np.meshgrid",
-                 "np.select", "np.linalg.multi_dot"}
+                 "np.select", "np.linalg.multi_dot",
+                 "rt.caught"}        # (its values: the arguments of the user's try block)
 
 
 # arguments (as batching templates name them) that must be the same in every example

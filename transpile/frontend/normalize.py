@@ -51,6 +51,7 @@ from .parse import parse_function, signature_of
 from .resolved import (LocalFunction, LocalFunctions, LocalPartial, LocalTemplate,
                        LocalTransformed, Static, assigned_names,
                        library_module, plain_object)
+from .attempts import try_probe
 from .desugar import desugar
 from .generators import as_list_builder, is_generator
 from .variadic import prologue_statements
@@ -238,6 +239,54 @@ class Normalizer(CallNormalizer):
         known = self.static(s.value.func)
         return isinstance(known, Static) and any(
             known.value is f for f in (warnings.simplefilter, warnings.filterwarnings))
+
+    def stmt_Try(self, node):
+        """try/except as an `if` on which handler catches (frontend/attempts.py); `else:`
+        joins the path without an exception, `finally:` follows (an exception no handler
+        catches leaves the transformed function anyway)."""
+        kinds = []
+        for h in node.handlers:
+            if h.name is not None:
+                raise self.error(h, "`except ... as name` is not supported in transformed "
+                                 "code.", "drop `as name`: the exception object is not "
+                                 "kept.")
+            written = h.type.elts if isinstance(h.type, gast.Tuple) else [h.type]
+            known = [self.static(t) if t is not None else Static(Exception) for t in written]
+            kind = tuple(k.value if isinstance(k, Static) else None for k in known)
+            kind = kind[0] if not isinstance(h.type, gast.Tuple) else kind
+            if not (isinstance(kind, type) and issubclass(kind, BaseException) or
+                    isinstance(kind, tuple) and all(isinstance(k, type) and
+                                                    issubclass(k, BaseException)
+                                                    for k in kind)):
+                raise self.error(h.type, "an except clause in transformed code needs an "
+                                 "exception class known while transforming.",
+                                 "name the class: except np.linalg.LinAlgError:")
+            kinds.append(kind)
+        namespace = dict(self.globals)
+        namespace.update({k: v for k, v in self.closure.items() if v is not None})
+        probe, inputs = try_probe(node, self.src, namespace,
+                                  lambda n: n in self.locals and n not in self.local_fns)
+        stmts = []
+        caught = self.namer.fresh("caught")
+        self.locals.add(caught)
+        values = gast.Tuple(elts=[_name(n) for n in inputs], ctx=gast.Load())
+        check = prim_call("rt.caught", [_name(self.program.constant(probe, "try_block")),
+                                        _name(self.program.constant(tuple(kinds),
+                                                                    "handled")),
+                                        self.atom(gast.copy_location(values, node), stmts)])
+        stmts.append(_assign(caught, check, node))
+        chain = []
+        for k in reversed(range(len(node.handlers))):
+            test = gast.Compare(left=_name(caught), ops=[gast.Eq()],
+                                comparators=[_const(k + 1)])
+            chain = [gast.If(test=test, body=node.handlers[k].body, orelse=chain)]
+        lowered = gast.If(test=gast.Compare(left=_name(caught), ops=[gast.Eq()],
+                                            comparators=[_const(0)]),
+                          body=node.body + node.orelse, orelse=chain)
+        for n in gast.walk(lowered):
+            if getattr(n, "lineno", None) is None:
+                gast.copy_location(n, node)
+        return stmts + self.stmt(lowered) + self.block(node.finalbody)
 
     def stmt_Expr(self, node):
         v = node.value
@@ -1422,8 +1471,6 @@ class Normalizer(CallNormalizer):
 _NUMBERLESS_CONTEXTS = (np.errstate, warnings.catch_warnings, np.printoptions,
                         contextlib.nullcontext)
 _STMT_HINTS = {
-    "Try": "try/except inside transformed code is not supported: move it outside the "
-           "transformed function.",
     "With": "with-blocks other than np.errstate, warnings.catch_warnings, np.printoptions "
             "and contextlib.nullcontext are not supported: move them outside the "
             "transformed function.",

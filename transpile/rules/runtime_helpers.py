@@ -313,6 +313,17 @@ nondiff("rt.debug_print", side_effect=True)
 batch_same("rt.debug_print", out_batched=False)     # prints the whole batch, as print does
 batch_same("rt.raise_exception", "rt.format_string", "rt.str_method", "str", "repr",
            out_batched=False)
+# try/except (frontend/attempts.py): which handler catches, found by running the try block
+# as written; under vmap example by example, so each takes its own path
+nondiff("rt.caught", "rt.lane_caught", side_effect=True)
+set_batch_rule("rt.lane_caught", BatchRule("unsupported"))
+
+
+@batch("rt.caught")
+def caught_batch(block, handled, values):
+    out = rt.lane_caught(block, handled, values, batch_size, values_spec)
+
+
 # the rule of a variant with no derivative rule: it raises where generated code reaches it
 nondiff("rt.no_derivative", side_effect=True)
 batch_same("rt.no_derivative")
