@@ -1453,3 +1453,41 @@ def test_vmap_of_vmap_writes_with_advanced_indices_apart(f):
     vs = r.normal(size=(2, 3, 2, 3, 4))
     close(tp.vmap(tp.vmap(tp.vmap(f)))(xs, vs),
           loop(lambda x, v: loop(lambda y, w: loop(f, (y, w)), (x, v)), (xs, vs)))
+
+
+def _largest(values):
+    return np.max(values)
+
+
+def _log_sum_exp(values):
+    top = np.max(values)
+    return top + np.log(np.sum(np.exp(values - top)))
+
+
+def _squares_largest(a):
+    return _largest([a[i] * a[i] for i in range(2)])
+
+
+def _forward_messages(A):
+    out = np.zeros(2)
+    for s in range(2):
+        out[s] = _log_sum_exp([A[r, s] for r in range(2)])
+    return out
+
+
+def test_a_helper_given_a_list_of_batched_values():
+    # the helper's parameter is a Python list of batched values, which numpy reads with the
+    # batch axis second: the max over the batch was taken (nan gradients, wrong values,
+    # or a broadcast error); numpy-ml's logsumexp in its HMM and GMM code
+    r = np.random.default_rng(46)
+    for n in (2, 3):
+        As = r.normal(size=(n, 2))
+        close(tp.vmap(_squares_largest)(As), loop(_squares_largest, (As,)))
+        grad = tp.grad(_squares_largest)
+        close(tp.vmap(grad)(As), loop(grad, (As,)))
+    Ms = r.normal(size=(3, 2, 2))
+    close(tp.vmap(_forward_messages)(Ms), loop(_forward_messages, (Ms,)))
+    total = tp.grad(lambda A: np.sum(_forward_messages(A)))
+    close(tp.vmap(total)(Ms), loop(total, (Ms,)))
+    close(tp.jacfwd(_forward_messages)(Ms[0]), tp.jacrev(_forward_messages)(Ms[0]))
+    check_grads(_forward_messages, (Ms[0],), order=2, modes=("rev", "fwd"))

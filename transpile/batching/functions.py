@@ -19,7 +19,7 @@ def batched_function(program, fir, name_, in_specs, callee_batched, axis_name,
                      force_out=None):
     """`f_vmap(batch_size, params...)`: the batched variant of a user function for
     arguments of the given specs; returns (FunctionDef, result spec)."""
-    bt = Batching(program, fir, in_specs, callee_batched, axis_name)
+    bt = Batching(program, fir, in_specs, callee_batched, axis_name, helper=True)
     stmts, out, spec = bt.run()
     if force_out is not None and spec != force_out:   # a recursive variant: fully batched
         stmts.append(assign(bt.namer.fresh("result"), bt.convert(out, spec, force_out)))

@@ -26,8 +26,10 @@ class Batching(CallRules, ControlFlowRules):
     """Batches one IR function for its arguments' specs: `run` returns the statements, the
     result and its spec."""
 
-    def __init__(self, program, fir, in_specs, callee_batched, axis_name):
+    def __init__(self, program, fir, in_specs, callee_batched, axis_name, helper=False):
         self.program = program
+        self.helper = helper         # a function the user's code calls (its arguments may
+        # be Python lists of batched values: `mx([a[i] ** 2 for i in ...])`)
         self.fir = fir
         self.src = fir.source
         self.namer = program.function_namer(fir)
@@ -98,7 +100,7 @@ class Batching(CallRules, ControlFlowRules):
                     self.changed = True
             changed = self.changed
         self._find_arrays(stmts)
-        self.seqs = _maybe_sequences(stmts)
+        self.seqs = _maybe_sequences(stmts, set(self.fir.params) if self.helper else set())
         self.unpacked = set()
         self.lane_indices = {st.targets[0].id for st in walk_simple(stmts)
                              if isinstance(st, gast.Assign) and
@@ -591,7 +593,8 @@ class Batching(CallRules, ControlFlowRules):
                 isinstance(self.of(a.id), tuple) or a.id in self.seqs)
 
         def plain_seq(a):       # a list the batching rule would view along the batch
-            return isinstance(a, gast.Name) and a.id in self.seqs and not batched(self.of(a.id))
+            return isinstance(a, gast.Name) and a.id in self.seqs and \
+                not batched(self.of(a.id)) and not (self.helper and a.id in self.fir.params)
 
         if not any(batched(self.expr_spec(a)) for a in operands(v)):
             return [], v
@@ -938,11 +941,11 @@ def _reads_arrays(spelling, rule):
         spelling not in UNIFORM_HELPERS
 
 
-def _maybe_sequences(stmts):
-    """Names that may hold a Python list or tuple: bound to a list or tuple literal, appended
-    to, made by a function that returns a container, copied from such a name or popped from
-    a stack such names were pushed on."""
-    seqs, stacks = set(), set()
+def _maybe_sequences(stmts, given=frozenset()):
+    """Names that may hold a Python list or tuple: `given` (a helper's parameters), bound to
+    a list or tuple literal, appended to, made by a function that returns a container,
+    copied from such a name or popped from a stack such names were pushed on."""
+    seqs, stacks = set(given), set()
     changed = True
     while changed:
         changed = False
