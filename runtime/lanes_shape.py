@@ -131,7 +131,9 @@ def lane_size(a, axis=None, outer=0):
 def lane_example(x, outer=0):
     """The first example of batched `x`, to ask for its type (isinstance, type,
     np.isscalar). A batch loses whether an example was a Python number or a 0-d array: an
-    example of a batched float array is reported as an np.float64 (a float)."""
+    example of a batched float array is reported as an np.float64 (a float), one of an
+    integer or boolean array as a Python int or bool (`isinstance(pad, int)` of a number
+    the batch came to hold, as a recursive call's result does, stays True)."""
     if _is_seq(x):
         return rebuild_like(x, (lane_example(v, outer) for v in x))
     if isinstance(x, dict):
@@ -141,7 +143,10 @@ def lane_example(x, outer=0):
     x = _asarray(x)
     if x.shape[outer] == 0:
         return array_module(x).zeros(x.shape[:outer] + x.shape[outer + 1:], dtype=x.dtype)
-    return x[(slice(None),) * outer + (0,)]
+    example = x[(slice(None),) * outer + (0,)]
+    if example.ndim == 0 and example.dtype.kind in "iub" and array_module(x) is np:
+        return example.item()
+    return example
 
 
 def lane_int(x):

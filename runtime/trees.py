@@ -386,7 +386,7 @@ def number_only(value, name, op, other, where, outer=0):
     array. Under vmap, `outer` says how many leading axes are the batch's (a number per
     example)."""
     if holds_array(value, outer):
-        if other.startswith("global"):
+        if other.startswith(("global", "parameter")):
             message = (f"[aliasing] '{name}' holds an array here, so `{name} {op}= ...` "
                        f"writes into it in place, and it may be an array the caller can see "
                        f"({other}, or a view of it), which transformed code cannot change.")

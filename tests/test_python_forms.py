@@ -2440,3 +2440,100 @@ def _keeps_the_exception(x):
 def test_try_blocks_the_lowering_cannot_follow_are_refused(f, message):
     with pytest.raises(tp.TransformError, match=message):
         tp.grad(f)(np.array([1.0, 2.0, 3.0]))
+
+
+# ---------------------------------------------------------------- found in numpy-ml and ML-From-Scratch
+
+def _sgd_step(w, g, lr=0.1):
+    w -= lr * g
+
+
+def _loss_after_a_step(w, X):
+    _sgd_step(w, X.T @ (X @ w))          # numpy: the caller's w changes
+    return np.sum(w ** 2)
+
+
+def _scaled_step(w, g):
+    w *= 0.5
+    return np.sum(g * w)
+
+
+def _loss_after_a_scaled_step(w, X):
+    first = _scaled_step(w, X @ w)       # the caller's w is halved too
+    return first + np.sum(w ** 2)
+
+
+def _count_up(n, x):
+    n += 1                               # a number: bound anew, as in Python
+    return n * np.sum(x)
+
+
+def _counted(x):
+    return _count_up(2, x)
+
+
+def test_an_augmented_assignment_to_a_parameter_holding_an_array_is_refused(rng):
+    # it changes the caller's array in place: transformed code bound the name anew and the
+    # caller read its old array (value and gradient wrong, silently)
+    w, X = rng.normal(size=2), rng.normal(size=(2, 2))
+    per_example = functools.partial(tp.vmap, in_axes=(None, 0))
+    for transform in (tp.grad, tp.jit, per_example):
+        args = (w.copy(), X if transform is not per_example else np.stack([X, X]))
+        with pytest.raises(tp.TransformError, match="updates its argument in place"):
+            transform(_loss_after_a_step)(*args)
+        with pytest.raises(tp.TransformError, match="parameter 'w'"):
+            transform(_loss_after_a_scaled_step)(*args)
+    x = rng.normal(size=3)
+    assert np.allclose(tp.grad(_counted)(x), 3.0)
+    xs = rng.normal(size=(2, 3))
+    assert np.allclose(tp.vmap(_counted)(xs), [_counted(v) for v in xs])
+
+
+def _pad_spec(pad):
+    if isinstance(pad, int):
+        return (pad, pad)
+    return pad
+
+
+def _padded(x, pad):
+    p = _pad_spec(pad)
+    if isinstance(p, tuple):
+        x = np.pad(x, (p[0], p[1]))
+    return x
+
+
+def _padded_cubes(x):
+    return np.sum(_padded(x, 1) ** 3) + np.sum(_padded(x, (0, 2)) * x[0])
+
+
+def _flattened(X):
+    rs = X.shape[:1] + (-1,)
+    return np.sum(np.tanh(X.reshape(*rs)) @ np.arange(6.0))
+
+
+def test_isinstance_with_tuple_in_helpers_under_second_order_and_reshape_of_a_star(rng):
+    # the jvp of the gradient named the class `tuple` like a local temporary of a helper
+    # (UnboundLocalError); x.reshape(*shape) of a local tuple was refused
+    x = rng.normal(size=3)
+    check_grads(_padded_cubes, (x,), order=2, modes=("rev", "fwd"))
+    X = rng.normal(size=(2, 3, 2))
+    check_grads(_flattened, (X,), order=2, modes=("rev", "fwd"))
+    Xs = rng.normal(size=(4, 2, 3, 2))
+    assert np.allclose(tp.vmap(_flattened)(Xs), [_flattened(v) for v in Xs])
+
+
+def _scaled_by_kind(x, pad):
+    p = pad
+    if isinstance(p, int):
+        y = x * 2.0
+    else:
+        y = x * 3.0
+    if p == -1:
+        y, p = _scaled_by_kind(x, 1)     # recursion: vmap batches its results
+    return y, p
+
+
+def test_isinstance_int_of_a_number_a_batch_holds(rng):
+    xs = rng.normal(size=(2, 3))
+    f = lambda x: _scaled_by_kind(x, 0)[0]
+    assert np.allclose(tp.vmap(f)(xs), [f(v) for v in xs])

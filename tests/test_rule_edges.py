@@ -166,6 +166,8 @@ SWEEP = [
      "float"),
     ("math.fabs", "math.fabs(x) + math.hypot(x, y) + float(x) + max(x, y) * min(x, y)",
      "float"),
+    ("math.erf", "math.erf(x) * math.erfc(y) + math.gamma(x + 3.0) * math.lgamma(y + 3.0) "
+     "+ math.pow(math.fabs(x) + 0.5, y)", "float"),
     # products
     ("@", "x @ y", "pair"), ("np.dot", "np.dot(x, y)", "pair"),
     ("np.inner", "np.inner(x, y)", "pair"),

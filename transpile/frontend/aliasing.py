@@ -94,7 +94,16 @@ def resolve(fir, functions=None, namespace=None, namer=None):
             # run time (`s1 = K1[-2]; s1 *= 2.0` on a 1-d K1 is the number)
             rebinds[id(s)] = (s, x, [], _number_only(fir, s, x, f"global '{mutable[0][1]}'"))
             continue
-        if outside and is_update(s) or mutable and _is_inplace_op(s):
+        params = [r for r in outside if r[0] == "param"]
+        if params and _is_inplace_op(s) and inplace is None:
+            # `w -= lr * g` on a parameter: a number is bound anew; an array is the
+            # caller's, which NumPy updates in place (an optimizer step the caller reads
+            # afterwards): asked at run time
+            rebinds[id(s)] = (s, x, [], _number_only(fir, s, x, f"parameter '{params[0][1]}'"))
+            fir.parameter_updates.append(s)
+            continue
+        if outside and is_update(s) or mutable and _is_inplace_op(s) or \
+                params and _is_inplace_op(s) and inplace:
             kind, name = (mutable or outside)[0]
             raise error_at(s, fir.source,
                            f"writing into '{x}' changes an array the caller can see "

@@ -175,6 +175,12 @@ class CallNormalizer:
     def expr_Call(self, node, stmts, hint=None):
         if self.is_generator_draw(node):
             return self.generator_draw(node, stmts)
+        if isinstance(node.func, gast.Attribute) and node.func.attr in VARARG_METHODS and \
+                len(node.args) == 1 and isinstance(node.args[0], gast.Starred) and \
+                not node.keywords and self.static(node.func.value) is None:
+            # x.reshape(*shape) is x.reshape(shape), whatever the length of shape
+            node = gast.copy_location(gast.Call(func=node.func, args=[node.args[0].value],
+                                                keywords=[]), node)
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             node = self.unpacked_call(node, stmts)

@@ -315,6 +315,17 @@ class Normalizer(CallNormalizer):
                 return stmts
         if isinstance(value, (gast.Name, gast.Constant)):
             return stmts
+        called = self.program.functions.get(anno.get(value, Anno.CALLEE)) \
+            if isinstance(value, gast.Call) else None
+        if called is not None and called.parameter_updates:
+            # called for its effect, which can only be `p op= v` on a parameter: an array
+            # the caller passed, updated in place (a number's update would be lost)
+            update = called.parameter_updates[0]
+            raise self.error(node, f"this call is made for its effect: {called.source.name} "
+                             f"updates its argument in place (line "
+                             f"{called.source.line_of(update)}), which transformed code "
+                             "cannot follow.", "return the new value and bind it here "
+                             "(w = step(w, g) with `return w - lr * g`).")
         tmp = self.namer.fresh("_")
         stmts.append(_assign(tmp, value, node))
         return stmts

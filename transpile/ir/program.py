@@ -23,6 +23,8 @@ class FunctionIR:
         self.freevars = freevars
         # set by frontend/aliasing.py: which parameters the result may share memory with
         self.result_sharing = None
+        # also: `p op= v` statements on a parameter that may hold the caller's array
+        self.parameter_updates = []
 
 
 class Program:
@@ -47,7 +49,8 @@ class Program:
     def constant(self, obj, hint):
         """A name under which generated code can refer to the non-literal object `obj`."""
         for name, value in self.namespace.items():
-            if value is obj:
+            # (one made while another function was normalized may be a local name here)
+            if value is obj and not any(name in local for _, local in self.open_scopes):
                 self._reserve(name)
                 return name
         name = self.namer.fresh(hint)

@@ -91,20 +91,22 @@ def power_fwd(out, x1, x2):
 batch_elementwise("**", "np.power", "pow")
 
 
-# float_power is ** computed in float64 (or complex128): the same derivatives.
-@rev("np.float_power")
+# float_power is ** computed in float64 (or complex128): the same derivatives; math.pow
+# too, on one number.
+@rev("np.float_power", "math.pow")
 def float_power(dout, out, x1, x2):
     dx1 = rt.unbroadcast(dout * x2 * rt.pow_minus_one(x1, x2), x1)
     dx2 = rt.unbroadcast(dout * out * np.log(np.where(rt.has_log(x1), x1, 1.0)), x2)
 
 
-@fwd("np.float_power")
+@fwd("np.float_power", "math.pow")
 def float_power_fwd(out, x1, x2):
     dout = dx1 * x2 * rt.pow_minus_one(x1, x2)
     dout = dx2 * out * np.log(np.where(rt.has_log(x1), x1, 1.0))
 
 
 batch_elementwise("np.float_power")
+batch_elementwise("math.pow", vectorized="np.float_power")
 
 
 @rev("rt.pow_minus_one")

@@ -109,13 +109,13 @@ def no_derivative_term_batch(what, hint, tangent, like):
 
 # ---------------------------------------------------------------- gamma and friends
 
-@rev("rt.gammaln", "scipy.special.gammaln")
+@rev("rt.gammaln", "scipy.special.gammaln", "math.lgamma")
 def gammaln(dout, out, x):
     """gammaln is log|Gamma(x)|: its slope is digamma(x), also where Gamma(x) < 0."""
     dx = dout * rt.digamma(x)
 
 
-@fwd("rt.gammaln", "scipy.special.gammaln")
+@fwd("rt.gammaln", "scipy.special.gammaln", "math.lgamma")
 def gammaln_fwd(out, x):
     dout = dx * rt.digamma(x)
 
@@ -173,12 +173,12 @@ def polygamma_fwd(out, n, x):
 batch_elementwise("rt.polygamma", "scipy.special.polygamma")
 
 
-@rev("rt.gamma", "scipy.special.gamma")
+@rev("rt.gamma", "scipy.special.gamma", "math.gamma")
 def gamma(dout, out, z):
     dz = dout * out * rt.digamma(z)
 
 
-@fwd("rt.gamma", "scipy.special.gamma")
+@fwd("rt.gamma", "scipy.special.gamma", "math.gamma")
 def gamma_fwd(out, z):
     dout = dz * out * rt.digamma(z)
 
@@ -432,12 +432,12 @@ batch_elementwise("rt.entr", "scipy.special.entr")
 
 # ---------------------------------------------------------------- error function, normal cdf
 
-@rev("rt.erf", "scipy.special.erf")
+@rev("rt.erf", "scipy.special.erf", "math.erf")
 def erf(dout, out, z):
     dz = dout * 1.1283791670955126 * np.exp(-z * z)
 
 
-@fwd("rt.erf", "scipy.special.erf")
+@fwd("rt.erf", "scipy.special.erf", "math.erf")
 def erf_fwd(out, z):
     dout = dz * 1.1283791670955126 * np.exp(-z * z)
 
@@ -445,17 +445,21 @@ def erf_fwd(out, z):
 batch_elementwise("rt.erf", "scipy.special.erf")
 
 
-@rev("rt.erfc", "scipy.special.erfc")
+@rev("rt.erfc", "scipy.special.erfc", "math.erfc")
 def erfc(dout, out, x):
     dx = -dout * 1.1283791670955126 * np.exp(-x * x)
 
 
-@fwd("rt.erfc", "scipy.special.erfc")
+@fwd("rt.erfc", "scipy.special.erfc", "math.erfc")
 def erfc_fwd(out, x):
     dout = -dx * 1.1283791670955126 * np.exp(-x * x)
 
 
 batch_elementwise("rt.erfc", "scipy.special.erfc")
+# math's versions work on one number; their batched spelling is the array one
+for _math, _array in {"erf": "rt.erf", "erfc": "rt.erfc", "gamma": "rt.gamma",
+                      "lgamma": "rt.gammaln"}.items():
+    batch_elementwise("math." + _math, vectorized=_array)
 
 
 # The inverses' slopes are the reciprocals of erf's at the result (infinite at y = +-1).
