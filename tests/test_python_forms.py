@@ -2537,3 +2537,19 @@ def test_isinstance_int_of_a_number_a_batch_holds(rng):
     xs = rng.normal(size=(2, 3))
     f = lambda x: _scaled_by_kind(x, 0)[0]
     assert np.allclose(tp.vmap(f)(xs), [f(v) for v in xs])
+
+
+def _flat_rows(x):
+    return x.reshape((x.shape[0], -1))      # reads x.shape: the entry checks its arguments
+
+
+def _applied_loss(f, x):
+    return np.sum(f(x) ** 2)
+
+
+def test_vmap_of_a_gradient_given_a_function_argument(rng):
+    # the gradient's check of its arguments' fields (rt.check_record_fields) was given the
+    # function when vmap transformed that code for it: "'_flat_rows' is used as a value"
+    xs = rng.normal(size=(3, 2, 2, 2))
+    grad = tp.grad(_applied_loss, argnums=1)
+    assert np.allclose(tp.vmap(grad, in_axes=(None, 0))(_flat_rows, xs), 2 * xs)

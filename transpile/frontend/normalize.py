@@ -26,6 +26,7 @@ desugared here. Anything else raises TransformError at the offending line.
 import builtins
 import collections
 import contextlib
+import copy
 import functools
 import importlib
 import inspect
@@ -292,6 +293,14 @@ class Normalizer(CallNormalizer):
         v = node.value
         if isinstance(v, gast.Constant):
             return []  # docstring or bare constant
+        if isinstance(v, gast.Call) and dotted(v.func) == "rt.check_record_fields" and \
+                isinstance(v.args[0], gast.Tuple):
+            # generated code transformed again for the functions passed to it: a function
+            # has no fields to check
+            v = copy.copy(v)
+            v.args = [gast.Tuple(elts=[e for e in v.args[0].elts if not (
+                isinstance(e, gast.Name) and e.id in self.local_fns)], ctx=gast.Load())] + \
+                v.args[1:]
         if isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) \
                 and v.func.attr == "append" and isinstance(v.func.value, gast.Name) \
                 and v.func.value.id in self.locals and len(v.args) == 1:
