@@ -2553,3 +2553,27 @@ def test_vmap_of_a_gradient_given_a_function_argument(rng):
     xs = rng.normal(size=(3, 2, 2, 2))
     grad = tp.grad(_applied_loss, argnums=1)
     assert np.allclose(tp.vmap(grad, in_axes=(None, 0))(_flat_rows, xs), 2 * xs)
+
+
+def _pooled(x, mode):
+    if mode == "max":
+        pool = np.max
+    elif mode == "sum":
+        pool = np.sum
+    else:
+        pool = np.mean
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = pool(x[i] ** 2)
+    return np.sum(np.sin(out))
+
+
+@pytest.mark.parametrize("mode", ["max", "sum", "avg"])
+def test_a_name_bound_to_one_of_several_functions_on_different_paths(rng, mode):
+    # numpy-ml's Pool2D: `pool_fn = np.max` or `np.mean` by branch, then `pool_fn(x)`
+    # (refused: a name bound to functions more than once)
+    x = rng.normal(size=(3, 4))
+    assert np.isclose(tp.jit(_pooled, static_argnums=(1,))(x, mode), _pooled(x, mode))
+    check_grads(lambda v: _pooled(v, mode), (x,), order=2, modes=("rev", "fwd"))
+    xs = rng.normal(size=(2, 3, 4))
+    assert np.allclose(tp.vmap(_pooled, (0, None))(xs, mode), [_pooled(v, mode) for v in xs])

@@ -1491,3 +1491,27 @@ def test_a_helper_given_a_list_of_batched_values():
     close(tp.vmap(total)(Ms), loop(total, (Ms,)))
     close(tp.jacfwd(_forward_messages)(Ms[0]), tp.jacrev(_forward_messages)(Ms[0]))
     check_grads(_forward_messages, (Ms[0],), order=2, modes=("rev", "fwd"))
+
+
+def _norm_of_parts(parts):
+    if parts is None:
+        return 0.0
+    total = 0.0
+    for p in parts:
+        total = total + np.sum(p ** 2)
+    return np.sqrt(total)
+
+
+def _clipped_norm(w, b):
+    return _norm_of_parts((w, b)) + _norm_of_parts(None)
+
+
+def test_a_helper_testing_its_parameter_is_none():
+    # a helper's parameter may be a list of batched values (read as an array), but
+    # `parts is None` asks about the object: the tuple of two shapes was made one array
+    r = np.random.default_rng(47)
+    ws, bs = r.normal(size=(3, 2, 2)), r.normal(size=(3, 2))
+    close(tp.vmap(_clipped_norm)(ws, bs), loop(_clipped_norm, (ws, bs)))
+    grad = tp.grad(_clipped_norm, argnums=(0, 1))
+    for got, want in zip(tp.vmap(grad)(ws, bs), loop(grad, (ws, bs))):
+        close(got, want)

@@ -599,8 +599,10 @@ class Batching(CallRules, ControlFlowRules):
         if not any(batched(self.expr_spec(a)) for a in operands(v)):
             return [], v
 
-        if isinstance(v, gast.Compare) and isinstance(v.ops[0], (gast.In, gast.NotIn)):
-            return [], v        # `k in d`: a key of a dict, an item of a list, as it is
+        if isinstance(v, gast.Compare) and isinstance(v.ops[0], (gast.In, gast.NotIn,
+                                                                 gast.Is, gast.IsNot)):
+            return [], v        # `k in d`: a key of a dict, an item of a list, as it is;
+            # `xs is None`: the object itself
         if isinstance(v, (gast.BinOp, gast.Compare)):
             # `xs - m` reads a list as an array; `xs + ys` of two lists joins them
             ops = operands(v)

@@ -175,6 +175,8 @@ class CallNormalizer:
     def expr_Call(self, node, stmts, hint=None):
         if self.is_generator_draw(node):
             return self.generator_draw(node, stmts)
+        if isinstance(node.func, gast.Name) and node.func.id in getattr(self, "choices", {}):
+            return self.chosen_call(node, stmts, hint)
         if isinstance(node.func, gast.Attribute) and node.func.attr in VARARG_METHODS and \
                 len(node.args) == 1 and isinstance(node.args[0], gast.Starred) and \
                 not node.keywords and self.static(node.func.value) is None:
@@ -2114,6 +2116,35 @@ class CallNormalizer:
         call = gast.Call(func=_name(ir_name), args=primals + tangents, keywords=[])
         anno.set(call, Anno.CALLEE, ir_name)
         return call
+
+    def chosen_call(self, node, stmts, hint=None):
+        """`pool(x)` where `pool` holds which of several functions (Normalizer's
+        `choices`): the arguments once, then an `if` calling the one it holds."""
+        name = node.func.id
+        args = [self.atom(a, stmts) for a in node.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, stmts))
+                    for k in node.keywords]
+        result = self.namer.fresh(hint or "out")
+        # (the temporaries holding the arguments are read again as the branches' names)
+        self.locals |= {a.id for a in args + [k.value for k in keywords]
+                        if isinstance(a, gast.Name)} | {result}
+        chain = []
+        for k, (_, spelled) in reversed(list(enumerate(self.choices[name]))):
+            called = gast.Call(func=copy.deepcopy(spelled), args=copy.deepcopy(args),
+                               keywords=copy.deepcopy(keywords))
+            branch = [gast.Assign(targets=[_name(result, gast.Store())], value=called,
+                                  type_comment=None)]
+            if not chain:
+                chain = branch          # the last: what the name holds when no other
+                continue
+            test = gast.Compare(left=_name(name), ops=[gast.Eq()], comparators=[_const(k)])
+            chain = [gast.If(test=test, body=branch, orelse=chain)]
+        for s in chain:
+            for n in gast.walk(s):
+                gast.copy_location(n, node)
+        for s in chain:
+            stmts.extend(self.stmt(s))
+        return _name(result)
 
     def check_single_binding(self, name, node):
         """A local function is resolved while transforming: its name must be bound once

@@ -141,6 +141,7 @@ class Normalizer(CallNormalizer):
         self.params = set(params)
         self.locals = assigned_names(fdef.body) | set(params) | set(self.lifted)
         self.assignments = _assignment_counts(fdef.body, params)
+        self.choices = self._function_choices(fdef, params)
         if shape is not None:      # `f(*args, **kwargs)` passes these copies on, unless the
             packed, keyed = shape.prologue      # body rebinds args or kwargs
             if packed is not None and self.assignments.get(packed[0], 0) <= 1:
@@ -240,6 +241,42 @@ class Normalizer(CallNormalizer):
         known = self.static(s.value.func)
         return isinstance(known, Static) and any(
             known.value is f for f in (warnings.simplefilter, warnings.filterwarnings))
+
+    def _function_choices(self, fdef, params):
+        """Names bound to one of several functions known now, on different paths, and
+        only called (`pool = np.max` in one branch, `pool = np.mean` in the other, then
+        `pool(x)`): name -> those functions. The name then holds which one (0, 1, ...),
+        and a call of it is an `if` over them (CallNormalizer.chosen_call)."""
+        values, called, other = {}, set(), set()
+        for n in gast.walk(fdef):
+            if isinstance(n, gast.Assign) and len(n.targets) == 1 and \
+                    isinstance(n.targets[0], gast.Name):
+                known = self.static(n.value)
+                fn = known.value if isinstance(known, Static) else None
+                if callable(fn) and not isinstance(fn, type) and not _user_object(fn):
+                    values.setdefault(n.targets[0].id, []).append((fn, n.value))
+                else:
+                    other.add(n.targets[0].id)
+            elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name):
+                called.add(id(n.func))
+        loads = {}
+        for n in gast.walk(fdef):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                loads.setdefault(n.id, []).append(id(n) in called)
+            elif isinstance(n, (gast.FunctionDef, gast.Lambda)) and n is not fdef:
+                for inner in gast.walk(n):    # read in a nested function: a value there
+                    if isinstance(inner, gast.Name):
+                        loads.setdefault(inner.id, []).append(False)
+        out = {}
+        for name, fns in values.items():
+            distinct = []            # (function, the expression first naming it)
+            for fn, spelled in fns:
+                if not any(fn is d for d, _ in distinct):
+                    distinct.append((fn, spelled))
+            if len(distinct) > 1 and name not in other and name not in params and \
+                    self.assignments.get(name, 0) == len(fns) and all(loads.get(name, [])):
+                out[name] = distinct
+        return out
 
     def stmt_Try(self, node):
         """try/except as an `if` on which handler catches (frontend/attempts.py); `else:`
@@ -343,6 +380,10 @@ class Normalizer(CallNormalizer):
         stmts = []
         if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
             target = node.targets[0].id
+            if target in self.choices:      # which of the functions: its number
+                fn = self.static(node.value).value
+                k = next(i for i, (f, _) in enumerate(self.choices[target]) if f is fn)
+                return [_assign(target, _const(k), node)]
             if self._bind_local_function(target, node.value, stmts):
                 return stmts
             if self._bind_iterator(target, node.value, stmts):
