@@ -1411,8 +1411,7 @@ def _function_rebound_in_branch(x, c):
     return act(x)
 
 
-@pytest.mark.parametrize("f", [_lambda_chosen_by_branch, _def_chosen_by_branch,
-                               _function_rebound_in_branch])
+@pytest.mark.parametrize("f", [_lambda_chosen_by_branch, _def_chosen_by_branch])
 def test_local_functions_chosen_by_branch_are_refused(f):
     # were an IndentationError in generated code (a def or lambda per branch) or the last
     # function for every path
@@ -1422,13 +1421,18 @@ def test_local_functions_chosen_by_branch_are_refused(f):
             tp.grad(f)(0.4, c)
 
 
-def test_a_function_assigned_on_two_paths_is_refused():
-    with pytest.raises(TransformError, match="'act' is assigned more than once|function held "
-                                             "in a variable"):
-        tp.grad(_activation_chosen_by_branch)(np.random.randn(3), True)
-    with pytest.raises(TransformError, match="'act' is assigned more than once|function held "
-                                             "in a variable"):
-        tp.grad(_helper_chosen_by_branch)(0.3, True)
+def test_a_function_assigned_on_two_paths_is_the_one_of_the_path_taken():
+    # (once the last function for every path, silently; then refused; now an `if` over the
+    # functions the name may hold)
+    for c in (1.0, -1.0):
+        assert np.isclose(tp.grad(_function_rebound_in_branch)(0.4, c),
+                          -np.sin(0.4) if c > 0 else np.cos(0.4))
+    x = np.random.default_rng(48).normal(size=3)
+    for smooth in (True, False):
+        check_grads(lambda v: _activation_chosen_by_branch(v, smooth), (x,), order=2,
+                    modes=("rev", "fwd"))
+    f = lambda v: _helper_chosen_by_branch(v, True)   # noqa: E731 (the other path needs a list)
+    assert np.isclose(tp.grad(f)(0.3), (f(0.3 + 1e-6) - f(0.3 - 1e-6)) / 2e-6, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- `u = K; u += v`, K a global array

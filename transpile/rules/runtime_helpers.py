@@ -165,7 +165,8 @@ batch_same("rt.stop_gradient", "rt.shape_only")
 
 # `x op= v` where x may be a number or an array (frontend/aliasing.py): the value itself,
 # or an error
-@rev("rt.number_only", side_effect=True)   # (its error, even where x is not read again)
+@rev("rt.number_only", side_effect=True, view=(0,))   # (its error, even where x is not read
+# again; the value itself passes, a batch of numbers under vmap included)
 def number_only(dout, out, value, name, op, other, where, outer=0):
     dvalue = dout
 
