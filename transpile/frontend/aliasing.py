@@ -197,8 +197,10 @@ def _element_tree(memory, state, value, params_in):
     def tree(fact, depth):
         obj, held = fact
         inner = None
-        if depth < 4 and len(obj) == 1 and next(iter(obj))[0] == "site" and \
-                next(iter(obj))[1] in memory.site_elements:
+        # (nested tuples are followed 4 deep and to 64 nodes: a tuple of tuples of results
+        # of tuples, as nested higher-order code makes, grew as its breadth to the 4th)
+        if depth < 4 and len(nodes) < 64 and len(obj) == 1 and \
+                next(iter(obj))[0] == "site" and next(iter(obj))[1] in memory.site_elements:
             inner = memory.site_elements[next(iter(obj))[1]]
         k = len(nodes)
         # a tuple made here is its own object; anything else is all it may be or hold
@@ -210,12 +212,18 @@ def _element_tree(memory, state, value, params_in):
     if top is None:
         return None
     made = [tree(f, 0) for f in top]
-    groups = list(range(len(nodes)))
-    for i in range(len(nodes)):                      # nodes whose roots meet: one group
+    parent = list(range(len(nodes)))              # nodes whose roots meet: one group
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+    for i in range(len(nodes)):
         for j in range(i):
             if nodes[i] & nodes[j]:
-                old_group = groups[i]
-                groups = [groups[j] if g == old_group else g for g in groups]
+                parent[root(i)] = root(j)
+    groups = [root(k) for k in range(len(nodes))]
 
     def grouped(node):
         k, may, children = node
