@@ -124,7 +124,7 @@ def _calls_user_code(stmts):
         for s in walk_simple(stmts) for n in gast.walk(s))
 
 
-_RAISING_ON_VALUES = ("np.linalg.", "scipy.linalg.", "rt.solve", "rt.cholesky", "rt.inv")
+_RAISING_ON_VALUES = ("np.linalg.", "scipy.linalg.", "rt.solve")
 
 
 class ControlFlowRules:

@@ -25,6 +25,7 @@ import copy
 import gast
 
 from ..errors import error_at
+from ..ir.nodes import assign, const, name
 
 
 def desugar(fdef, src, taken):
@@ -47,12 +48,12 @@ class _Desugar(gast.NodeTransformer):
         self.taken = taken
 
     def fresh(self, hint):
-        n, name = 0, hint
-        while name in self.taken:
+        n, candidate = 0, hint
+        while candidate in self.taken:
             n += 1
-            name = f"{hint}_{n}"
-        self.taken.add(name)
-        return name
+            candidate = f"{hint}_{n}"
+        self.taken.add(candidate)
+        return candidate
 
     def error(self, node, message, hint):
         return error_at(node, self.src, message, hint, pass_name="normalize")
@@ -80,9 +81,9 @@ class _Desugar(gast.NodeTransformer):
             return [node] + orelse
         flag = self.fresh("broke")
         node.body = _flag_breaks(node.body, flag)
-        ran_out = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=_load(flag)),
+        ran_out = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=name(flag)),
                           body=orelse, orelse=[])
-        out = [_assign(flag, False), node, ran_out]
+        out = [assign(flag, const(False)), node, ran_out]
         for s in out:
             _locate(s, node)
         return out
@@ -107,10 +108,10 @@ class _Desugar(gast.NodeTransformer):
     def visit_Match(self, node):
         self.generic_visit(node)
         subject = self.fresh("subject")
-        out = [_locate(_assign(subject, node.subject), node)]
+        out = [_locate(assign(subject, node.subject), node)]
         chain = None
         for case in reversed(node.cases):
-            test, binds = self._pattern(case.pattern, _load(subject))
+            test, binds = self._pattern(case.pattern, name(subject))
             body = binds + case.body
             if case.guard is not None:
                 # `case p if guard`: binds first (the guard reads them, and as in Python
@@ -130,11 +131,10 @@ class _Desugar(gast.NodeTransformer):
         if isinstance(pattern, gast.MatchValue):
             return _compare(subject, gast.Eq(), pattern.value), []
         if isinstance(pattern, gast.MatchSingleton):
-            return _compare(subject, gast.Is(), gast.Constant(value=pattern.value,
-                                                               kind=None)), []
+            return _compare(subject, gast.Is(), const(pattern.value)), []
         if isinstance(pattern, gast.MatchAs):
             binds = [] if pattern.name is None else \
-                [_locate(_assign(pattern.name, subject), pattern)]
+                [_locate(assign(pattern.name, subject), pattern)]
             if pattern.pattern is None:
                 return None, binds
             test, inner = self._pattern(pattern.pattern, subject)
@@ -176,7 +176,7 @@ def _flag_breaks(stmts, flag):
     out = []
     for s in stmts:
         if isinstance(s, gast.Break):
-            out += [_locate(_assign(flag, True), s), s]
+            out += [_locate(assign(flag, const(True)), s), s]
             continue
         if not isinstance(s, (gast.For, gast.While, gast.FunctionDef)):
             for field in ("body", "orelse", "finalbody"):
@@ -186,17 +186,6 @@ def _flag_breaks(stmts, flag):
                 inner.body = _flag_breaks(inner.body, flag)
         out.append(s)
     return out
-
-
-def _load(name):
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _assign(name, value):
-    if not isinstance(value, gast.AST):
-        value = gast.Constant(value=value, kind=None)
-    return gast.Assign(targets=[gast.Name(id=name, ctx=gast.Store(), annotation=None,
-                                          type_comment=None)], value=value, type_comment=None)
 
 
 def _compare(left, op, right):
