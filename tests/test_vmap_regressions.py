@@ -257,6 +257,73 @@ def test_recursive_helper_that_slices(f):
     check_all(f, (x,), modes=("vmap", "vmap_grad", "grad_vmap", "hessian"))
 
 
+def _same_padding(x_shape, kernel_shape):
+    pr, pc = (kernel_shape[0] - 1) // 2, (kernel_shape[1] - 1) // 2
+    return (pr, pr, pc, pc)
+
+
+def _pad2d(X, pad, kernel_shape=None):
+    """numpy-ml's pad2D as written: `pad` an int, a 4-tuple or "same" (which recurses with
+    the widths it works out), returned with the padded array."""
+    p = pad
+    if isinstance(p, int):
+        p = (p, p, p, p)
+    if isinstance(p, tuple):
+        X_pad = np.pad(X, ((0, 0), (p[0], p[1]), (p[2], p[3]), (0, 0)), mode="constant",
+                       constant_values=0)
+    if p == "same" and kernel_shape:
+        p = _same_padding(X.shape, kernel_shape)
+        X_pad, p = _pad2d(X, p)
+    return X_pad, p
+
+
+def padded_energy(X):
+    X_pad, p = _pad2d(X, "same", (3, 5))
+    return np.sum(X_pad[:, p[0]:, p[2]:] ** 2 * np.cos(X_pad[:, p[0]:, p[2]:]))
+
+
+def _wrapped(x, p, n):
+    if n == 0:
+        return np.sum(x * len(p)) + np.sum(x) ** 2
+    return _wrapped(np.sin(x) * 2.0, (p, p, p, n), n - 1)
+
+
+def wrapping_recursion(x):
+    return _wrapped(x, (1, 2), 3)
+
+
+def _even(x, n, tag):
+    if n == 0:
+        return x, tag
+    return _odd(x * 1.5, n - 1, tag)
+
+
+def _odd(x, n, tag):
+    if n == 0:
+        return -x, tag
+    out, t = _even(np.sin(x), n - 1, tag + 1)
+    return out, t
+
+
+def mutual_recursion_with_a_counter(x):
+    out, t = _even(x, 5, 0)
+    if t == 2:                   # the counter is the same for every example
+        return np.sum(out ** 2)
+    return np.sum(out)
+
+
+@pytest.mark.parametrize("f", [padded_energy, wrapping_recursion,
+                               mutual_recursion_with_a_counter])
+def test_recursion_whose_arguments_nest_or_return_unbatched_parts(f):
+    """Generating these never finished: `p = (p, p, p, p)` nested once more on every visit
+    of the analysis (4**12 leaves before it was cut), and each recursive call asked for a
+    variant nested once more. The widths pad2D returns with the padded array are the same
+    for every example; the recursive variant had batched them, and `p == "same"` then
+    differed between examples."""
+    x = RNG.normal(size=(3, 2, 4, 5, 2)) if f is padded_energy else RNG.normal(size=(3, 4))
+    check_all(f, (x,))
+
+
 def test_hessian_of_recursion_checks_out_axes_none_at_run_time():
     """jacfwd's vmap returns the primal output once (out_axes=None); a recursive variant's
     results are batched throughout, so the vmap checks the examples agree when it runs."""

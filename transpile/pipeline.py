@@ -62,6 +62,13 @@ def _not_ragged(result):
 
 _UNBOUND = object()
 _NUMBERS = frozenset((int, float, complex, bool, str))
+# batched variants of one function before vmap gives up on a recursion whose argument
+# specs never repeat (legitimate code asks for a handful)
+_MOST_VARIANTS = 64
+# rounds of a recursive variant's assumed result spec: growing as join says, then without
+# nesting deeper, then taken as batched throughout
+_GROWING_ROUNDS = 3
+_FIXED_POINT_ROUNDS = 12
 
 
 class Generated:
@@ -396,12 +403,17 @@ class Build:
 
     def batched_variant(self, ir_name, specs):
         """(name, result spec) of the batched variant of `ir_name` for argument `specs`."""
+        if any(k[0] == ir_name and v[1] is None for k, v in self.batch_variants.items()):
+            # a recursive call: its arguments' parts that no example differs in are read
+            # as wholes, or `f((p, n))` in `f` would ask for a variant nested once more
+            # at every level
+            specs = tuple(batching.settled(s) for s in specs)
         key = (ir_name, specs)
         found = self.batch_variants.get(key)
         if found is not None:
-            if found[1] is None:          # recursion: the variant returns a batched value
+            if found[1] is None:          # recursion: what the variant is assumed to return
                 found[2] = True
-                return found[0], True
+                return found[0], found[3]
             return found[0], found[1]
         program = self.program
         axis_name = self.options.get("axis_name")
@@ -414,8 +426,19 @@ class Build:
             name = normalize_function(own, program)[0]
             self.batch_variants[key] = [name, True, False]
             return name, True
+        if sum(k[0] == ir_name for k in self.batch_variants) >= _MOST_VARIANTS:
+            # a recursive function whose arguments nest deeper at every level
+            # (`p = (p, x)` with x batched): each level would be a variant of its own
+            callee = program.functions.get(ir_name)
+            label = callee.name if callee is not None else ir_name
+            raise TransformError(
+                f"vmap of {label}: its calls ask for more than {_MOST_VARIANTS} batched "
+                f"variants (the latest for arguments batched as {specs!r}); a recursive "
+                f"call whose arguments nest one level deeper each time cannot be batched. "
+                f"Hint: pass the nested parts as separate arguments, or make them arrays.")
         name = self.fresh(ir_name + "_vmap")
-        entry = self.batch_variants[key] = [name, None, False]
+        # [name, result spec (None while it is being made), recursive, assumed result]
+        entry = self.batch_variants[key] = [name, None, False, False]
         if custom_rule is not None:
             # (arguments batched in part, which `batched` leaves): the function's own
             # body, whose value is the function's; a derivative pass running first sees
@@ -424,15 +447,44 @@ class Build:
             callee = program.functions[plain]
         else:
             callee = program.functions[ir_name]
-        node, spec = batching.batched_function(program, _fresh(callee), name, specs,
-                                               self.batched_variant, axis_name)
-        if entry[2] and spec is not True:
-            node, spec = batching.batched_function(program, _fresh(callee), name, specs,
-                                                   self.batched_variant, axis_name,
-                                                   force_out=True)
+        node, spec = self._recursive_fixed_point(key, callee, specs)
         entry[1] = spec
         self.add(node)
         return name, spec
+
+    def _recursive_fixed_point(self, key, callee, specs):
+        """(definition, result spec) of a variant being made. A recursive call inside it
+        reads the result spec it is assumed to have, first nothing batched; while what the
+        body returns differs, the variant is made again assuming the join of the two, so a
+        part every level returns unbatched (numpy-ml's pad2D returns its padding widths
+        with the padded array) stays unbatched. Variants made under an assumption that
+        changed are made again too. After _GROWING_ROUNDS the assumption may not nest
+        deeper (batching.widened_join), and after _FIXED_POINT_ROUNDS every part is
+        assumed batched, which any result converts to."""
+        entry = self.batch_variants[key]
+        axis_name = self.options.get("axis_name")
+        before_keys, before_nodes = set(self.batch_variants), len(self.generated)
+        for rounds in range(_FIXED_POINT_ROUNDS + 1):
+            if rounds == _FIXED_POINT_ROUNDS:
+                entry[3] = True
+            node, spec = batching.batched_function(self.program, _fresh(callee), entry[0],
+                                                   specs, self.batched_variant, axis_name)
+            if not entry[2]:
+                return node, spec
+            assumed = entry[3]
+            grown = batching.join(assumed, spec) if rounds < _GROWING_ROUNDS else \
+                batching.widened_join(assumed, spec)
+            if grown == assumed:
+                break
+            # another round: the variants it made may have read this one's assumption
+            for k in set(self.batch_variants) - before_keys:
+                del self.batch_variants[k]
+            del self.generated[before_nodes:]
+            entry[2], entry[3] = False, grown
+        if spec == assumed:
+            return node, spec
+        return batching.batched_function(self.program, _fresh(callee), entry[0], specs,
+                                         self.batched_variant, axis_name, force_out=assumed)
 
     # -------------------------------------------------------------- emission
     def finish(self, entry):

@@ -20,5 +20,6 @@ batched. Where an unbatched value flows into a batched name it is broadcast
     specs.py       specs: how a value is batched
 """
 from .functions import batched_function, vmap_function
+from .specs import join, settled, widened_join
 
-__all__ = ["batched_function", "vmap_function"]
+__all__ = ["batched_function", "join", "settled", "vmap_function", "widened_join"]

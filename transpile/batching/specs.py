@@ -18,6 +18,19 @@ def join(a, b):
     return _joined(a, b)
 
 
+def widened_join(a, b):
+    """The join of `a` and `b` where no part may nest deeper than in `a`: a part where
+    they differ other than in a tuple's elements is read as a whole (True where anything
+    in it is batched, else False). A recursive variant's assumed result spec grows so
+    once it has grown a few times by join (a value it saves holds its own recursive call's
+    saved values, a spec nested once more every time)."""
+    if a == b:
+        return a
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(widened_join(x, y) for x, y in zip(a, b))
+    return batched(a) or batched(b)
+
+
 def _widened(spec, depth=12):
     """`spec` cut at nesting `depth` (a value put in a list of itself on a path, `k = [k]`,
     would nest once more on every visit of the analysis, which would never reach a fixed
@@ -36,6 +49,20 @@ def _joined(a, b):
         # fixed point of further joins, as the analysis needs)
         return a if len(a) >= len(b) else b
     return True
+
+
+def settled(spec):
+    """`spec` with every part that nothing is batched in read as False, and every part
+    batched throughout as True (the same values at run time), as a recursive call's
+    variant is keyed: a recursive helper that wraps its argument, `f((p, p), n - 1)`,
+    would otherwise ask for a variant nested once more at every level."""
+    if not isinstance(spec, tuple):
+        return spec
+    if not batched(spec):
+        return False
+    if all(s is True for s in flat(spec)):
+        return True
+    return tuple(settled(s) for s in spec)
 
 
 def batched(spec):

@@ -84,6 +84,7 @@ class Batching(CallRules, ControlFlowRules):
         self.field_names = _namedtuple_fields(stmts, self.program.namespace)
         self.local = _path_local(stmts, self.fir.node.body[-1], set(self.fir.params))
         self.uniform_needed = set()
+        self.restless = set()
         # lists that grow (stacks, appended lists): one spec for all their elements
         self.grown = {push_parts(st)[0] for st in walk_simple(stmts) if is_push(st)}
         changed = True
@@ -120,6 +121,13 @@ class Batching(CallRules, ControlFlowRules):
     def contribute(self, n, spec):
         old = self.of(n)
         new = join(old, spec)
+        if not batched(new) and new != old and isinstance(old, tuple):
+            # a value no example differs in whose structure changed (`pad = (pad, pad)`
+            # nests once more on every visit, 4**12 leaves before join cuts it): read as a
+            # whole from now on, which is all an unbatched value needs
+            self.restless.add(n)
+        if n in self.restless and not batched(new):
+            new = False
         if n in self.uniform_needed and new is not True and batched(new):
             new = True
         if isinstance(new, tuple) and n in self.grown:
