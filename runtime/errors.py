@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 
+from .backend import array_module
+
 
 class TransformError(Exception):
     """Raised for code the transformer refuses: the message names the file, line and source."""
@@ -134,6 +136,16 @@ def str_method(text, method, *args, **kwargs):
         raise TypeError(f"'.{method}()' is a method of str; transformed code called it on "
                         f"a {type(text).__name__}")
     return getattr(text, method)(*args, **kwargs)
+
+
+def is_integer(x):
+    """`x.is_integer()` of a float the user's code calls it on (hipsternet's conv checks
+    `h_out.is_integer()` of a size it divides out); elementwise on an array (a batch of
+    such numbers under vmap)."""
+    if isinstance(x, (int, float, np.floating, np.integer)):
+        return bool(float(x).is_integer())
+    xp = array_module(x)
+    return xp.isfinite(x) & (xp.floor(x) == x)
 
 
 def debug_print(fmt, *args, **kwargs):

@@ -331,6 +331,25 @@ def test_flatten_func_and_hessian_vector_product():
                                rtol=1e-12)
 
 
+def _scaled_sines(x, scale=2.0, power=2):
+    return np.sum(np.sin(x) ** power) * scale
+
+
+def test_hessian_vector_product_takes_the_vector_last_after_defaulted_parameters():
+    # autograd's order: hvp(x, v) for f(x, scale=2.0) (v was bound to `scale`: TypeError,
+    # missing 'vector')
+    x, v = RNG.normal(size=(2, 3))
+    hvp = tp.hessian_vector_product(_scaled_sines)
+    np.testing.assert_allclose(hvp(x, v), tp.hessian(_scaled_sines)(x) @ v, rtol=1e-12)
+    np.testing.assert_allclose(hvp(x, 3.0, v), tp.hessian(_scaled_sines)(x, 3.0) @ v,
+                               rtol=1e-12)
+    np.testing.assert_allclose(hvp(x, 3.0, 3, v), tp.hessian(_scaled_sines)(x, 3.0, 3) @ v,
+                               rtol=1e-12)
+    xs = RNG.normal(size=(4, 3))
+    np.testing.assert_allclose(tp.vmap(hvp, (0, None))(xs, v),
+                               [tp.hessian(_scaled_sines)(a) @ v for a in xs], rtol=1e-12)
+
+
 def test_check_grads_in_autograds_curried_form():
     x = RNG.normal(size=3)
     check_grads(lambda x: np.sum(np.sin(x) * x), modes=["rev"])(x)

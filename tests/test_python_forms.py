@@ -2577,3 +2577,158 @@ def test_a_name_bound_to_one_of_several_functions_on_different_paths(rng, mode):
     check_grads(lambda v: _pooled(v, mode), (x,), order=2, modes=("rev", "fwd"))
     xs = rng.normal(size=(2, 3, 4))
     assert np.allclose(tp.vmap(_pooled, (0, None))(xs, mode), [_pooled(v, mode) for v in xs])
+
+
+def _relu(z):
+    return np.maximum(z, 0.0)
+
+
+ACTIVATIONS = {"relu": _relu, "tanh": np.tanh, "sigmoid": lambda z: 1.0 / (1.0 + np.exp(-z)),
+               "softplus": lambda z: np.log1p(np.exp(z)), "depth": 2}
+
+
+def _layer_by_name(W, x, kind):
+    return np.sum(ACTIVATIONS[kind](W @ x) ** 2)
+
+
+def _layers_by_name(W, x, kind="tanh"):
+    act = ACTIVATIONS[kind]
+    for _ in range(ACTIVATIONS["depth"]):
+        x = act(W @ x)
+    return np.sum(x * np.cos(x))
+
+
+@pytest.mark.parametrize("kind", ["relu", "tanh", "sigmoid", "softplus"])
+@pytest.mark.parametrize("f", [_layer_by_name, _layers_by_name])
+def test_a_dict_of_functions_looked_up_by_a_key_given_when_called(rng, f, kind):
+    # `ACTIVATIONS[kind](h)` and `act = ACTIVATIONS[kind]` were refused ("calling a function
+    # held in a variable"); the key is known only when the code runs: an `if` over the keys
+    W, x = rng.normal(size=(3, 3)), rng.normal(size=3)
+    check_grads(lambda w, v: f(w, v, kind), (W, x), order=2, modes=("rev", "fwd"))
+    assert np.isclose(tp.jit(f, static_argnums=(2,))(W, x, kind), f(W, x, kind))
+    xs = rng.normal(size=(4, 3))
+    assert np.allclose(tp.vmap(f, (None, 0, None))(W, xs, kind), [f(W, v, kind) for v in xs])
+    with pytest.raises(KeyError, match="gelu"):
+        tp.grad(f)(W, x, "gelu")
+
+
+def test_a_dict_of_functions_changed_after_transforming_makes_new_code(rng):
+    W, x = rng.normal(size=(3, 3)), rng.normal(size=3)
+    g = tp.grad(_layer_by_name)
+    before = g(W, x, "tanh")
+    ACTIVATIONS["tanh"] = np.sin
+    try:
+        np.testing.assert_allclose(g(W, x, "tanh"), 2 * np.outer(np.sin(W @ x) *
+                                                                 np.cos(W @ x), x))
+    finally:
+        ACTIVATIONS["tanh"] = np.tanh
+    np.testing.assert_allclose(g(W, x, "tanh"), before)
+
+
+def _make_activation(kind, slope=0.01):
+    if kind == "leaky":
+        return lambda z: np.where(z > 0, z, slope * z)
+    if kind == "tanh":
+        return np.tanh
+
+    def scaled(z):
+        return np.sin(z) * slope
+    return scaled
+
+
+def _net_of_made_activations(W, x):
+    act = _make_activation("leaky", -0.3)
+    h = act(W @ x)
+    return np.sum(_make_activation("tanh")(h) ** 2) + np.sum(_make_activation("sin", 2.5)(h))
+
+
+def test_a_function_made_by_a_factory_called_with_literals(rng):
+    # `act = make_activation("leaky", 0.1)` was refused where the factory returns its
+    # function ("a function value can only be called here"): the factory runs while
+    # transforming, as every `return` in it gives a function and its arguments are literals
+    W, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    check_grads(_net_of_made_activations, (W, x), order=2, modes=("rev", "fwd"))
+    xs = rng.normal(size=(3, 4))
+    assert np.allclose(tp.vmap(_net_of_made_activations, (None, 0))(W, xs),
+                       [_net_of_made_activations(W, v) for v in xs])
+    assert np.isclose(tp.jit(_net_of_made_activations)(W, x), _net_of_made_activations(W, x))
+    source = tp.grad(_net_of_made_activations).source
+    assert "-0.3 * z" in source and "def _make_activation" not in source, source
+
+
+def _l1_penalty(W, lam=1e-3):
+    return lam * np.sum(np.abs(W))
+
+
+def _l2_penalty(W, lam=1e-3):
+    return .5 * lam * np.sum(W * W)
+
+
+def _regularization(model, reg_type="l2", lam=1e-3):
+    # hipsternet's loss.regularization, as written
+    reg_types = dict(
+        l1=_l1_penalty,
+        l2=_l2_penalty
+    )
+    if reg_type not in reg_types.keys():
+        raise Exception('Regularization type must be either "l1" or "l2"!')
+    reg_loss = np.sum([
+        reg_types[reg_type](model[k], lam)
+        for k in model.keys()
+        if k.startswith('W')
+    ])
+    return reg_loss
+
+
+@pytest.mark.parametrize("reg_type", ["l1", "l2"])
+def test_a_local_dict_of_functions_looked_up_by_a_key(rng, reg_type):
+    # `reg_types = dict(l1=reg.l1_reg, ...)` was refused ("'l1_reg' is used as a value")
+    model = {"W1": rng.normal(size=(3, 2)), "b1": rng.normal(size=2), "W2": rng.normal(size=2)}
+    g = tp.grad(_regularization)(model, reg_type, 0.1)
+    for k, v in model.items():
+        want = 0.0 * v if k.startswith("b") else 0.1 * (np.sign(v) if reg_type == "l1" else v)
+        np.testing.assert_allclose(g[k], want, rtol=1e-12)
+    with pytest.raises(Exception, match="must be either"):
+        tp.grad(_regularization)(model, "l3")
+
+
+def _running_mean(x, bn_param):
+    # cs231n's batchnorm_forward: a default made by a call
+    mean = bn_param.get("running_mean", np.zeros(x.shape[1], dtype=x.dtype))
+    scale = bn_param.get("scale", x.sum() * 0.0 + 2.0)
+    return np.sum((x - mean) ** 2) * scale
+
+
+def test_dict_get_with_a_default_made_by_a_call(rng):
+    # refused: "name 'zeros' is not defined" (the default's temporary was not a local)
+    x = rng.normal(size=(4, 3))
+    m = rng.normal(size=3)
+    np.testing.assert_allclose(tp.grad(_running_mean)(x, {}), 4 * x, rtol=1e-12)
+    np.testing.assert_allclose(tp.grad(_running_mean)(x, {"running_mean": m}), 4 * (x - m),
+                               rtol=1e-12)
+
+
+def _conv_output_size(X, W, stride=1, padding=1):
+    # hipsternet's conv_forward checks the output size so
+    n_filters, d_filter, h_filter, w_filter = W.shape
+    n_x, d_x, h_x, w_x = X.shape
+    h_out = (h_x - h_filter + 2 * padding) / stride + 1
+    w_out = (w_x - w_filter + 2 * padding) / stride + 1
+    if not h_out.is_integer() or not w_out.is_integer():
+        raise Exception("Invalid output dimension!")
+    h_out, w_out = int(h_out), int(w_out)
+    return np.sum(np.tanh(X[:, :, :h_out, :w_out]) * np.sum(W))
+
+
+def _halves(x):
+    return np.sum(x) if (x[0] * 2).is_integer() else np.sum(x ** 2)
+
+
+def test_float_is_integer(rng):
+    X, W = rng.normal(size=(2, 3, 5, 5)), rng.normal(size=(4, 3, 3, 3))
+    check_grads(_conv_output_size, (X, W), order=2, modes=("rev", "fwd"))
+    with pytest.raises(Exception, match="Invalid output"):
+        tp.grad(_conv_output_size)(X, W, 3)
+    xs = np.array([[0.5, 2.0], [0.3, 1.0], [1.5, 1.0]])
+    np.testing.assert_allclose(tp.vmap(_halves)(xs), [_halves(x) for x in xs], rtol=1e-15)
+    np.testing.assert_allclose(tp.grad(_halves)(xs[1]), 2 * xs[1], rtol=1e-15)

@@ -324,6 +324,68 @@ def test_recursion_whose_arguments_nest_or_return_unbatched_parts(f):
     check_all(f, (x,))
 
 
+def _gate(h, b):
+    N, H = h.shape
+    a = np.concatenate([h, h * 0.5], axis=1) + b
+    return np.tanh(a[:, H:]) + np.sin(a[:, :H])
+
+
+def gates_in_a_loop(h, b):
+    # cs231n's lstm_step_forward slices its gates by H of `N, H = prev_h.shape`
+    for _ in range(2):
+        h = _gate(h, b)
+    return np.sum(h ** 2)
+
+
+def test_slice_bounds_from_a_shape_saved_by_a_derivative_in_a_loop():
+    """vmap(grad) refused: the saved values of each call in the loop are pushed on one
+    stack, batched as a whole, so the backward pass read H as batched ("a slice cannot
+    be batched"); its bound is checked to be the same in every example when it runs."""
+    hs, bs = RNG.normal(size=(3, 2, 2)), RNG.normal(size=(3, 4))
+    check_all(gates_in_a_loop, (hs, bs))
+    check_all(gates_in_a_loop, (hs, bs[0]), in_axes=(0, None))
+    with pytest.raises(tp.TransformError, match="differs between examples"):
+        tp.vmap(lambda h, k: np.sum(np.tanh(h)[:, k:]))(hs, np.array([0, 1, 0]))
+
+
+def _rnn_step(x, h, b):
+    nh = np.tanh(x + h + b)
+    cache = (nh, x)
+    return nh, cache
+
+
+def _rnn_forward(x, b):
+    # cs231n's rnn_forward: writes each step into h, keeps a list of per-step caches
+    N, T = x.shape
+    h = np.zeros((N, T))
+    nh, c = _rnn_step(x[:, 0], 0.0, b)
+    h[:, 0] = nh
+    cache = [c]
+    for i in range(T - 1):
+        nh, c = _rnn_step(x[:, i + 1], nh, b)
+        h[:, i + 1] = nh
+        cache.append(c)
+    return h, cache
+
+
+def rnn_energy(x, b):
+    h, _ = _rnn_forward(x, b)
+    return np.sum(h * h * np.cos(h))
+
+
+def test_hessian_through_a_list_of_caches_appended_in_a_loop():
+    """hessian refused in its own generated code: vmap's broadcast of `[c_dot]` was read
+    as the items it holds, so appending to it seemed to write into the stack that also
+    held c_dot ("writing into 'cache_dot' here also changes 'c_stack_dot'")."""
+    x, b = RNG.normal(size=(2, 3)), RNG.normal(size=2)
+    H = tp.hessian(rnn_energy, argnums=1)(x, b)
+    grad, eps = tp.grad(rnn_energy, argnums=1), 1e-6
+    numeric = np.stack([(grad(x, b + eps * e) - grad(x, b - eps * e)) / (2 * eps)
+                        for e in np.eye(2)], axis=1)
+    np.testing.assert_allclose(H, numeric, rtol=1e-6, atol=1e-8)
+    check_grads(rnn_energy, (x, b), order=2, modes=("rev", "fwd"))
+
+
 def test_hessian_of_recursion_checks_out_axes_none_at_run_time():
     """jacfwd's vmap returns the primal output once (out_axes=None); a recursive variant's
     results are batched throughout, so the vmap checks the examples agree when it runs."""

@@ -203,17 +203,27 @@ def hessian_vector_product(f, argnums=0, *, argnum=None):
     gradient = api.grad(f, argnum)
     nparams = len(gradient.signature.parameters)
     active = tuple(i == argnum % nparams for i in range(nparams))
-    gen, params, prefix, extra, name, _ = _generated(gradient, "jvp", {"has_aux": False,
-                                                                       "active": active}, "hvp")
+    gen, params, prefix, extra, name, defaults = _generated(
+        gradient, "jvp", {"has_aux": False, "active": active}, "hvp")
     vector = "vector"
     while vector in params:
         vector += "_"
     primals = list(prefix) + params + list(extra)
-    text = (f"def {name}({', '.join(params + [vector])}):\n"
-            f"    _, product = gradient_jvp({', '.join(primals)}, {vector})\n"
-            f"    return product\n")
+    if not defaults:
+        text = (f"def {name}({', '.join(params + [vector])}):\n"
+                f"    _, product = gradient_jvp({', '.join(primals)}, {vector})\n"
+                f"    return product\n")
+    else:
+        # autograd's order: the vector is the last argument given, whichever of f's
+        # defaulted parameters come before it (hvp(x, v) for f(x, scale=2.0))
+        text = (f"def {name}(*args):\n"
+                f"    return {name}_at(args[-1], *args[:-1])\n\n\n"
+                f"def {name}_at({vector}, {_header(params, defaults)}):\n"
+                f"    _, product = gradient_jvp({', '.join(primals)}, {vector})\n"
+                f"    return product\n")
     def make():
-        return file_backed(text, {"gradient_jvp": gen.entry, **prefix, **extra}, name)
+        return file_backed(text, {"gradient_jvp": gen.entry, **prefix, **extra, **defaults},
+                           name)
     fn = _wrapper(("hvp", gen, text), [gen, *prefix.values(), *extra.values()], make)
     return api.Transformed(fn, "transform")
 

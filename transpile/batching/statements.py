@@ -161,6 +161,12 @@ class Batching(CallRules, ControlFlowRules):
                 self.contribute(t.value.id, under or b)
             elif isinstance(s, gast.Assign):
                 value = self.expr_spec(s.value)
+                if isinstance(s.value, gast.Call) and isinstance(s.value.func, gast.Name) and \
+                        s.value.func.id == "slice":
+                    # `slice_ = slice(H, None, None)`: its bounds must be the same in every
+                    # example, which uniform_args checks when the code runs (`H` of `N, H =
+                    # h.shape`, saved by a derivative with batched values, reads as batched)
+                    value = False
                 t = s.targets[0]
                 if isinstance(t, gast.Tuple):
                     parts = value if isinstance(value, tuple) and len(value) == len(t.elts) \
@@ -296,7 +302,8 @@ class Batching(CallRules, ControlFlowRules):
             return {}
         params = list(rule.template.params)
         roles = params[:len(v.args)] + [kw.arg for kw in v.keywords]
-        wanted = {"size"} if found[1].startswith("np.random.") else UNIFORM_ROLES
+        wanted = {"size"} if found[1].startswith("np.random.") else \
+            UNIFORM_ROLES | {"start", "stop", "step"} if found[1] == "slice" else UNIFORM_ROLES
         return {k: r for k, r in enumerate(roles) if r in wanted}
 
     def uniform_args(self, v):

@@ -37,6 +37,9 @@ from ..ir.nodes import assign, prim_call
 # Calls whose result may be the argument itself, or share its memory, besides the
 # primitives registered with view=True: np.asarray returns an array argument unchanged.
 _SHARING_CALLS = {"np.asarray", "np.asanyarray", "np.real", "np.imag"}
+# Views that return their argument itself, or a new container holding its items (vmap's
+# broadcast of a list some of whose items are batched), never an item of it.
+_CONTAINER_KEEPING = {"rt.broadcast_batch"}
 # Calls whose result is a new array or a read-only view of their first argument (np.diag
 # of a matrix is its diagonal): it sees writes into the argument, never writes into it.
 _READ_ONLY_VIEWS = {"np.diag"}
@@ -477,6 +480,16 @@ class _MemoryFacts(_Facts):
                 if not bases:
                     _age(state, s)
                     state[name] = (site, frozenset())
+                elif spelling in _CONTAINER_KEEPING:
+                    # the argument itself, or a new container holding its items (or a new
+                    # array): an append to the result changes no other list holding them
+                    _age(state, s)
+                    obj, held = site, frozenset()
+                    for b in bases:
+                        more, inner = self.of(state, b)
+                        obj |= more
+                        held |= inner
+                    state[name] = (obj, held)
                 else:       # of a container (rt.part of a tuple): what it holds
                     obj, held = frozenset(), frozenset()
                     for b in bases:

@@ -177,6 +177,19 @@ class CallNormalizer:
             return self.generator_draw(node, stmts)
         if isinstance(node.func, gast.Name) and node.func.id in getattr(self, "choices", {}):
             return self.chosen_call(node, stmts, hint)
+        if self.code_lookup(node.func):
+            return self.looked_up_call(node, stmts, hint)
+        made = self.made_function(node)
+        if made is not None:           # `make_activation("relu")`: the function it makes
+            return made
+        if isinstance(node.func, gast.Attribute) and node.func.attr == "keys" and \
+                not node.args and not node.keywords and \
+                isinstance(self.static(node.func.value), Static) and \
+                self.maps_to_code(self.static(node.func.value).value):
+            # the keys of a dict of functions known now (`reg_type in reg_types.keys()`)
+            keys = tuple(self.static(node.func.value).value)
+            return _const(keys) if is_literal(keys) else \
+                _name(self.program.constant(keys, "keys"))
         if isinstance(node.func, gast.Attribute) and node.func.attr in VARARG_METHODS and \
                 len(node.args) == 1 and isinstance(node.args[0], gast.Starred) and \
                 not node.keywords and self.static(node.func.value) is None:
@@ -881,11 +894,11 @@ class CallNormalizer:
             return list(value.elts)
         base, cut = value, slice(None)
         if isinstance(value, gast.Subscript) and isinstance(value.slice, gast.Slice):
-            bounds = [value.slice.lower, value.slice.upper, value.slice.step]
-            if not all(b is None or isinstance(b, gast.Constant) and type(b.value) is int
-                       for b in bounds):
+            bounds = [_int_literal(b) for b in
+                      (value.slice.lower, value.slice.upper, value.slice.step)]
+            if any(b is _NOT_INT for b in bounds):
                 return None
-            base, cut = value.value, slice(*[None if b is None else b.value for b in bounds])
+            base, cut = value.value, slice(*bounds)
         if isinstance(base, gast.Name) and base.id in self.packed:
             return [gast.copy_location(_name(n), value) for n in self.packed[base.id][cut]]
         found = self.static(base) if isinstance(base, (gast.Name, gast.Attribute)) else None
@@ -1457,12 +1470,17 @@ class CallNormalizer:
             if spelled is not None:
                 return spelled
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
+        if name == "is_integer" and not args and not keywords:    # of a float
+            return prim_call("rt.is_integer", [obj])
         if name in _STR_METHODS:     # of a str (arrays have none of these): text, as it is
             return prim_call("rt.str_method", [obj, _const(name)] + args, keywords)
         if name in ("keys", "values", "items") and not args and not keywords:
             return self.dict_view(obj, name, node, stmts)
         if name == "get" and 1 <= len(args) <= 2 and not keywords:
-            # d.get(k, default): `d[k] if k in d else default`
+            # d.get(k, default): `d[k] if k in d else default` (the default made first, as
+            # Python does; the temporaries holding it and the key are read again as names)
+            self.locals |= {a.id for a in [obj] + args if isinstance(a, gast.Name) and
+                            self.static(a) is None}
             choice = gast.IfExp(
                 test=gast.Compare(left=args[0], ops=[gast.In()], comparators=[obj]),
                 body=gast.Subscript(value=obj, slice=args[0], ctx=gast.Load()),
@@ -2146,6 +2164,24 @@ class CallNormalizer:
             stmts.extend(self.stmt(s))
         return _name(result)
 
+    def looked_up_call(self, node, stmts, hint=None):
+        """`D[key](x)` for a dict of functions known now and a key known when the code
+        runs (code_lookup): the arguments once, then an `if` over the keys calling the
+        function the key maps to."""
+        args = [self.atom(a, stmts) for a in node.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, stmts))
+                    for k in node.keywords]
+        result = self.namer.fresh(hint or "out")
+        self.locals |= {a.id for a in args + [k.value for k in keywords]
+                        if isinstance(a, gast.Name)} | {result}
+        bodies = [[gast.Assign(targets=[_name(result, gast.Store())],
+                               value=gast.Call(func=spelled, args=copy.deepcopy(args),
+                                               keywords=copy.deepcopy(keywords)),
+                               type_comment=None)]
+                  for _, _, spelled in self.code_lookup(node.func)]
+        stmts.extend(self.code_lookup_chain(node, node.func, bodies))
+        return _name(result)
+
     def check_single_binding(self, name, node):
         """A local function is resolved while transforming: its name must be bound once
         (a def or lambda in each branch of an `if` would be one function for both paths)."""
@@ -2293,6 +2329,20 @@ def _is_function(value):
     """A function passed as a value (not a class, module or array)."""
     return callable(value) and not isinstance(value, type) and not inspect.ismodule(value) \
         and not hasattr(value, "dtype") and not hasattr(value, "__array__")
+
+
+_NOT_INT = object()
+
+
+def _int_literal(node):
+    """The int a slice bound is written as (`1`, `-1`), None for none, else _NOT_INT."""
+    if node is None:
+        return None
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _int_literal(node.operand)
+        return -inner if type(inner) is int else _NOT_INT
+    return node.value if isinstance(node, gast.Constant) and type(node.value) is int \
+        else _NOT_INT
 
 
 def _is_literal(node):

@@ -23,6 +23,7 @@ lists/arrays/zip/enumerate, lambdas and nested defs (lifted to IR functions whos
 variables become parameters), `functools.partial` and calls of transformed functions are all
 desugared here. Anything else raises TransformError at the offending line.
 """
+import ast
 import builtins
 import collections
 import contextlib
@@ -247,16 +248,22 @@ class Normalizer(CallNormalizer):
         only called (`pool = np.max` in one branch, `pool = np.mean` in the other, then
         `pool(x)`): name -> those functions. The name then holds which one (0, 1, ...),
         and a call of it is an `if` over them (CallNormalizer.chosen_call)."""
-        values, called, other = {}, set(), set()
+        values, called, other, bindings = {}, set(), set(), {}
         for n in gast.walk(fdef):
             if isinstance(n, gast.Assign) and len(n.targets) == 1 and \
                     isinstance(n.targets[0], gast.Name):
                 known = self.static(n.value)
                 fn = known.value if isinstance(known, Static) else None
+                target = n.targets[0].id
+                looked_up = self.code_lookup(n.value)
                 if callable(fn) and not isinstance(fn, type) and not _user_object(fn):
-                    values.setdefault(n.targets[0].id, []).append((fn, n.value))
+                    values.setdefault(target, []).append((fn, n.value))
+                elif looked_up:         # `act = ACTIVATIONS[kind]`: any of its functions
+                    values.setdefault(target, []).extend((f, spelled)
+                                                         for _, f, spelled in looked_up)
                 else:
-                    other.add(n.targets[0].id)
+                    other.add(target)
+                bindings[target] = bindings.get(target, 0) + 1
             elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name):
                 called.add(id(n.func))
         loads = {}
@@ -274,9 +281,50 @@ class Normalizer(CallNormalizer):
                 if not any(fn is d for d, _ in distinct):
                     distinct.append((fn, spelled))
             if len(distinct) > 1 and name not in other and name not in params and \
-                    self.assignments.get(name, 0) == len(fns) and all(loads.get(name, [])):
+                    self.assignments.get(name, 0) == bindings[name] and \
+                    all(loads.get(name, [])):
                 out[name] = distinct
         return out
+
+    @staticmethod
+    def maps_to_code(value):
+        return _maps_to_code(value)
+
+    def code_lookup(self, node):
+        """[(key, function, `D[key]` with the key written)] for `D[key]` with a key known
+        only when the code runs, of a dict `D` of functions known now whose keys are
+        literals (`ACTIVATIONS[kind]`); else None."""
+        if not isinstance(node, gast.Subscript) or isinstance(node.slice, gast.Constant):
+            return None
+        base = self.static(node.value)
+        if not isinstance(base, Static) or not _maps_to_code(base.value) or \
+                not all(type(k) in (str, int, bool) for k in base.value):
+            return None
+        found = []
+        for key, fn in base.value.items():
+            if callable(fn) and not isinstance(fn, type):
+                spelled = gast.Subscript(value=copy.deepcopy(node.value), slice=_const(key),
+                                         ctx=gast.Load())
+                found.append((key, fn, gast.copy_location(spelled, node)))
+        return found
+
+    def code_lookup_chain(self, node, lookup, bodies):
+        """The statements of an `if` over the keys of `lookup` (`D[key]`, code_lookup):
+        `bodies[i]` where the key is the i-th function's; a key the dict does not map to
+        a function raises KeyError, as `D[key]` would."""
+        stmts = []
+        key = self.atom(lookup.slice, stmts, hint="key")
+        chain = [gast.Raise(exc=gast.Call(func=_name("KeyError"), args=[copy.deepcopy(key)],
+                                          keywords=[]), cause=None)]
+        for (k, _, _), body in reversed(list(zip(self.code_lookup(lookup), bodies))):
+            test = gast.Compare(left=copy.deepcopy(key), ops=[gast.Eq()],
+                                comparators=[_const(k)])
+            chain = [gast.If(test=test, body=body, orelse=chain)]
+        for s in chain:
+            for n in gast.walk(s):
+                gast.copy_location(n, node)
+            stmts.extend(self.stmt(s))
+        return stmts
 
     def stmt_Try(self, node):
         """try/except as an `if` on which handler catches (frontend/attempts.py); `else:`
@@ -381,12 +429,28 @@ class Normalizer(CallNormalizer):
         if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
             target = node.targets[0].id
             if target in self.choices:      # which of the functions: its number
+                if isinstance(node.value, gast.Constant):   # (as code_lookup_chain sets it)
+                    return [_assign(target, node.value, node)]
+                looked_up = self.code_lookup(node.value)
+                if looked_up:
+                    numbers = [next(i for i, (f, _) in enumerate(self.choices[target])
+                                    if f is fn) for _, fn, _ in looked_up]
+                    return self.code_lookup_chain(
+                        node, node.value, [[gast.Assign(targets=[_name(target, gast.Store())],
+                                                        value=_const(k), type_comment=None)]
+                                           for k in numbers])
                 fn = self.static(node.value).value
                 k = next(i for i, (f, _) in enumerate(self.choices[target]) if f is fn)
                 return [_assign(target, _const(k), node)]
             if self._bind_local_function(target, node.value, stmts):
                 return stmts
             if self._bind_iterator(target, node.value, stmts):
+                return stmts
+            mapping = self._function_dict_written(node.value)
+            if mapping is not None and self.assignments.get(target, 0) <= 1:
+                # `reg_types = dict(l1=reg.l1_reg, l2=reg.l2_reg)`: known here, as a global
+                # dict of functions is (looked up by a key given when the code runs)
+                self.local_fns[target] = Static(mapping)
                 return stmts
             functions = self._functions_written(node.value, stmts)
             if functions is not None and self.assignments.get(target, 0) <= 1:
@@ -427,6 +491,27 @@ class Normalizer(CallNormalizer):
         for target in node.targets:
             self.assign_target(target, value, stmts, node)
         return stmts
+
+    def _function_dict_written(self, node):
+        """The dict a display or `dict(...)` call of literal keys and functions known now
+        writes (`{"l1": l1_reg, "l2": l2_reg}`, `dict(l1=reg.l1_reg)`), else None."""
+        if isinstance(node, gast.Dict) and None not in node.keys:
+            pairs = [(_literal_value(k), v) for k, v in zip(node.keys, node.values)]
+        elif isinstance(node, gast.Call) and _is_builtin(self.static(node.func), "dict") and \
+                not node.args and all(k.arg is not None for k in node.keywords):
+            pairs = [(k.arg, k.value) for k in node.keywords]
+        else:
+            return None
+        if not pairs:
+            return None
+        found = {}
+        for key, value in pairs:
+            known = self.static(value)
+            if key is _UNKNOWN or not isinstance(known, Static) or \
+                    not callable(known.value) or isinstance(known.value, type):
+                return None
+            found[key] = known.value
+        return found
 
     def _functions_written(self, node, stmts):
         """The functions of a tuple or list display of functions only (`(np.tanh, relu)`,
@@ -1151,12 +1236,12 @@ class Normalizer(CallNormalizer):
                 # 5.0` after a closure was transformed) needs new code, as a global does
                 cell = self.cells[name]      # (a list may change in place, a name be rebound)
                 self.program.global_reads[(id(cell), "cell_contents")] = (
-                    cell, "cell_contents", Snapshot(value) if _holds_code(value) else value)
+                    cell, "cell_contents", _snapshot(value))
             return Static(value)
         if name in self.globals:
             value = self.globals[name]
             self.program.global_reads[(id(self.globals), name)] = (
-                self.globals, name, Snapshot(value) if _holds_code(value) else value)
+                self.globals, name, _snapshot(value))
             return Static(value)
         if hasattr(builtins, name):
             return Static(getattr(builtins, name))
@@ -1166,6 +1251,8 @@ class Normalizer(CallNormalizer):
 
     def static(self, node):
         """The statically known value of `node`, or None."""
+        if isinstance(node, gast.Call):
+            return self.made_function(node)
         if isinstance(node, gast.Name):
             if node.id in self.local_fns:
                 return self.local_fns[node.id]
@@ -1185,6 +1272,13 @@ class Normalizer(CallNormalizer):
                     -len(base.value) <= node.slice.value < len(base.value):
                 return Static(base.value[node.slice.value])
             return None
+        if isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant):
+            base = self.static(node.value)       # ACTIVATIONS["relu"], a dict of functions
+            if isinstance(base, Static) and _maps_to_code(base.value):
+                item = base.value.get(node.slice.value)
+                if callable(item) and not isinstance(item, type):
+                    return Static(item)
+            return None
         if isinstance(node, gast.Attribute):
             base = self.static(node.value)
             if isinstance(base, Static) and hasattr(base.value, node.attr):
@@ -1199,14 +1293,41 @@ class Normalizer(CallNormalizer):
                 if not users:
                     return Static(value)     # a library object's (a partial's arguments)
                 if not _is_code(value) and not _holds_code(value) and \
-                        not plain_object(value):
+                        not _maps_to_code(value) and not plain_object(value):
                     return None      # data on a user's object: read when the code runs
                 # functions, models and user objects held by one (a layer's own weight
                 # parser) are known while transforming, so their methods can be called
                 self.program.global_reads[(id(owner), node.attr)] = (
-                    owner, node.attr, Snapshot(value) if _holds_code(value) else value)
+                    owner, node.attr, _snapshot(value))
                 return Static(value)
         return None
+
+    def made_function(self, node):
+        """The function a factory call returns, `make_activation("relu", 0.1)`, made now:
+        a user's function every `return` of which gives a function (a lambda, a nested
+        def, one it names), called with literal arguments. Else None. (Made once per
+        call in the source: the function is then the same object wherever it is asked.)"""
+        made = self.__dict__.setdefault("_made_functions", {})
+        if id(node) in made:
+            return made[id(node)][1]
+        maker = self.static(node.func)
+        found = None
+        if isinstance(maker, Static) and inspect.isfunction(maker.value) and \
+                not library_module(inspect.getmodule(maker.value)) and \
+                all(_literal_value(a) is not _UNKNOWN for a in node.args) and \
+                all(k.arg is not None and _literal_value(k.value) is not _UNKNOWN
+                    for k in node.keywords) and \
+                _returns_functions(maker.value):
+            args = [_literal_value(a) for a in node.args]
+            kwargs = {k.arg: _literal_value(k.value) for k in node.keywords}
+            try:
+                value = maker.value(*args, **kwargs)
+            except Exception:        # (the call is then normalized, and refused, as before)
+                value = None
+            if callable(value) and not isinstance(value, type):
+                found = Static(value)
+        made[id(node)] = (node, found)      # (the node kept: its id stays its own)
+        return found
 
     def expr_Attribute(self, node, stmts):
         static = self.static(node)
@@ -1620,13 +1741,86 @@ def _assignment_counts(body, params):
 def _is_data(value):
     """A number, string, array or container of them: a value, not code."""
     return is_literal(value) or isinstance(value, (numbers.Number, np.ndarray, np.generic)) \
-        or isinstance(value, (tuple, list, dict)) and not _holds_code(value)
+        or isinstance(value, (tuple, list, dict)) and not _holds_code(value) and \
+        not _maps_to_code(value)
 
 
 def _holds_code(value):
     """A list or tuple of functions or models (a model's layers)."""
     return isinstance(value, (list, tuple)) and bool(value) and \
         any(callable(v) and not isinstance(v, type) or plain_object(v) for v in value)
+
+
+_UNKNOWN = object()
+
+
+def _literal_value(node):
+    """The value of a literal written in the source (`0.1`, `-2`, `("a", 3)`), else
+    _UNKNOWN."""
+    if not all(isinstance(n, (gast.Constant, gast.Tuple, gast.List, gast.UnaryOp,
+                              gast.USub, gast.UAdd, gast.Load)) for n in gast.walk(node)):
+        return _UNKNOWN
+    try:
+        return ast.literal_eval(gast.unparse(node))
+    except (ValueError, SyntaxError):
+        return _UNKNOWN
+
+
+@functools.lru_cache(maxsize=256)
+def _returns_functions(fn):
+    """Whether every `return` of `fn` (at least one) gives a function: a lambda, a def
+    nested in it, or a name or attribute naming a function where it is defined (a
+    factory, `def make_act(kind): ... return lambda z: ...`)."""
+    try:
+        fdef, _ = parse_function(fn)
+    except (TransformError, OSError, TypeError):
+        return False
+    nested = {n.name for n in fdef.body if isinstance(n, gast.FunctionDef)}
+    returns = []
+    todo = list(fdef.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+            if isinstance(n, gast.FunctionDef):
+                nested.add(n.name)
+            continue
+        if isinstance(n, gast.Return):
+            returns.append(n.value)
+        todo.extend(gast.iter_child_nodes(n))
+    lambdas = {n.targets[0].id for n in gast.walk(fdef) if isinstance(n, gast.Assign) and
+               len(n.targets) == 1 and isinstance(n.targets[0], gast.Name) and
+               isinstance(n.value, gast.Lambda)}
+
+    def named_function(v):
+        path = dotted(v)
+        if path is None:
+            return False
+        head, *rest = path.split(".")
+        scope = dict(vars(builtins), **fn.__globals__)
+        if head not in scope:
+            return False
+        value = scope[head]
+        for attr in rest:
+            value = getattr(value, attr, None)
+        return callable(value) and not isinstance(value, type)
+
+    return bool(returns) and all(
+        isinstance(v, gast.Lambda) or
+        isinstance(v, gast.Name) and (v.id in nested or v.id in lambdas) or
+        isinstance(v, (gast.Name, gast.Attribute)) and named_function(v)
+        for v in returns)
+
+
+def _maps_to_code(value):
+    """A dict some of whose values are functions (`ACTIVATIONS = {"relu": relu, ...}`)."""
+    return isinstance(value, dict) and any(callable(v) and not isinstance(v, type)
+                                           for v in value.values())
+
+
+def _snapshot(value):
+    """What generated code made from `value` records of it: the items of a container of
+    functions (which may change in place), else the value."""
+    return Snapshot(value) if _holds_code(value) or _maps_to_code(value) else value
 
 
 def _is_code(value):
@@ -1764,7 +1958,7 @@ def lifted_closure_names(fn):
     functions transformed code calls as it calls any function it knows."""
     return [name for name, value in closure_values(fn).items()
             if not (callable(value) or inspect.ismodule(value) or _holds_code(value) or
-                    _user_object(value) or plain_object(value))]
+                    _maps_to_code(value) or _user_object(value) or plain_object(value))]
 
 
 def defaults_of(fn):

@@ -309,7 +309,8 @@ def sorted_order_batch(keys, reverse=False):
 # the user's raise statements and f-strings: text carries no derivative; under vmap a
 # message formats the whole batch (as print prints it)
 nondiff("rt.raise_exception", side_effect=True)
-nondiff("rt.format_string", "rt.str_method", "str", "repr")
+nondiff("rt.format_string", "rt.str_method", "str", "repr", "rt.is_integer")
+batch_same("rt.is_integer")        # elementwise: a batch of numbers gives a batch of flags
 nondiff("rt.debug_print", side_effect=True)
 batch_same("rt.debug_print", out_batched=False)     # prints the whole batch, as print does
 batch_same("rt.raise_exception", "rt.format_string", "rt.str_method", "str", "repr",
