@@ -2732,3 +2732,36 @@ def test_float_is_integer(rng):
     xs = np.array([[0.5, 2.0], [0.3, 1.0], [1.5, 1.0]])
     np.testing.assert_allclose(tp.vmap(_halves)(xs), [_halves(x) for x in xs], rtol=1e-15)
     np.testing.assert_allclose(tp.grad(_halves)(xs[1]), 2 * xs[1], rtol=1e-15)
+
+
+def _dropout_sum(x, p=0.5):
+    # cs231n's dropout_forward: a mask drawn with np.random.rand(*x.shape)
+    mask = (np.random.rand(*x.shape) < p) / p
+    noise = np.random.randn(*x.shape) * 0.1
+    return np.sum(np.tanh(x) * mask + noise)
+
+
+def test_random_rand_and_randn_of_a_starred_shape(rng):
+    # refused: "*args in a call is supported for the function's own *args ..."; drawn as
+    # np.random.uniform(0.0, 1.0, shape) and normal(0.0, 1.0, shape): the same numbers
+    x = rng.normal(size=(3, 4))
+    np.random.seed(7)
+    want = _dropout_sum(x)
+    np.random.seed(7)
+    assert tp.value_and_grad(_dropout_sum)(x)[0] == want
+    np.random.seed(7)
+    mask = (np.random.rand(3, 4) < 0.5) / 0.5
+    np.random.seed(7)
+    np.testing.assert_allclose(tp.grad(_dropout_sum)(x), mask / np.cosh(x) ** 2, rtol=1e-14)
+    # under vmap each example draws its own numbers: one draw per example gives a loop's
+    # numbers (two draws per example come in another order than a loop's: the first draw
+    # of every example, then the second)
+    xs = rng.normal(size=(3, 2, 2))
+    np.random.seed(8)
+    batched = tp.vmap(_dropout_mask_sum)(xs)
+    np.random.seed(8)
+    np.testing.assert_allclose(batched, [_dropout_mask_sum(v) for v in xs], rtol=1e-14)
+
+
+def _dropout_mask_sum(x, p=0.5):
+    return np.sum(np.tanh(x) * (np.random.rand(*x.shape) < p) / p)
