@@ -2151,19 +2151,10 @@ class CallNormalizer:
         """`pool(x)` where `pool` holds which of several functions (Normalizer's
         `choices`): the arguments once, then an `if` calling the one it holds."""
         name = node.func.id
-        args = [self.atom(a, stmts) for a in node.args]
-        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, stmts))
-                    for k in node.keywords]
-        result = self.namer.fresh(hint or "out")
-        # (the temporaries holding the arguments are read again as the branches' names)
-        self.locals |= {a.id for a in args + [k.value for k in keywords]
-                        if isinstance(a, gast.Name)} | {result}
+        result, calling = self._arguments_once(node, stmts, hint)
         chain = []
         for k, (_, spelled) in reversed(list(enumerate(self.choices[name]))):
-            called = gast.Call(func=copy.deepcopy(spelled), args=copy.deepcopy(args),
-                               keywords=copy.deepcopy(keywords))
-            branch = [gast.Assign(targets=[_name(result, gast.Store())], value=called,
-                                  type_comment=None)]
+            branch = calling(spelled)
             if not chain:
                 chain = branch          # the last: what the name holds when no other
                 continue
@@ -2180,19 +2171,28 @@ class CallNormalizer:
         """`D[key](x)` for a dict of functions known now and a key known when the code
         runs (code_lookup): the arguments once, then an `if` over the keys calling the
         function the key maps to."""
+        result, calling = self._arguments_once(node, stmts, hint)
+        bodies = [calling(spelled) for _, _, spelled in self.code_lookup(node.func)]
+        stmts.extend(self.code_lookup_chain(node, node.func, bodies))
+        return _name(result)
+
+    def _arguments_once(self, node, stmts, hint):
+        """For a call of one of several functions: its arguments in temporaries, and
+        (the result's name, function -> [`result = function(arguments)`])."""
         args = [self.atom(a, stmts) for a in node.args]
         keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, stmts))
                     for k in node.keywords]
         result = self.namer.fresh(hint or "out")
+        # (the temporaries holding the arguments are read again as the branches' names)
         self.locals |= {a.id for a in args + [k.value for k in keywords]
                         if isinstance(a, gast.Name)} | {result}
-        bodies = [[gast.Assign(targets=[_name(result, gast.Store())],
-                               value=gast.Call(func=spelled, args=copy.deepcopy(args),
-                                               keywords=copy.deepcopy(keywords)),
-                               type_comment=None)]
-                  for _, _, spelled in self.code_lookup(node.func)]
-        stmts.extend(self.code_lookup_chain(node, node.func, bodies))
-        return _name(result)
+
+        def calling(spelled):
+            called = gast.Call(func=copy.deepcopy(spelled), args=copy.deepcopy(args),
+                               keywords=copy.deepcopy(keywords))
+            return [gast.Assign(targets=[_name(result, gast.Store())], value=called,
+                                type_comment=None)]
+        return result, calling
 
     def check_single_binding(self, name, node):
         """A local function is resolved while transforming: its name must be bound once
