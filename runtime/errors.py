@@ -148,6 +148,14 @@ def is_integer(x):
     return xp.isfinite(x) & (xp.floor(x) == x)
 
 
+def each_example_check(check, n, flags, *args):
+    """An assertion the user's code makes (`np.testing.assert_allclose(y, want)`) under vmap:
+    made for each of the n examples, with the arguments `flags` marks batched sliced to
+    that example, as a loop over examples makes it."""
+    for i in range(n):
+        check(*[a[i] if f else a for a, f in zip(args, flags)], *args[len(flags):])
+
+
 def debug_print(fmt, *args, **kwargs):
     """tp.debug.print (JAX's jax.debug.print): print `fmt.format(*args, **kwargs)`. It runs
     where the code runs, in every transformation (under vmap: once, with the batch)."""

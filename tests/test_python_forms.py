@@ -2765,3 +2765,29 @@ def test_random_rand_and_randn_of_a_starred_shape(rng):
 
 def _dropout_mask_sum(x, p=0.5):
     return np.sum(np.tanh(x) * (np.random.rand(*x.shape) < p) / p)
+
+
+def _checked_tanh(x, want):
+    y = np.tanh(x)
+    np.testing.assert_equal(y.shape, want.shape)
+    np.testing.assert_array_less(np.abs(y), 1.0 + 0.0 * want)
+    np.testing.assert_allclose(y, want, rtol=1e-12, err_msg="tanh")
+    return np.sum(y ** 2)
+
+
+def test_numpy_testing_assertions_in_the_code(rng):
+    # refused: "np.testing.assert_allclose has no rule"; kept as assert is, per example
+    # under vmap
+    x = rng.normal(size=4)
+    np.testing.assert_allclose(tp.grad(_checked_tanh)(x, np.tanh(x)),
+                               2 * np.tanh(x) / np.cosh(x) ** 2, rtol=1e-14)
+    with pytest.raises(AssertionError, match="tanh"):
+        tp.grad(_checked_tanh)(x, np.tanh(x) + 1e-3)
+    xs = rng.normal(size=(3, 4))
+    np.testing.assert_allclose(tp.vmap(_checked_tanh)(xs, np.tanh(xs)),
+                               [_checked_tanh(v, np.tanh(v)) for v in xs], rtol=1e-14)
+    off = np.tanh(xs)
+    off[2, 1] += 1e-3                  # one example fails its check
+    with pytest.raises(AssertionError, match="tanh"):
+        tp.vmap(_checked_tanh)(xs, off)
+    assert np.isclose(tp.jit(_checked_tanh)(x, np.tanh(x)), _checked_tanh(x, np.tanh(x)))

@@ -315,6 +315,57 @@ nondiff("rt.debug_print", side_effect=True)
 batch_same("rt.debug_print", out_batched=False)     # prints the whole batch, as print does
 batch_same("rt.raise_exception", "rt.format_string", "rt.str_method", "str", "repr",
            out_batched=False)
+# numpy's assertions in the user's code (np.testing.assert_allclose(y, want)): kept, as
+# `assert` is; no derivative flows through them; under vmap each example is checked
+_ASSERTIONS = ("np.testing.assert_allclose", "np.testing.assert_array_equal",
+               "np.testing.assert_equal", "np.testing.assert_almost_equal",
+               "np.testing.assert_array_almost_equal", "np.testing.assert_array_less")
+nondiff(*_ASSERTIONS, "rt.each_example_check", side_effect=True)
+set_batch_rule("rt.each_example_check", BatchRule("unsupported"))
+
+
+@batch("np.testing.assert_allclose", out_batched=False)
+def assert_allclose_batch(actual, desired, rtol=1e-07, atol=0, equal_nan=True, err_msg="",
+                          verbose=True):
+    out = rt.each_example_check(np.testing.assert_allclose, batch_size,
+                                (actual_batched, desired_batched), actual, desired, rtol,
+                                atol, equal_nan, err_msg, verbose)
+
+
+@batch("np.testing.assert_array_equal", out_batched=False)
+def assert_array_equal_batch(actual, desired, err_msg="", verbose=True):
+    out = rt.each_example_check(np.testing.assert_array_equal, batch_size,
+                                (actual_batched, desired_batched), actual, desired, err_msg,
+                                verbose)
+
+
+@batch("np.testing.assert_equal", out_batched=False)
+def assert_equal_batch(actual, desired, err_msg="", verbose=True):
+    out = rt.each_example_check(np.testing.assert_equal, batch_size,
+                                (actual_batched, desired_batched), actual, desired, err_msg,
+                                verbose)
+
+
+@batch("np.testing.assert_almost_equal", out_batched=False)
+def assert_almost_equal_batch(actual, desired, decimal=7, err_msg="", verbose=True):
+    out = rt.each_example_check(np.testing.assert_almost_equal, batch_size,
+                                (actual_batched, desired_batched), actual, desired, decimal,
+                                err_msg, verbose)
+
+
+@batch("np.testing.assert_array_almost_equal", out_batched=False)
+def assert_array_almost_equal_batch(actual, desired, decimal=6, err_msg="", verbose=True):
+    out = rt.each_example_check(np.testing.assert_array_almost_equal, batch_size,
+                                (actual_batched, desired_batched), actual, desired, decimal,
+                                err_msg, verbose)
+
+
+@batch("np.testing.assert_array_less", out_batched=False)
+def assert_array_less_batch(x, y, err_msg="", verbose=True):
+    out = rt.each_example_check(np.testing.assert_array_less, batch_size,
+                                (x_batched, y_batched), x, y, err_msg, verbose)
+
+
 # try/except (frontend/attempts.py): which handler catches, found by running the try block
 # as written; under vmap example by example, so each takes its own path
 nondiff("rt.caught", "rt.lane_caught", side_effect=True)
