@@ -2767,6 +2767,28 @@ def _dropout_mask_sum(x, p=0.5):
     return np.sum(np.tanh(x) * (np.random.rand(*x.shape) < p) / p)
 
 
+def _dropout_by_dimensions(x, p=0.5):
+    mask = (np.random.rand(x.shape[0], x.shape[1]) < p) / p
+    return np.sum(np.tanh(x) * mask) + np.random.randn() * 0.0 + np.random.rand() * 0.0
+
+
+def test_random_rand_and_randn_of_dimensions(rng):
+    x = rng.normal(size=(3, 4))
+    np.random.seed(5)
+    want = _dropout_by_dimensions(x)
+    np.random.seed(5)
+    assert tp.value_and_grad(_dropout_by_dimensions)(x)[0] == want
+    xs = rng.normal(size=(3, 2, 2))
+    np.random.seed(6)
+    batched = tp.vmap(_mask_by_dimensions)(xs)
+    np.random.seed(6)
+    np.testing.assert_allclose(batched, [_mask_by_dimensions(v) for v in xs], rtol=1e-14)
+
+
+def _mask_by_dimensions(x, p=0.5):
+    return np.sum(np.tanh(x) * (np.random.rand(x.shape[0], x.shape[1]) < p) / p)
+
+
 def _checked_tanh(x, want):
     y = np.tanh(x)
     np.testing.assert_equal(y.shape, want.shape)

@@ -196,17 +196,24 @@ class CallNormalizer:
             # x.reshape(*shape) is x.reshape(shape), whatever the length of shape
             node = gast.copy_location(gast.Call(func=node.func, args=[node.args[0].value],
                                                 keywords=[]), node)
-        if len(node.args) == 1 and isinstance(node.args[0], gast.Starred) and \
-                not node.keywords and isinstance(self.static(node.func), Static) and \
-                self.static(node.func).value in (np.random.rand, np.random.randn):
-            # np.random.rand(*x.shape) (cs231n's dropout mask) is uniform(0.0, 1.0, shape),
-            # randn(*shape) normal(0.0, 1.0, shape): the same numbers from the same stream,
-            # and draws with parameters batch under vmap (one per example)
+        if not node.keywords and isinstance(self.static(node.func), Static) and \
+                self.static(node.func).value in (np.random.rand, np.random.randn) and \
+                (not any(isinstance(a, gast.Starred) for a in node.args) or
+                 len(node.args) == 1):
+            # np.random.rand(*x.shape) or rand(n, d) (cs231n's dropout mask) is uniform(0.0,
+            # 1.0, shape), randn(...) normal(0.0, 1.0, shape): the same numbers from the
+            # same stream, and draws with parameters batch under vmap (one per example)
             drawn = np.random.uniform if self.static(node.func).value is np.random.rand \
                 else np.random.normal
-            shape = node.args[0].value
+            if len(node.args) == 1 and isinstance(node.args[0], gast.Starred):
+                shape = [node.args[0].value]
+            elif node.args:
+                shape = [gast.copy_location(gast.Tuple(elts=list(node.args), ctx=gast.Load()),
+                                            node)]
+            else:
+                shape = []               # rand(): one number
             node = gast.copy_location(gast.Call(
-                func=node.func, args=[_const(0.0), _const(1.0), shape], keywords=[]), node)
+                func=node.func, args=[_const(0.0), _const(1.0)] + shape, keywords=[]), node)
             return self.call(Static(drawn), node, stmts)
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
