@@ -47,12 +47,33 @@ def leaves_with_axes(value, axes, path):
                      f"{path} ({type(value).__name__})")
 
 
+class _SeededLanes:
+    """np.random.seed called inside a vmapped function (cs231n's dropout seeds its mask): a
+    loop over examples restarts every example's draws from that seed, so after it each
+    example draws from its own copy of numpy's global state, in example order, and the
+    state left is the last example's, as after the loop (lanes_adjoint.lane_random).
+    `states`: one per example, or None where no seed was called since the vmapped
+    function's call began (axis_size)."""
+    states = None
+
+
+SEEDED = _SeededLanes()
+
+
+def lane_random_seed(seed, n):
+    """np.random.seed(seed) inside a vmapped function: the n examples' states start equal."""
+    np.random.seed(seed)
+    SEEDED.states = [np.random.get_state()] * n
+
+
 def axis_size(args, in_axes, names, given, where, outer=None):
     """The batch size: `given` (axis_size=) or the size of every mapped axis, which must agree.
 
     Errors name the argument (and the leaf within it) whose axis is out of range or whose
     size disagrees with the others. `outer`: per argument, how many leading axes an
-    enclosing vmap added (they are not counted)."""
+    enclosing vmap added (they are not counted). A vmapped function's call begins here,
+    with no np.random.seed of its own yet (lane_random_seed)."""
+    SEEDED.states = None
     sizes = []
     outer = outer or (0,) * len(args)
     for value, axes, name, lead in zip(args, in_axes, names, outer):

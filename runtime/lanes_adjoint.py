@@ -11,6 +11,7 @@ import numpy as np
 
 from .adjoints import check_scalar_output, clip_share, inside
 from .backend import array_module, read_only
+from .batching import SEEDED
 from .errors import TransformError
 from .ragged import Ragged, RaggedShape, unbroadcast_ragged, unbroadcast_to_ragged
 from .trees import is_float_leaf, rebuild_like, tree_leaves
@@ -338,12 +339,38 @@ def _size_tuple(size):
     return (int(size),) if isinstance(size, numbers.Integral) else tuple(size)
 
 
+def _seeded_draws(what, n=None, outer=0):
+    """Refuse `what` after rt.lane_random_seed where it cannot draw each example's numbers
+    from that example's state (n None: a draw that vmap makes otherwise; a vmap of a
+    vmap)."""
+    if n is None or outer or len(SEEDED.states) != n:
+        raise TransformError(f"vmap: {what} after np.random.seed in the vmapped function "
+                             "cannot draw what a loop over examples draws (each example "
+                             "restarting from that seed).\n  hint: seed outside the vmapped "
+                             "function, or draw from a Generator made in it (rng = "
+                             "np.random.default_rng(seed)), which vmap makes per example.")
+
+
 def lane_random(dist, n, size, a, b=None, a_batched=False, b_batched=False, dtype=None,
                 outer=0):
     """np.random.<dist>(a, b, size) per example, drawn in one call: the batch becomes the
     leading axes of `size`, and each parameter's examples line up with them. The numbers
     come out in the order a loop over examples draws them (for a function with one random
-    call, vmap and the loop agree exactly under the same seed)."""
+    call, vmap and the loop agree exactly under the same seed). After np.random.seed in
+    the function, each example draws from its own state, as in a loop
+    (batching.lane_random_seed)."""
+    if SEEDED.states is not None:
+        _seeded_draws(f"np.random.{dist}", n, outer)
+        kw = {} if dtype is None else {"dtype": dtype}
+        outs = []
+        for i in range(n):
+            np.random.set_state(SEEDED.states[i])
+            args = [a[i] if a_batched else a]
+            if b is not None or b_batched:
+                args.append(b[i] if b_batched else b)
+            outs.append(getattr(np.random, dist)(*args, size=size, **kw))
+            SEEDED.states[i] = np.random.get_state()
+        return np.stack([np.asarray(o) for o in outs])
     params = [(a, a_batched)]
     if b is not None or b_batched:
         params.append((b, b_batched))
@@ -375,6 +402,8 @@ def lane_random(dist, n, size, a, b=None, a_batched=False, b_batched=False, dtyp
 def lane_choice(a, size, replace, p, a_batched, p_batched, n):
     """np.random.choice per example, for a population `a` (an int or a 1-D array) and/or
     probabilities `p` that differ between examples."""
+    if SEEDED.states is not None:
+        _seeded_draws("np.random.choice")
     per = _size_tuple(size) or ()
     m = int(np.prod(per))
     a_arr = np.asarray(a)
@@ -419,6 +448,8 @@ def _lane_orders(n, k):
 def lane_permutation(x):
     """np.random.permutation per example of batched x: each example's array shuffled along
     its first axis, or (for a number per example, all equal) a permuted range."""
+    if SEEDED.states is not None:
+        _seeded_draws("np.random.permutation")
     x = np.asarray(x)
     n = x.shape[0]
     if x.ndim == 1:
@@ -440,6 +471,8 @@ def lane_shuffle(x):
 def lane_multivariate_normal(mean, cov, size, mean_batched, cov_batched, n):
     """np.random.multivariate_normal per example (mean and/or cov differ): like numpy,
     the draws are z @ (sqrt(s) v) for cov = u s v (an SVD), plus the mean."""
+    if SEEDED.states is not None:
+        _seeded_draws("np.random.multivariate_normal")
     per = _size_tuple(size) or ()
     mean = np.asarray(mean, dtype=np.float64)
     cov = np.asarray(cov, dtype=np.float64)

@@ -1644,3 +1644,62 @@ def test_a_helper_testing_its_parameter_is_none():
     grad = tp.grad(_clipped_norm, argnums=(0, 1))
     for got, want in zip(tp.vmap(grad)(ws, bs), loop(grad, (ws, bs))):
         close(got, want)
+
+
+# ---------------------------------------------------------------- np.random.seed in the code
+
+def _seeded_normal(x, y):
+    np.random.seed(1)
+    return np.random.normal(x, y)
+
+
+def _seeded_dropout(x, p=0.5):
+    # cs231n's dropout_forward with a seed in its parameters, then more draws
+    np.random.seed(123)
+    mask = (np.random.rand(*x.shape) < p) / p
+    noise = np.random.normal(0.0, 0.1, size=x.shape) + np.random.randint(0, 3, size=x.shape)
+    return np.sum(np.tanh(x) * mask + noise)
+
+
+def _seeded_permutation(x):
+    np.random.seed(1)
+    return np.sum(np.random.permutation(x) * np.arange(4.0))
+
+
+def test_a_seed_inside_the_vmapped_function_restarts_every_example():
+    """A silent wrong answer: in a loop every example restarts from np.random.seed(1) and
+    draws the same numbers; vmap's one draw for the batch gave every example others. Now
+    each example draws from its own copy of the seeded state, and the state left is the
+    last example's, as after the loop."""
+    xs, ys = RNG.normal(size=(2, 3, 4))
+    ys = np.abs(ys) + 0.5
+    close(tp.vmap(_seeded_normal)(xs, ys), loop(_seeded_normal, (xs, ys)), 0)
+    np.random.seed(0)
+    got = tp.vmap(_seeded_dropout)(xs)
+    after_vmap = np.random.random()
+    np.random.seed(0)
+    want = loop(_seeded_dropout, (xs,))
+    assert np.random.random() == after_vmap
+    close(got, want, 0)
+    check_all(_seeded_dropout, (xs,), modes=("vmap_grad", "grad_vmap"))
+    with pytest.raises(tp.TransformError, match="after np.random.seed"):
+        tp.vmap(_seeded_permutation)(xs)
+
+
+def _scaled_tanh(x, p=0.5):
+    return np.sum(np.tanh(x) * p)
+
+
+_VMAPPED_SCALED_TANH = tp.vmap(_scaled_tanh)
+
+
+def _sum_of_vmapped(xs):
+    return np.sum(_VMAPPED_SCALED_TANH(xs)) + np.sum(_VMAPPED_SCALED_TANH(xs, 2.0 + 0 * xs[:, 0]))
+
+
+def test_a_vmap_called_in_transformed_code_leaves_defaults_unmapped():
+    # vmap(f) with one int in_axes maps the arguments passed; called inside code that grad
+    # transforms it mapped f's default too: "in_axes=0 is out of range for argument p"
+    xs = RNG.normal(size=(3, 4))
+    want = (0.5 + 2.0) * (1.0 - np.tanh(xs) ** 2)
+    np.testing.assert_allclose(tp.grad(_sum_of_vmapped)(xs), want, rtol=1e-14)

@@ -757,11 +757,17 @@ class _ApiCallees(Callees):
     def transformation_named(self, name):
         return _TRANSFORMATIONS.get(name)
 
-    def transformed_call(self, value, nargs=None):
+    def transformed_call(self, value, nargs=None, keywords=()):
         if isinstance(value, Jitted):
             value = value.inner
         if not isinstance(value, Transformed):
             return None
+        if value._partial_axes is not None and nargs is not None and \
+                nargs + len(keywords) < value._nparams:
+            # `vf(x)` of vf = vmap(f) with f(x, p=0.5): p keeps its default, the same for
+            # every example (JAX's reading of an int in_axes, as a direct call has it)
+            value = value._vmap_of_passed([None] * nargs, dict.fromkeys(keywords),
+                                          call=False)
         if value.root.variadic and nargs is not None:
             value = value.at_arity(nargs)
         return TransformedCall(value.entry_function(), value.root.prefix,

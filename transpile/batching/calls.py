@@ -393,11 +393,10 @@ def operands(v):
 
 
 def is_random(v):
-    """np.random draws (not seed) and draws from a user's generator (rt.draw): each
-    example draws its own numbers, as in a loop."""
+    """np.random draws and draws from a user's generator (rt.draw): each example draws its
+    own numbers, as in a loop; and np.random.seed, which restarts every example's draws."""
     name_ = dotted(v.func) if isinstance(v, gast.Call) else None
-    return bool(name_) and (name_.startswith("np.random.") and name_ != "np.random.seed" or
-                            name_ == "rt.draw")
+    return bool(name_) and (name_.startswith("np.random.") or name_ == "rt.draw")
 
 
 def _same_name(a, b):

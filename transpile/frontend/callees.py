@@ -34,9 +34,10 @@ class Callees:
         """The API function of transformation `name` ("grad"), else None."""
         return None
 
-    def transformed_call(self, value, nargs=None):
+    def transformed_call(self, value, nargs=None, keywords=()):
         """A TransformedCall for a transformed function, else None (`nargs`: the number of
-        arguments the call gives, for a function with *args)."""
+        arguments the call gives, for a function with *args; with `keywords`, the names it
+        passes, for a vmap whose one int in_axes maps only the arguments passed)."""
         return None
 
     def stand_in_class(self, value):

@@ -1319,7 +1319,7 @@ class CallNormalizer:
             defaults = {p.name: p.default for p in value.signature.parameters.values()
                         if p.default is not inspect.Parameter.empty}
             return self.user_call(name, params, defaults, args, keywords, node)
-        transformed = self.callees.transformed_call(value, len(args))
+        transformed = self.callees.transformed_call(value, len(args), [k for k, _ in keywords])
         if transformed is not None:
             ir_name, params, _ = self.function_ir(transformed.entry_function)
             prefix = [self.static_atom(v, node) for v in transformed.prefix]

@@ -343,10 +343,15 @@ def standard_normal_batch(size=None):
                           "(rng.standard_normal), or use tp.random with a key per example")
 
 
-@batch("np.random.seed")
+@batch("np.random.seed", out_batched=False)
 def seed_batch(seed=None):
-    out = rt.cannot_batch("np.random.seed", "the random state is shared by all examples, "
-                          "so it cannot be seeded per example")
+    if seed_batched:
+        out = rt.cannot_batch("np.random.seed", "the random state is shared by all "
+                              "examples, so it cannot be seeded per example")
+    else:
+        # every example restarts from this seed, as in a loop: later draws are made from
+        # each example's own copy of the state (rt.lane_random_seed)
+        out = rt.lane_random_seed(seed, batch_size)
 
 # The others are differentiated along the draw (the pathwise, or reparameterization,
 # derivative): with the same random state, normal(loc, scale) is loc + scale * z, and the
@@ -624,7 +629,13 @@ def shuffle_batch(x):
 # The batching helpers above draw random numbers too (vmap of vmap).
 
 nondiff("rt.lane_random", "rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
-        "rt.lane_multivariate_normal", side_effect=True)
+        "rt.lane_multivariate_normal", "rt.lane_random_seed", side_effect=True)
+
+
+@batch("rt.lane_random_seed", out_batched=False)
+def lane_random_seed_batch(seed, n):
+    out = rt.cannot_batch("np.random.seed", "a vmap of a vmap of a function that seeds "
+                          "numpy's global state is not supported")
 
 
 @batch("rt.lane_choice", "rt.lane_permutation", "rt.lane_shuffle",
