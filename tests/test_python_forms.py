@@ -2741,28 +2741,6 @@ def _dropout_sum(x, p=0.5):
     return np.sum(np.tanh(x) * mask + noise)
 
 
-def test_random_rand_and_randn_of_a_starred_shape(rng):
-    # refused: "*args in a call is supported for the function's own *args ..."; drawn as
-    # np.random.uniform(0.0, 1.0, shape) and normal(0.0, 1.0, shape): the same numbers
-    x = rng.normal(size=(3, 4))
-    np.random.seed(7)
-    want = _dropout_sum(x)
-    np.random.seed(7)
-    assert tp.value_and_grad(_dropout_sum)(x)[0] == want
-    np.random.seed(7)
-    mask = (np.random.rand(3, 4) < 0.5) / 0.5
-    np.random.seed(7)
-    np.testing.assert_allclose(tp.grad(_dropout_sum)(x), mask / np.cosh(x) ** 2, rtol=1e-14)
-    # under vmap each example draws its own numbers: one draw per example gives a loop's
-    # numbers (two draws per example come in another order than a loop's: the first draw
-    # of every example, then the second)
-    xs = rng.normal(size=(3, 2, 2))
-    np.random.seed(8)
-    batched = tp.vmap(_dropout_mask_sum)(xs)
-    np.random.seed(8)
-    np.testing.assert_allclose(batched, [_dropout_mask_sum(v) for v in xs], rtol=1e-14)
-
-
 def _dropout_mask_sum(x, p=0.5):
     return np.sum(np.tanh(x) * (np.random.rand(*x.shape) < p) / p)
 
@@ -2772,21 +2750,33 @@ def _dropout_by_dimensions(x, p=0.5):
     return np.sum(np.tanh(x) * mask) + np.random.randn() * 0.0 + np.random.rand() * 0.0
 
 
-def test_random_rand_and_randn_of_dimensions(rng):
-    x = rng.normal(size=(3, 4))
-    np.random.seed(5)
-    want = _dropout_by_dimensions(x)
-    np.random.seed(5)
-    assert tp.value_and_grad(_dropout_by_dimensions)(x)[0] == want
-    xs = rng.normal(size=(3, 2, 2))
-    np.random.seed(6)
-    batched = tp.vmap(_mask_by_dimensions)(xs)
-    np.random.seed(6)
-    np.testing.assert_allclose(batched, [_mask_by_dimensions(v) for v in xs], rtol=1e-14)
-
-
 def _mask_by_dimensions(x, p=0.5):
     return np.sum(np.tanh(x) * (np.random.rand(x.shape[0], x.shape[1]) < p) / p)
+
+
+@pytest.mark.parametrize("drawn, once", [(_dropout_sum, _dropout_mask_sum),
+                                         (_dropout_by_dimensions, _mask_by_dimensions)])
+def test_random_rand_and_randn(rng, drawn, once):
+    # rand(*x.shape) was refused ("*args in a call is supported for the function's own
+    # *args ..."), rand(n, d) under vmap; drawn as np.random.uniform(0.0, 1.0, shape) and
+    # normal(0.0, 1.0, shape): the same numbers
+    x = rng.normal(size=(3, 4))
+    np.random.seed(7)
+    want = drawn(x)
+    np.random.seed(7)
+    assert tp.value_and_grad(drawn)(x)[0] == want
+    np.random.seed(7)
+    mask = (np.random.rand(3, 4) < 0.5) / 0.5
+    np.random.seed(7)
+    np.testing.assert_allclose(tp.grad(drawn)(x), mask / np.cosh(x) ** 2, rtol=1e-14)
+    # under vmap each example draws its own numbers: one draw per example gives a loop's
+    # numbers (two draws per example come in another order than a loop's: the first draw
+    # of every example, then the second)
+    xs = rng.normal(size=(3, 2, 2))
+    np.random.seed(8)
+    batched = tp.vmap(once)(xs)
+    np.random.seed(8)
+    np.testing.assert_allclose(batched, [once(v) for v in xs], rtol=1e-14)
 
 
 def _checked_tanh(x, want):
