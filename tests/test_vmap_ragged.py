@@ -183,6 +183,7 @@ def test_uses_that_need_a_shape_raise_clearly(fn):
 
 def test_an_example_that_selects_nothing():
     x, s = _inputs(np.random.default_rng())
+    x[:, 0] = np.abs(x[:, 0]) + 0.1         # something above 0 in every other example
     x[3] = -np.abs(x[3]) - 0.1              # nothing above 0 in example 3
     np.testing.assert_allclose(tp.vmap(sum_of_selected)(x, s),
                                [sum_of_selected(a, b) for a, b in zip(x, s)])
