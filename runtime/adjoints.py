@@ -359,6 +359,29 @@ def index_update(x, idx, v):
     return out
 
 
+def zero_where_unused(cotangent, value):
+    """`value`, a derivative that an elementwise rule computed from `cotangent`, with 0 where
+    `cotangent` is 0.
+
+    Generated code calls this only where the zeros of `cotangent` are structural: the
+    function's output does not depend on those entries (np.where did not pick them, a write
+    overwrote them, indexing did not read them), so the derivative through them is 0 even
+    where the rule's partial derivative is infinite and `0 * inf` gave nan
+    (`np.where(x > 0, np.sqrt(x), 0.0)` at x = 0). Nothing is copied when nothing is nan."""
+    t = type(value)
+    if t is Ragged or t is MissingDerivative or type(cotangent) is Ragged:
+        return value
+    if not hasattr(value, "dtype"):          # a Python number
+        return value if value == value or cotangent != 0 else t(0)
+    xp = array_module(value)
+    total = value.sum()                      # nan if any entry is (one pass, no copy)
+    if total == total:
+        return value
+    if np.ndim(value) == 0:
+        return value if cotangent != 0 else xp.zeros_like(value)
+    return xp.where(cotangent == 0, xp.zeros((), value.dtype), value)
+
+
 def index_clear(g, idx):
     """Adjoint flowing to the old array of `x[idx] = v`: `g` with zeros at `idx`."""
     if is_container(g):

@@ -26,13 +26,15 @@ from .ir.nodes import with_source
 from .ir.rewrites import (call_differentiated_variants, freeze_branch_tests, split_aux,
                           split_self_assignments)
 from .ir.templates import as_index_value, bind_call, substitute
+from .ir import structural_zeros
 
 TANGENT_SUFFIX = "_dot"
 
 
 class Forward:
-    def __init__(self, program, fir, wrt, callee_jvp):
+    def __init__(self, program, fir, wrt, callee_jvp, given_tangents=False):
         self.program = program
+        self.given_tangents = given_tangents   # only the user passes the tangents in
         self.fir = fir
         self.src = fir.source
         self.namer = program.function_namer(fir)
@@ -58,6 +60,10 @@ class Forward:
         self.maybe = maybe_defined(stmts, self.fir.params)
         self.surely = definitely_defined(stmts, self.fir.params)
         state = {self.tan(p) for p in self.wrt}
+        # how far each tangent's zeros are structural (reverse/structural_zeros.py): an
+        # input the user's tangent leaves at 0 does not move (a Jacobian's basis)
+        self.flow = {self.tan(p): structural_zeros.COTANGENT
+                     for p in self.wrt} if self.given_tangents else {}
         self.start_as_none = set()
         new = self.block(stmts, state)
         new = [_assign(p, _const(None)) for p in sorted(self.start_as_none)] + new
@@ -82,7 +88,16 @@ class Forward:
 
     def branch(self, s, state):
         a, b = set(state), set(state)
-        body, orelse = self.block(s.body, a), self.block(s.orelse, b)
+        entry_flow = dict(self.flow)
+        body = self.block(s.body, a)
+        flow_a, self.flow = self.flow, dict(entry_flow)
+        orelse = self.block(s.orelse, b)
+        flow_b = self.flow
+        zeros = structural_zeros.COTANGENT     # a path that sets a tangent to zeros
+        self.flow = {v: structural_zeros.either(flow_a.get(v) if v in a else zeros,
+                                                flow_b.get(v) if v in b else zeros)
+                     for v in a | b}
+        self.flow = {v: f for v, f in self.flow.items() if f is not None}
         before = self.surely.get(id(s), set())
         primal = {t: p for p, t in self.tangents.items()}
         # a tangent made on one path is zero on the other, where its value exists at all;
@@ -107,8 +122,11 @@ class Forward:
         entry = set(state)
         pre = []
         bound = self.surely.get(id(s), set())
+        changed = {self.tangents.get(n) for n in assigned_in([s])}
+        entry_flow = {t: f for t, f in self.flow.items() if t not in changed}   # trips add up
         for _ in range(4):     # tangents a trip creates must exist before the first trip
             trial = set(entry)
+            self.flow = dict(entry_flow)
             body = self.block(s.body, trial)
             new = trial - entry
             if not new:
@@ -125,6 +143,8 @@ class Forward:
                 break
         # a tangent the next trip reads but this trip ended (`y = constant`) is zero there
         body += [self.zeros(v, lazy=True) for v in sorted(entry - trial)]
+        self.flow = {t: f for t, f in self.flow.items()
+                     if t not in changed and t in entry_flow}
         state |= entry | trial   # what a trip made exists after the loop (if it ran)
         cls = type(s)
         if cls is gast.For:
@@ -191,10 +211,15 @@ class Forward:
                                  "derivative cannot follow.", IN_PLACE_CALL_HINT)
             return [s]
         if isinstance(s.targets[0], gast.Tuple):
+            for n in gast.walk(s.targets[0]):
+                if isinstance(n, gast.Name):
+                    self.flow.pop(self.tangents.get(n.id), None)
             return self.unpack(s, state)
         target = s.targets[0].id
         value = s.value
         out = [s]
+        self.made_flow = None
+        self.flow.pop(self.tangents.get(target), None)
         if target in self.active and anno.get(value, Anno.CALLEE):
             replaced = self.call(s, value, target, self.tan(target), state)
             if replaced is not None:
@@ -215,12 +240,15 @@ class Forward:
             if origin is not None:
                 anno.set(m, Anno.ORIGIN, origin)
         state.add(dt)
+        if self.made_flow is not None:
+            self.flow[dt] = self.made_flow
         return out + made
 
     def tangent_of(self, s, value, target, dt, state):
         """Statements assigning `dt`, or None when the tangent is zero."""
         if isinstance(value, gast.Name):
             t = self.live_tangent(value, state)
+            self.made_flow = self.flow.get(t)
             return [_assign(dt, _name(t))] if t else None
         if isinstance(value, gast.Constant):
             return None
@@ -267,6 +295,7 @@ class Forward:
                         n.id != "dout" and n.id not in local:
                     local[n.id] = self.namer.fresh(n.id)
         out, have = [], False
+        flows = []          # each term's flow
         for st, needs in zip(template.body, template.reads):
             if isinstance(st, gast.Pass):
                 continue
@@ -277,7 +306,17 @@ class Forward:
             if not is_term:
                 out.append(substitute(st, mapping, local, {}))
                 continue
-            expr = substitute(st.value, mapping, local, {})
+            term = st.value
+            if len(needs) == 1:
+                (p,) = needs
+                flow, guard = structural_zeros.through(prim, p, self.flow.get(live[p]),
+                                                       set(live))
+                if guard:
+                    term = structural_zeros.guarded(term, "d" + p)
+                flows.append(flow)
+            else:
+                flows.append(None)
+            expr = substitute(term, mapping, local, {})
             if have and spelling.startswith("rt."):
                 # a runtime helper's tangent may be a container (rt.select of tuples):
                 # summed leaf by leaf, never concatenated
@@ -289,6 +328,10 @@ class Forward:
             else:
                 out.append(_assign(dt, expr))
                 have = True
+        if have:
+            self.made_flow = flows[0]
+            for f in flows[1:]:
+                self.made_flow = structural_zeros.join(self.made_flow, f)
         return out if have else None
 
     def container(self, value, dt, state):
@@ -328,6 +371,14 @@ class Forward:
         dx = self.tangents.get(x) if x in self.active else None
         if not dv and (dx is None or dx not in state):
             return [s]
+        # each entry is the old one's or the written value's (zeros where constant)
+        zeros = structural_zeros.COTANGENT
+        flow = structural_zeros.either(self.flow.get(dx, None) if dx in state else zeros,
+                                       self.flow.get(dv) if dv else zeros)
+        if flow is None:
+            self.flow.pop(self.tan(x), None)
+        else:
+            self.flow[self.tan(x)] = flow
         out = [s] if dx is not None and dx in state else \
             [_assign(self.tan(x), _call("rt.tangent_zeros", [_name(x)])), s]
         idx = as_index_value(s.targets[0].slice)
@@ -369,9 +420,11 @@ def _read_before_assigned(body, name):
     return False
 
 
-def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False):
-    """`f_jvp(params..., tangents of wrt...) -> (out, out_dot)` (`(out, out_dot, aux)`)."""
-    fw = Forward(program, fir, wrt, callee_jvp)
+def jvp_function(program, fir, name, wrt, callee_jvp, has_aux=False, given_tangents=False):
+    """`f_jvp(params..., tangents of wrt...) -> (out, out_dot)` (`(out, out_dot, aux)`).
+    `given_tangents`: only the user passes the tangents (no caller's forward pass), so their
+    zeros are structural."""
+    fw = Forward(program, fir, wrt, callee_jvp, given_tangents)
     if has_aux:
         fw.aux = split_aux(fir, fw.namer)
     stmts, out, out_dot = fw.run()

@@ -30,6 +30,7 @@ from .emit import located
 from .errors import TransformError
 from .frontend import normalize_function
 from .frontend.resolved import Static
+from .ir import anno
 from .ir.program import FunctionIR, Program, Snapshot, is_literal
 from .ir.templates import dotted
 from .reverse import gradients
@@ -216,8 +217,12 @@ def vjp(build, fir):
                and opts["active"][i - build.nprefix]]
     else:
         build.reverse_pairs[(fir.name, None)] = (fwd, bwd)     # recursion calls this pair
+    # A pair that recursive calls may use gets its cotangent from a caller's backward pass
+    given = "active" in opts or not any(anno.get(n, anno.Anno.CALLEE)
+                                        for n in gast.walk(fir.node))
     pair = gradients.vjp_functions(build.program, _fresh(fir), fwd, bwd, build.reverse_pair,
-                                   has_aux=opts["has_aux"], finish=True, wrt=wrt)
+                                   has_aux=opts["has_aux"], finish=True, wrt=wrt,
+                                   given_cotangent=given)
     for node in reversed(pair):
         build.add(node, first=True)
     return Entry(fwd, list(pair), bwd_name=bwd)
@@ -234,8 +239,10 @@ def jvp(build, fir):
                and opts["active"][i - build.nprefix]]
     else:
         build.jvp_variants[(fir.name, None)] = name         # recursion calls this one
+    given = "active" in opts or not any(anno.get(n, anno.Anno.CALLEE)
+                                        for n in gast.walk(fir.node))
     node = forward.jvp_function(build.program, _fresh(fir), name, wrt, build.jvp_variant,
-                                has_aux=opts.get("has_aux", False))
+                                has_aux=opts.get("has_aux", False), given_tangents=given)
     return Entry(name, [build.add(node, first=True)])
 
 

@@ -30,6 +30,7 @@ from ..ir.nodes import assign as _assign, call as _call, const as _const, name a
 from ..ir.rewrites import (call_differentiated_variants, freeze_branch_tests, rename_reads,
                             split_self_assignments)
 from ..ir.templates import as_index_value, bind_call, substitute
+from ..ir import structural_zeros
 
 
 def _method(obj, attr, args):
@@ -42,13 +43,15 @@ _ARITHMETIC = {"+", "-", "*", "/", "**", "@", "u-", "u+"}
 
 
 class Adjoints:
-    """Static knowledge while emitting backward code: which adjoints exist right now."""
+    """Static knowledge while emitting backward code: which adjoints exist right now, and
+    how far their zeros are structural (`flow`, see structural_zeros.py; absent: unknown)."""
 
-    def __init__(self, live=()):
+    def __init__(self, live=(), flow=None):
         self.live = set(live)
+        self.flow = dict(flow or {})
 
     def copy(self):
-        return Adjoints(self.live)
+        return Adjoints(self.live, self.flow)
 
 
 class Reverse:
@@ -99,12 +102,15 @@ class Reverse:
         fwd = self.forward(self.body)
         return fwd
 
-    def backward_from(self, seed_stmts, out_adjoint):
-        """Backward statements, given statements that set the output's adjoint."""
+    def backward_from(self, seed_stmts, out_adjoint, seed_flow=None):
+        """Backward statements, given statements that set the output's adjoint (whose zeros
+        flow as `seed_flow` says)."""
         state = Adjoints()
         bwd = list(seed_stmts)
         if isinstance(self.out, gast.Name) and self.out.id in self.active and out_adjoint:
             state.live.add(self.adj(self.out.id))
+            if seed_flow is not None:
+                state.flow[self.adj(self.out.id)] = seed_flow
             if out_adjoint != self.adj(self.out.id):
                 bwd.append(_assign(self.adj(self.out.id), _name(out_adjoint)))
         bwd += self.backward(self.body, state)
@@ -228,6 +234,14 @@ class Reverse:
         for var in sorted(else_state.live - then_state.live):
             body.append(self.zeros(var, ("before", s)))
         state.live = then_state.live | else_state.live
+        # an adjoint one branch leaves at zeros: those zeros are structural
+        zeros = structural_zeros.COTANGENT
+        state.flow = {var: structural_zeros.either(then_state.flow.get(var, zeros)
+                                                 if var in then_state.live else zeros,
+                                                 else_state.flow.get(var, zeros)
+                                                 if var in else_state.live else zeros)
+                      for var in state.live}
+        state.flow = {var: f for var, f in state.flow.items() if f is not None}
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
         anno.set(new, Anno.MIRROR, ("after", s))
         return [gast.copy_location(new, s)]
@@ -236,7 +250,7 @@ class Reverse:
         entry = set(state.live)
         pre = []
         for _ in range(4):
-            trial = Adjoints(entry)
+            trial = Adjoints(entry)     # flows unknown: a loop's trips add up
             body = self.backward(body_stmts, trial)
             missing_at_end = entry - trial.live        # cleared inside: re-zero for next trip
             new_at_end = trial.live - entry            # created inside: must exist on entry
@@ -248,6 +262,7 @@ class Reverse:
         for var in sorted(missing_at_end):
             body.append(self.zeros(var, ("before", s)))
         state.live = entry
+        state.flow = {}
         header.body = body
         anno.set(header, Anno.MIRROR, ("after", s))
         self.header_of[id(s)] = header
@@ -289,7 +304,7 @@ class Reverse:
         value = s.value
         out = []
         if isinstance(value, gast.Name):
-            self.accumulate(value.id, _name(dt), state, out)
+            self.accumulate(value.id, _name(dt), state, out, state.flow.get(dt))
             return out
         if isinstance(value, gast.Constant):
             return out
@@ -311,11 +326,13 @@ class Reverse:
                 error_at(s, self.src, str(rules.no_rule_error(spelling))).args[0])
         return self.apply_template(s, prim, spelling, value, target, dt, state)
 
-    def accumulate(self, var, contribution, state, out):
-        """out += [`dvar = contribution`] or [`dvar = dvar + contribution`]."""
+    def accumulate(self, var, contribution, state, out, flow=None):
+        """out += [`dvar = contribution`] or [`dvar = dvar + contribution`]; `flow`: how the
+        contribution's zeros are structural (None: unknown)."""
         if var not in self.active:
             return
         d = self.adj(var)
+        self._set_flow(state, d, flow)
         if d in state.live:
             if self.kinds.get(var) == ARRAY_RESULT:
                 value = gast.BinOp(left=_name(d), op=gast.Add(), right=contribution)
@@ -326,6 +343,15 @@ class Reverse:
         else:
             out.append(_assign(d, contribution))
             state.live.add(d)
+
+    def _set_flow(self, state, d, flow):
+        """The flow of adjoint `d` after a contribution with `flow` is added to it."""
+        if d in state.live:
+            flow = structural_zeros.join(state.flow.get(d), flow)
+        if flow is None:
+            state.flow.pop(d, None)
+        else:
+            state.flow[d] = flow
 
     def apply_template(self, s, prim, spelling, value, target, dt, state):
         template = prim.rev
@@ -347,6 +373,9 @@ class Reverse:
         if not wanted:
             return []
         out = []
+        dout_flow = state.flow.get(dt)
+        active_params = {p for p in template.params[2:]
+                         if isinstance(actual.get(p), gast.Name) and actual[p].id in self.active}
         body = _copy.deepcopy(template.body)
         local = {}
         for stmt in body:
@@ -368,13 +397,18 @@ class Reverse:
                 var = wanted[tgt]
                 d = self.adj(var)
                 self_acc = tgt in names_in(stmt.value)
-                expr = substitute(stmt.value, mapping, local,
+                flow, guard = structural_zeros.through(prim, tgt[1:], dout_flow, active_params)
+                rhs = stmt.value
+                if guard and not self_acc:
+                    rhs = structural_zeros.guarded(rhs, "dout")
+                expr = substitute(rhs, mapping, local,
                                    {tgt: _name(d) if d in state.live else _const(None)})
                 if self_acc:
+                    self._set_flow(state, d, flow)
                     out.append(_assign(d, expr))
                     state.live.add(d)
                 else:
-                    self.accumulate(var, expr, state, out)
+                    self.accumulate(var, expr, state, out, flow)
             else:
                 new = substitute(stmt, mapping, local, {})
                 out.append(new)
@@ -441,6 +475,8 @@ class Reverse:
         anno.set(call, Anno.CALLEE, bwd_name)
         out = [_assign(grads, call)]
         state.live |= direct
+        for d in direct:
+            state.flow.pop(d, None)
         for a, g in zip(args, grads):
             if g != discard and g not in direct:
                 self.accumulate(a.id, _name(g), state, out)
@@ -458,6 +494,7 @@ class Reverse:
         out = []
         v = s.value
         later = []
+        flow = state.flow.get(dx)
         if isinstance(v, gast.Name) and v.id in self.active:
             item = _call("rt.written_part", [_name(dx), _copy.deepcopy(as_index_value(idx))])
             contribution = _call("rt.unbroadcast", [item, _name(v.id)])
@@ -470,9 +507,11 @@ class Reverse:
                 target = later
             else:
                 target = out
-            self.accumulate(v.id, contribution, state, target)
+            self.accumulate(v.id, contribution, state, target, flow)
         out.append(_assign(dx, _call("rt.index_clear", [_name(dx),
                                                         _copy.deepcopy(as_index_value(idx))])))
+        if flow is not None:         # the overwritten entries' zeros are structural
+            state.flow[dx] = (flow[0], True)
         return out + later
 
     def backward_push(self, s, state):
@@ -501,6 +540,7 @@ class Reverse:
                 self.accumulate(item.id, _name(tmp), state, out)
                 return out
             state.live.add(d)
+            state.flow.pop(d, None)
             return [_assign(d, popped)]
         return [_assign(self.discard_name(), popped)]
 
@@ -516,6 +556,7 @@ class Reverse:
         if ds not in state.live:
             out.append(_assign(ds, gast.List(elts=[], ctx=gast.Load())))
             state.live.add(ds)
+            state.flow.pop(ds, None)
         dv = self.adj(v)
         item = _name(dv) if dv in state.live else _call("rt.zeros_like", [_name(v)])
         out.append(gast.Expr(value=_call("rt.push", [_name(ds), item])))

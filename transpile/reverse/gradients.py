@@ -26,6 +26,7 @@ from ..ir.nodes import assign as _assign, call as _call, const as _const, funcde
 from ..ir.nodes import with_source
 from ..ir.rewrites import split_aux
 from ..ir.templates import as_index_value, dotted
+from ..ir import structural_zeros
 from .adjoints import Reverse, RestoreMarker
 
 
@@ -456,7 +457,7 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
     checks = [gast.Expr(value=_call(check, [_name(p), _const(p),
                                                              _const(_where(fir))]))
               for p in wrt]
-    bwd = rev.backward_from(seed, dout)
+    bwd = rev.backward_from(seed, dout, structural_zeros.SEED)
     grads = [_call("rt.as_grad", [rev.param_adjoint(p) or _const(None), _name(p)]) for p in wrt]
     result = grads[0] if single else gast.Tuple(elts=grads, ctx=gast.Load())
     # the value and aux as the forward pass left them (the backward pass may restore older
@@ -491,15 +492,17 @@ def grad_function(program, fir, name, argnums, has_aux, with_value, split_callee
 
 
 def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
-                  finish=True, wrt=None):
+                  finish=True, wrt=None, given_cotangent=False):
     """`f_fwd(params) -> (out, saved)` and `f_bwd(saved, dout) -> adjoints of all params`
-    (differentiating with respect to `wrt`, all parameters by default; others get zeros)."""
+    (differentiating with respect to `wrt`, all parameters by default; others get zeros).
+    `given_cotangent`: only the user passes `dout` (tp.vjp, a Jacobian's basis), never a
+    caller's backward pass, so its zeros are structural."""
     params = fir.params
     rev, fwd = build_reverse(program, fir, params if wrt is None else wrt, split_callee,
                              has_aux)
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
-    bwd = rev.backward_from([], dout)
+    bwd = rev.backward_from([], dout, structural_zeros.COTANGENT if given_cotangent else None)
     grads = []
     for p in params:
         d = rev.param_adjoint(p)

@@ -104,6 +104,7 @@ class Primitive:
         self.batch_for = {}         # spelling -> BatchRule, where spellings differ (float)
         self.fold = None            # args (AST) -> simpler AST or None, for literal arguments
         self.when_differentiated = None   # the spelling differentiated code calls instead
+        self.zero_flow = None       # how zeros of an adjoint pass through it (zero_flow below)
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -288,6 +289,34 @@ def batch(*spellings, out_batched=True):
             _set_batch(_register([s], fn.__name__), s, rule)
         return fn
     return decorate
+
+
+# How the zeros of an adjoint (or tangent) pass through a primitive's rule. A zero is
+# *structural* where the function's output does not depend on that entry at all (np.where
+# did not pick it, a write overwrote it, indexing did not read it): the derivative through
+# that entry is then 0 even where a partial derivative further on is infinite, where
+# 0 * inf would give nan (`np.where(x > 0, np.sqrt(x), 0.0)` at x = 0). The reverse pass
+# tracks which adjoints hold only structural zeros (reverse/structural_zeros.py).
+ZERO_FLOWS = {
+    # the adjoint of each argument is the output's adjoint moved, copied, summed or scaled by
+    # constants: its zeros are structural if the output adjoint's are
+    "linear",
+    # linear, and entries the output did not take get 0 (np.where, max, indexing): those 0s
+    # are structural
+    "select",
+    # nonlinear and elementwise, with a partial derivative that is never 0 at a finite
+    # argument (log, sqrt): no new zeros
+    "nonvanishing",
+    # `*` and `/`: linear in one argument while the other is a constant
+    "scale",
+}
+
+
+def zero_flow(kind, *spellings):
+    """Say how zeros pass through the primitives spelled so (one of ZERO_FLOWS)."""
+    assert kind in ZERO_FLOWS, kind
+    for s in spellings:
+        _register([s], s.rsplit(".", 1)[-1]).zero_flow = kind
 
 
 def batch_elementwise(*spellings, vectorized=None):

@@ -8,7 +8,7 @@ already have it (`rt.broadcast_like`). Elementwise functions batch by broadcasti
 other operands' (rt.align), the same call computes every example at once.
 """
 from .core import (batch, batch_elementwise, batch_lanes, batch_same, fold, fwd, nondiff, number,
-                   power_node, rev)
+                   power_node, rev, zero_flow)
 import numpy as np  # noqa: F401  (templates refer to np and rt)
 import runtime as rt  # noqa: F401
 
@@ -27,6 +27,7 @@ def add_fwd(out, x1, x2):
 
 
 batch_elementwise("+", "np.add")
+zero_flow("linear", "+", "np.add")
 
 
 @rev("-", "np.subtract")
@@ -42,6 +43,7 @@ def subtract_fwd(out, x1, x2):
 
 
 batch_elementwise("-", "np.subtract")
+zero_flow("linear", "-", "np.subtract")
 
 
 @rev("*", "np.multiply")
@@ -57,6 +59,7 @@ def multiply_fwd(out, x1, x2):
 
 
 batch_elementwise("*", "np.multiply")
+zero_flow("scale", "*", "np.multiply")
 
 
 @rev("/", "np.divide", "np.true_divide")
@@ -72,6 +75,7 @@ def divide_fwd(out, x1, x2):
 
 
 batch_elementwise("/", "np.divide", "np.true_divide")
+zero_flow("scale", "/", "np.divide", "np.true_divide")
 
 
 @rev("**", "np.power", "pow")
@@ -226,6 +230,7 @@ def negative_fwd(out, x):
 
 
 batch_elementwise("u-", "np.negative")
+zero_flow("linear", "u-", "np.negative")
 
 
 @rev("u+", "np.positive")
@@ -239,6 +244,7 @@ def positive_fwd(out, x):
 
 
 batch_elementwise("u+", "np.positive")
+zero_flow("linear", "u+", "np.positive")
 
 
 # Piecewise constant (zero derivative wherever one exists), boolean or integer results.
@@ -701,6 +707,7 @@ def log_fwd(out, x):
 
 
 batch_elementwise("np.log")
+zero_flow("nonvanishing", "np.log", "math.log")
 
 
 @rev("np.log2", "math.log2")
@@ -714,6 +721,7 @@ def log2_fwd(out, x):
 
 
 batch_elementwise("np.log2")
+zero_flow("nonvanishing", "np.log2", "math.log2")
 
 
 @rev("np.log10", "math.log10")
@@ -727,6 +735,7 @@ def log10_fwd(out, x):
 
 
 batch_elementwise("np.log10")
+zero_flow("nonvanishing", "np.log10", "math.log10")
 
 
 @rev("np.log1p", "math.log1p")
@@ -740,6 +749,7 @@ def log1p_fwd(out, x):
 
 
 batch_elementwise("np.log1p")
+zero_flow("nonvanishing", "np.log1p", "math.log1p")
 
 
 @rev("np.logaddexp")
@@ -783,6 +793,7 @@ def sqrt_fwd(out, x):
 
 
 batch_elementwise("np.sqrt")
+zero_flow("nonvanishing", "np.sqrt", "math.sqrt")
 
 
 @rev("np.cbrt")
@@ -796,6 +807,7 @@ def cbrt_fwd(out, x):
 
 
 batch_elementwise("np.cbrt")
+zero_flow("nonvanishing", "np.cbrt")
 
 
 @rev("np.square")
@@ -822,6 +834,7 @@ def reciprocal_fwd(out, x):
 
 
 batch_elementwise("np.reciprocal")
+zero_flow("nonvanishing", "np.reciprocal")
 
 # ---------------------------------------------------------------- trigonometric, hyperbolic
 
@@ -910,6 +923,7 @@ def arcsin_fwd(out, x):
 
 
 batch_elementwise("np.arcsin")
+zero_flow("nonvanishing", "np.arcsin", "math.asin")
 
 
 @rev("np.arccos", "math.acos")
@@ -923,6 +937,7 @@ def arccos_fwd(out, x):
 
 
 batch_elementwise("np.arccos")
+zero_flow("nonvanishing", "np.arccos", "math.acos")
 
 
 @rev("np.arctan", "math.atan")
@@ -1018,6 +1033,7 @@ def arccosh_fwd(out, x):
 
 
 batch_elementwise("np.arccosh")
+zero_flow("nonvanishing", "np.arccosh", "math.acosh")
 
 
 @rev("np.arctanh", "math.atanh")
@@ -1031,6 +1047,7 @@ def arctanh_fwd(out, x):
 
 
 batch_elementwise("np.arctanh")
+zero_flow("nonvanishing", "np.arctanh", "math.atanh")
 
 
 @rev("np.deg2rad", "np.radians", "math.radians")
@@ -1111,6 +1128,7 @@ def maximum_fwd(out, x1, x2):
 
 batch_elementwise("np.maximum", "np.fmax")
 batch_elementwise("max", vectorized="np.maximum")
+zero_flow("select", "np.maximum", "np.fmax", "max")
 
 
 @rev("np.minimum", "np.fmin", "min")
@@ -1127,6 +1145,7 @@ def minimum_fwd(out, x1, x2):
 
 batch_elementwise("np.minimum", "np.fmin")
 batch_elementwise("min", vectorized="np.minimum")
+zero_flow("select", "np.minimum", "np.fmin", "min")
 
 
 @rev("np.where")
@@ -1142,6 +1161,7 @@ def where_fwd(out, condition, x, y):
 
 
 batch_elementwise("np.where")
+zero_flow("select", "np.where")
 
 
 @rev("np.clip")
@@ -1159,6 +1179,7 @@ def clip_fwd(out, a, a_min=None, a_max=None):
 
 
 batch_elementwise("np.clip")
+zero_flow("select", "np.clip")
 
 
 # nan_to_num passes finite values through and replaces nan, +inf and -inf by the constants
@@ -1232,6 +1253,7 @@ def identity_fwd(out, x):
 
 batch_elementwise("np.float64", "np.complex128")
 batch_elementwise("float", vectorized="rt.as_float")
+zero_flow("linear", "float", "np.float64", "np.complex128", "np.asarray", "np.array")
 
 
 # numpy's narrower float types called on values cast them: the derivative is cast back

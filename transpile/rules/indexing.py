@@ -5,7 +5,7 @@ pass applies its rule (see reverse/adjoints.py), since it updates a variable rat
 """
 import gast
 
-from .core import batch, batch_lanes, batch_same, fold, fwd, nondiff, rev
+from .core import batch, batch_lanes, batch_same, fold, fwd, nondiff, rev, zero_flow
 from .core import register_container as _register_container
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
@@ -14,6 +14,9 @@ import runtime as rt  # noqa: F401
 @rev("[]", "rt.getitem", view=True)
 def getitem(dout, out, x, idx):
     dx = rt.index_add(dx, x, idx, dout)
+
+
+zero_flow("select", "[]", "rt.getitem")
 
 
 @fwd("[]", "rt.getitem")

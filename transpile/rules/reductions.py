@@ -15,7 +15,7 @@ derivative of max/min is split evenly between ties.
 import gast
 
 from .core import (batch, batch_elementwise, batch_lanes, batch_same, fold, fwd, nondiff,
-                   rev)
+                   rev, zero_flow)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -23,6 +23,9 @@ import runtime as rt  # noqa: F401
 @rev("np.sum")
 def sum(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):  # noqa: A001
     da = rt.expand(dout, a, axis, keepdims)
+
+
+zero_flow("linear", "np.sum")
 
 
 @fwd("np.sum")
@@ -124,6 +127,9 @@ def sum_adj_t_batch(d, g):
 @rev("np.mean")
 def mean(dout, out, a, axis=None, dtype=None, out_=None, keepdims=False):
     da = rt.expand(dout, a, axis, keepdims) / rt.reduced_size(a, axis)
+
+
+zero_flow("linear", "np.mean")
 
 
 @fwd("np.mean")

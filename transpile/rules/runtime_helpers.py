@@ -1,6 +1,6 @@
 """Rules for the runtime helpers that generated code calls, so generated code composes."""
 from .core import (BatchRule, batch, batch_elementwise, batch_lanes, batch_same, fwd, nondiff,
-                   rev, set_batch_rule, stateful)
+                   rev, set_batch_rule, stateful, zero_flow)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -189,6 +189,21 @@ def copy(dout, out, x):
 @rev("rt.astype")
 def astype(dout, out, x, dtype):
     dx = rt.cast_derivative(dout, x, out)
+
+
+# 0 where the cotangent is 0, else the value: locally the identity in `value` (or 0), and
+# constant in the cotangent (which only picks the entries)
+@rev("rt.zero_where_unused")
+def zero_where_unused(dout, out, cotangent, value):
+    dvalue = rt.zero_where_unused(cotangent, dout)
+
+
+@fwd("rt.zero_where_unused")
+def zero_where_unused_fwd(out, cotangent, value):
+    dout = rt.zero_where_unused(cotangent, dvalue)
+
+
+batch_elementwise("rt.zero_where_unused")
 
 
 nondiff("rt.seed", "rt.seed_holomorphic", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
@@ -545,6 +560,7 @@ def copy_fwd(out, x):
 
 
 batch_same("rt.copy", "np.copy")
+zero_flow("linear", "rt.copy", "np.copy")
 
 
 @fwd("rt.astype")

@@ -11,7 +11,7 @@ flattened (rt.lane_flat) and the last axis. Unbatched arguments that a rule need
 broadcast with rt.broadcast_batch. A shape argument that differs between examples cannot be
 batched (the result's shape would differ): rt.cannot_batch raises.
 """
-from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev, subscript_primitive
+from .core import batch, batch_lanes, batch_same, fwd, nondiff, rev, subscript_primitive, zero_flow
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -19,6 +19,9 @@ import runtime as rt  # noqa: F401
 @rev("np.reshape", view=True)
 def reshape(dout, out, a, shape):
     da = np.reshape(dout, np.shape(a))
+
+
+zero_flow("linear", "np.reshape")
 
 
 @fwd("np.reshape")
@@ -39,6 +42,9 @@ def ravel(dout, out, a):
     da = np.reshape(dout, np.shape(a))
 
 
+zero_flow("linear", "np.ravel")
+
+
 @fwd("np.ravel")
 def ravel_fwd(out, a):
     dout = np.ravel(da)
@@ -54,6 +60,9 @@ def squeeze(dout, out, a, axis=None):
     da = np.reshape(dout, np.shape(a))
 
 
+zero_flow("linear", "np.squeeze")
+
+
 @fwd("np.squeeze")
 def squeeze_fwd(out, a, axis=None):
     dout = np.squeeze(da, axis)
@@ -67,6 +76,9 @@ def squeeze_batch(a, axis=None):
 @rev("np.expand_dims", view=True)
 def expand_dims(dout, out, a, axis):
     da = np.reshape(dout, np.shape(a))
+
+
+zero_flow("linear", "np.expand_dims")
 
 
 @fwd("np.expand_dims")
@@ -111,6 +123,9 @@ def transpose(dout, out, a, axes=None):
     da = np.transpose(dout, rt.inverse_axes(axes))
 
 
+zero_flow("linear", "np.transpose", "np.permute_dims")
+
+
 @fwd("np.transpose", "np.permute_dims")
 def transpose_fwd(out, a, axes=None):
     dout = np.transpose(da, axes)
@@ -141,6 +156,9 @@ def swapaxes(dout, out, a, axis1, axis2):
     da = np.swapaxes(dout, axis1, axis2)
 
 
+zero_flow("linear", "np.swapaxes")
+
+
 @fwd("np.swapaxes")
 def swapaxes_fwd(out, a, axis1, axis2):
     dout = np.swapaxes(da, axis1, axis2)
@@ -156,6 +174,9 @@ def moveaxis(dout, out, a, source, destination):
     da = np.moveaxis(dout, destination, source)
 
 
+zero_flow("linear", "np.moveaxis")
+
+
 @fwd("np.moveaxis")
 def moveaxis_fwd(out, a, source, destination):
     dout = np.moveaxis(da, source, destination)
@@ -169,6 +190,9 @@ def moveaxis_batch(a, source, destination):
 @rev("np.flip", view=True)
 def flip(dout, out, m, axis=None):
     dm = np.flip(dout, axis)
+
+
+zero_flow("linear", "np.flip")
 
 
 @fwd("np.flip")
@@ -233,6 +257,9 @@ def roll_batch(a, shift, axis=None):
 @rev("np.diagonal", view=True)
 def diagonal(dout, out, a, offset=0, axis1=0, axis2=1):
     da = rt.diagonal_adj(dout, a, offset, axis1, axis2)
+
+
+zero_flow("select", "np.diagonal")
 
 
 @fwd("np.diagonal")
@@ -316,6 +343,9 @@ def tril(dout, out, m, k=0):
     dm = np.tril(dout, k)
 
 
+zero_flow("select", "np.tril")
+
+
 @fwd("np.tril")
 def tril_fwd(out, m, k=0):
     dout = np.tril(dm, k)
@@ -333,6 +363,9 @@ def tril_batch(m, k=0):
 @rev("np.triu")
 def triu(dout, out, m, k=0):
     dm = np.triu(dout, k)
+
+
+zero_flow("select", "np.triu")
 
 
 @fwd("np.triu")
