@@ -382,6 +382,30 @@ def zero_where_unused(cotangent, value):
     return xp.where(cotangent == 0, xp.zeros((), value.dtype), value)
 
 
+def zero_where(unpicked, value):
+    """`value`, a derivative that an elementwise rule computed, with 0 where `unpicked`:
+    entries that np.where, max/min or a write did not take, whose adjoint is a structural 0
+    (see zero_where_unused). Left as it is where `unpicked` does not line up with it (a
+    broadcast argument's adjoint, summed over the broadcast axes)."""
+    t = type(value)
+    if t is Ragged or t is MissingDerivative or type(unpicked) is Ragged:
+        return value
+    if not hasattr(value, "dtype"):          # a Python number
+        return value if value == value or not unpicked else t(0)
+    total = value.sum()                      # nan if any entry is (one pass, no copy)
+    if total == total:
+        return value
+    shape = np.shape(value)
+    try:
+        lined_up = np.broadcast_shapes(np.shape(unpicked), shape) == shape
+    except ValueError:
+        lined_up = False
+    if not lined_up:
+        return value
+    xp = array_module(value)
+    return xp.where(unpicked, xp.zeros((), value.dtype), value)
+
+
 def index_clear(g, idx):
     """Adjoint flowing to the old array of `x[idx] = v`: `g` with zeros at `idx`."""
     if is_container(g):

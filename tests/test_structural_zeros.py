@@ -25,6 +25,24 @@ def masked_log(x):
     return np.sum(2.5 * y)
 
 
+def squared_after_where(x):
+    return np.sum(np.where(x > 0, np.sqrt(x), 0.0) ** 2)
+
+
+def entropy(p):
+    return -np.sum(np.where(p > 0, p * np.log(p), 0.0))
+
+
+def log_written_over_then_squared(x):
+    y = np.log(x)
+    y[x <= 0] = 0.0
+    return np.sum(y * y)
+
+
+def floor_of_sqrt_squared(x):
+    return np.sum(np.maximum(np.sqrt(np.abs(x)), 0.5) ** 2)
+
+
 def pairwise_inverse_distances(x):
     # scipy's Elec benchmark: 1 / |xi - xj| summed, its diagonal (0 ** -0.5) written over
     d = x[:, None] - x[None, :]
@@ -83,7 +101,8 @@ def _with_singular_points(rng, n=6):
     return x
 
 
-@pytest.mark.parametrize("f", [masked_sqrt, masked_log])
+@pytest.mark.parametrize("f", [masked_sqrt, masked_log, squared_after_where, entropy,
+                               log_written_over_then_squared])
 def test_where_and_masked_writes_give_zero_not_nan(f, rng):
     x = _with_singular_points(rng)
     g = _quiet(tp.grad(f), x)
@@ -107,6 +126,24 @@ def test_written_over_skipped_and_clipped_entries(f, rng):
     np.testing.assert_allclose(g[keep], fd[keep], rtol=1e-6)
     if f is not pairwise_inverse_distances:
         assert g[0] == 0
+
+
+def test_max_that_does_not_take_a_singular_entry(rng):
+    x = rng.uniform(0.5, 2.0, 5) * rng.choice([-1.0, 1.0], 5)
+    x[[0, 3]] = 0.0
+    x[1] = 0.1                      # sqrt(0.1) < 0.5: not taken either
+    g = _quiet(tp.grad(floor_of_sqrt_squared), x)
+    np.testing.assert_allclose(g, np.where(np.abs(x) > 0.25, np.sign(x), 0.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [entropy, log_written_over_then_squared])
+def test_product_and_square_keep_the_unpicked_entries_structural(f, rng):
+    xs = np.stack([_with_singular_points(rng) for _ in range(3)])
+    got = _quiet(tp.vmap(tp.grad(f)), xs)
+    want = np.stack([_quiet(tp.grad(f), x) for x in xs])
+    np.testing.assert_array_equal(got, want)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_array_equal(_quiet(tp.jit(tp.grad(f)), xs[0]), want[0])
 
 
 def test_upper_triangle_of_sqrt_with_zero_diagonal(rng):

@@ -48,16 +48,32 @@ def either(a, b):
     return (a[0] and b[0], a[1] or b[1])
 
 
+def may_be_infinite(prim, param, active_args):
+    """Whether the rule of `prim` for `param` multiplies the output's adjoint by a partial
+    derivative that may be infinite (0 * inf there is nan): not for rules with constant
+    coefficients (+, np.where, a product with a constant), nor for non-elementwise ones,
+    whose results do not line up with the output entry by entry."""
+    if prim.batch is None or prim.batch.kind != "elementwise":
+        return False
+    if prim.zero_flow in ("linear", "select"):
+        return False
+    if prim.zero_flow == "scale":
+        other = {"x1": "x2", "x2": "x1"}.get(param)
+        if other is not None and other not in active_args and \
+                (param == "x1" or prim.name == "multiply"):
+            return False
+    return True
+
+
 def through(prim, param, dout_flow, active_args):
     """(flow of the adjoint of `param`, whether to guard its rule with rt.zero_where_unused),
     for a rule whose output adjoint has `dout_flow`. `active_args`: which of the call's
     arguments (by template parameter) are differentiated."""
     kind = prim.zero_flow
-    elementwise = prim.batch is not None and prim.batch.kind == "elementwise"
     if dout_flow is None:
         return None, False
     linear, zeroed = dout_flow
-    guard = zeroed and elementwise
+    guard = zeroed and may_be_infinite(prim, param, active_args)
     if kind == "linear":
         return dout_flow, False
     if kind == "select":
@@ -75,7 +91,7 @@ def through(prim, param, dout_flow, active_args):
     return None, guard
 
 
-def guarded(expr, cotangent):
+def guarded(expr, cotangent, helper_name="rt.zero_where_unused"):
     """`rt.zero_where_unused(cotangent, expr)` (inside the unbroadcast of
     `rt.unbroadcast(expr, x)`): an elementwise rule's result, 0 where `cotangent` (a template
     placeholder: the output's adjoint, or an argument's tangent) has a structural 0."""
@@ -83,8 +99,9 @@ def guarded(expr, cotangent):
         isinstance(expr.func, gast.Attribute) and isinstance(expr.func.value, gast.Name) and \
         expr.func.value.id == "rt" else None
     if helper == "unbroadcast" and len(expr.args) == 2:
-        return gast.Call(func=expr.func, args=[guarded(expr.args[0], cotangent), expr.args[1]],
+        return gast.Call(func=expr.func,
+                         args=[guarded(expr.args[0], cotangent, helper_name), expr.args[1]],
                          keywords=[])
     if helper == "no_derivative":
         return expr
-    return call("rt.zero_where_unused", [name(cotangent), expr])
+    return call(helper_name, [name(cotangent), expr])

@@ -46,12 +46,15 @@ class Adjoints:
     """Static knowledge while emitting backward code: which adjoints exist right now, and
     how far their zeros are structural (`flow`, see structural_zeros.py; absent: unknown)."""
 
-    def __init__(self, live=(), flow=None):
+    def __init__(self, live=(), flow=None, unpicked=None):
         self.live = set(live)
         self.flow = dict(flow or {})
+        # adjoint -> the name of a boolean array, true at its entries that are structural
+        # zeros (np.where or max/min did not take them, a write overwrote them)
+        self.unpicked = dict(unpicked or {})
 
     def copy(self):
-        return Adjoints(self.live, self.flow)
+        return Adjoints(self.live, self.flow, self.unpicked)
 
 
 class Reverse:
@@ -242,6 +245,9 @@ class Reverse:
                                                  if var in else_state.live else zeros)
                       for var in state.live}
         state.flow = {var: f for var, f in state.flow.items() if f is not None}
+        state.unpicked = {var: m for var, m in then_state.unpicked.items()
+                          if var in then_state.live and var in else_state.live
+                          and else_state.unpicked.get(var) == m}
         new = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
         anno.set(new, Anno.MIRROR, ("after", s))
         return [gast.copy_location(new, s)]
@@ -262,7 +268,7 @@ class Reverse:
         for var in sorted(missing_at_end):
             body.append(self.zeros(var, ("before", s)))
         state.live = entry
-        state.flow = {}
+        state.flow, state.unpicked = {}, {}
         header.body = body
         anno.set(header, Anno.MIRROR, ("after", s))
         self.header_of[id(s)] = header
@@ -304,7 +310,8 @@ class Reverse:
         value = s.value
         out = []
         if isinstance(value, gast.Name):
-            self.accumulate(value.id, _name(dt), state, out, state.flow.get(dt))
+            self.accumulate(value.id, _name(dt), state, out, state.flow.get(dt),
+                            state.unpicked.get(dt))
             return out
         if isinstance(value, gast.Constant):
             return out
@@ -326,13 +333,14 @@ class Reverse:
                 error_at(s, self.src, str(rules.no_rule_error(spelling))).args[0])
         return self.apply_template(s, prim, spelling, value, target, dt, state)
 
-    def accumulate(self, var, contribution, state, out, flow=None):
+    def accumulate(self, var, contribution, state, out, flow=None, unpicked=None):
         """out += [`dvar = contribution`] or [`dvar = dvar + contribution`]; `flow`: how the
-        contribution's zeros are structural (None: unknown)."""
+        contribution's zeros are structural (None: unknown); `unpicked`: where they are."""
         if var not in self.active:
             return
         d = self.adj(var)
         self._set_flow(state, d, flow)
+        self._set_unpicked(state, d, unpicked)
         if d in state.live:
             if self.kinds.get(var) == ARRAY_RESULT:
                 value = gast.BinOp(left=_name(d), op=gast.Add(), right=contribution)
@@ -352,6 +360,34 @@ class Reverse:
             state.flow.pop(d, None)
         else:
             state.flow[d] = flow
+
+    def _set_unpicked(self, state, d, unpicked):
+        """Adjoint `d`'s structural zeros after a contribution with them at `unpicked`: a sum
+        keeps those both terms have (here: only the same array)."""
+        if d in state.live and state.unpicked.get(d) != unpicked:
+            unpicked = None
+        if unpicked is None:
+            state.unpicked.pop(d, None)
+        else:
+            state.unpicked[d] = unpicked
+
+    def _unpicked_of(self, prim, param, dout_unpicked, mapping, local, out):
+        """The name of the array marking where the adjoint of `param` is a structural 0 (the
+        output adjoint's marks, and the entries that the output did not take from `param`),
+        or None; statements computing it go to `out` (dead code removal drops them when no
+        guard reads them)."""
+        if prim.batch is None or prim.batch.kind != "elementwise":
+            return None
+        expr = prim.unpicked.get(param)
+        if expr is None:
+            return dout_unpicked
+        made = self.namer.fresh("unpicked")
+        out.append(_assign(made, substitute(expr, mapping, local, {})))
+        if dout_unpicked is None:
+            return made
+        both = self.namer.fresh("unpicked")
+        out.append(_assign(both, _call("np.logical_or", [_name(dout_unpicked), _name(made)])))
+        return both
 
     def apply_template(self, s, prim, spelling, value, target, dt, state):
         template = prim.rev
@@ -374,6 +410,7 @@ class Reverse:
             return []
         out = []
         dout_flow = state.flow.get(dt)
+        dout_unpicked = state.unpicked.get(dt)
         active_params = {p for p in template.params[2:]
                          if isinstance(actual.get(p), gast.Name) and actual[p].id in self.active}
         body = _copy.deepcopy(template.body)
@@ -399,16 +436,25 @@ class Reverse:
                 self_acc = tgt in names_in(stmt.value)
                 flow, guard = structural_zeros.through(prim, tgt[1:], dout_flow, active_params)
                 rhs = stmt.value
-                if guard and not self_acc:
+                if self_acc:
+                    pass
+                elif guard:
                     rhs = structural_zeros.guarded(rhs, "dout")
+                elif dout_unpicked is not None and \
+                        structural_zeros.may_be_infinite(prim, tgt[1:], active_params):
+                    rhs = structural_zeros.guarded(rhs, "dout_unpicked", "rt.zero_where")
                 expr = substitute(rhs, mapping, local,
-                                   {tgt: _name(d) if d in state.live else _const(None)})
+                                   {tgt: _name(d) if d in state.live else _const(None),
+                                    "dout_unpicked": _name(dout_unpicked or "_")})
                 if self_acc:
                     self._set_flow(state, d, flow)
+                    self._set_unpicked(state, d, None)
                     out.append(_assign(d, expr))
                     state.live.add(d)
                 else:
-                    self.accumulate(var, expr, state, out, flow)
+                    unpicked = self._unpicked_of(prim, tgt[1:], dout_unpicked, mapping, local,
+                                                 out)
+                    self.accumulate(var, expr, state, out, flow, unpicked)
             else:
                 new = substitute(stmt, mapping, local, {})
                 out.append(new)
@@ -477,6 +523,7 @@ class Reverse:
         state.live |= direct
         for d in direct:
             state.flow.pop(d, None)
+            state.unpicked.pop(d, None)
         for a, g in zip(args, grads):
             if g != discard and g not in direct:
                 self.accumulate(a.id, _name(g), state, out)
@@ -512,7 +559,26 @@ class Reverse:
                                                         _copy.deepcopy(as_index_value(idx))])))
         if flow is not None:         # the overwritten entries' zeros are structural
             state.flow[dx] = (flow[0], True)
+        if self.kinds.get(x) == ARRAY_RESULT:     # and where they are
+            state.unpicked[dx] = self._written(dx, idx, state.unpicked.get(dx), out)
+        else:
+            state.unpicked.pop(dx, None)
         return out + later
+
+    def _written(self, dx, idx, before, out):
+        """The name of a boolean array, true at the entries `x[idx] = v` overwrote (and at
+        those of `before`); statements to `out`, dropped as dead code if unread."""
+        everywhere = gast.Compare(left=_call("rt.zeros_like", [_name(dx)]), ops=[gast.Eq()],
+                                  comparators=[_const(0)])
+        anno.set(everywhere, Anno.PRIM, (rules.lookup("=="), "=="))
+        kept = _call("rt.index_clear", [everywhere, _copy.deepcopy(as_index_value(idx))])
+        made = self.namer.fresh("written")
+        out.append(_assign(made, _call("np.logical_not", [kept])))
+        if before is None:
+            return made
+        both = self.namer.fresh("written")
+        out.append(_assign(both, _call("np.logical_or", [_name(before), _name(made)])))
+        return both
 
     def backward_push(self, s, state):
         stack, item = push_parts(s)
@@ -541,6 +607,7 @@ class Reverse:
                 return out
             state.live.add(d)
             state.flow.pop(d, None)
+            state.unpicked.pop(d, None)
             return [_assign(d, popped)]
         return [_assign(self.discard_name(), popped)]
 
@@ -557,6 +624,7 @@ class Reverse:
             out.append(_assign(ds, gast.List(elts=[], ctx=gast.Load())))
             state.live.add(ds)
             state.flow.pop(ds, None)
+            state.unpicked.pop(ds, None)
         dv = self.adj(v)
         item = _name(dv) if dv in state.live else _call("rt.zeros_like", [_name(v)])
         out.append(gast.Expr(value=_call("rt.push", [_name(ds), item])))

@@ -105,6 +105,7 @@ class Primitive:
         self.fold = None            # args (AST) -> simpler AST or None, for literal arguments
         self.when_differentiated = None   # the spelling differentiated code calls instead
         self.zero_flow = None       # how zeros of an adjoint pass through it (zero_flow below)
+        self.unpicked = {}          # parameter -> expression: where the output did not take it
 
     def __deepcopy__(self, memo):
         return self  # the table is shared: copying an annotated AST must not copy rules
@@ -312,11 +313,17 @@ ZERO_FLOWS = {
 }
 
 
-def zero_flow(kind, *spellings):
-    """Say how zeros pass through the primitives spelled so (one of ZERO_FLOWS)."""
+def zero_flow(kind, *spellings, unpicked=None):
+    """Say how zeros pass through the primitives spelled so (one of ZERO_FLOWS).
+    `unpicked` (for "select"): {parameter: a Python expression in the primitive's
+    parameters}, true where the output did not take that argument's entry (an argument's
+    adjoint is then a structural 0 there, whatever the output's adjoint holds)."""
     assert kind in ZERO_FLOWS, kind
+    masks = {p: gast.parse(text, mode="eval").body for p, text in (unpicked or {}).items()}
     for s in spellings:
-        _register([s], s.rsplit(".", 1)[-1]).zero_flow = kind
+        prim = _register([s], s.rsplit(".", 1)[-1])
+        prim.zero_flow = kind
+        prim.unpicked = masks
 
 
 def batch_elementwise(*spellings, vectorized=None):

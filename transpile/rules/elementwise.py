@@ -1128,7 +1128,7 @@ def maximum_fwd(out, x1, x2):
 
 batch_elementwise("np.maximum", "np.fmax")
 batch_elementwise("max", vectorized="np.maximum")
-zero_flow("select", "np.maximum", "np.fmax", "max")
+zero_flow("select", "np.maximum", "np.fmax", "max", unpicked={"x1": "x1 < x2", "x2": "x2 < x1"})
 
 
 @rev("np.minimum", "np.fmin", "min")
@@ -1145,7 +1145,7 @@ def minimum_fwd(out, x1, x2):
 
 batch_elementwise("np.minimum", "np.fmin")
 batch_elementwise("min", vectorized="np.minimum")
-zero_flow("select", "np.minimum", "np.fmin", "min")
+zero_flow("select", "np.minimum", "np.fmin", "min", unpicked={"x1": "x2 < x1", "x2": "x1 < x2"})
 
 
 @rev("np.where")
@@ -1161,7 +1161,7 @@ def where_fwd(out, condition, x, y):
 
 
 batch_elementwise("np.where")
-zero_flow("select", "np.where")
+zero_flow("select", "np.where", unpicked={"x": "np.logical_not(condition)", "y": "condition"})
 
 
 @rev("np.clip")

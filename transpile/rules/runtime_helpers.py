@@ -206,6 +206,19 @@ def zero_where_unused_fwd(out, cotangent, value):
 batch_elementwise("rt.zero_where_unused")
 
 
+@rev("rt.zero_where")
+def zero_where(dout, out, unpicked, value):
+    dvalue = rt.zero_where(unpicked, dout)
+
+
+@fwd("rt.zero_where")
+def zero_where_fwd(out, unpicked, value):
+    dout = rt.zero_where(unpicked, dvalue)
+
+
+batch_elementwise("rt.zero_where")
+
+
 nondiff("rt.seed", "rt.seed_holomorphic", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
         "rt.zeros_like", "rt.dtype_of")
 
