@@ -800,3 +800,24 @@ def test_a_kernel_input_named_like_its_output_buffer(fuse_small):
 
 def _scaled_out(out):
     return np.sqrt(1.0 + np.square(out)) * out
+
+
+EPS = np.finfo(float).eps     # a NumPy scalar at module level, as statsmodels' FLOAT_EPS
+
+
+def _clip_with_numpy_scalar(p):
+    return np.clip(p * EPS + p * EPS, EPS, 1.0 - EPS) * (p + EPS)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_numpy_scalar_constants_are_kept_with_their_type(dtype):
+    # jit compared expressions holding np.float64 constants through gast.dump, which
+    # raised (numpy answers `value == []` with an array); and np.float64 must not be
+    # merged with a Python float: it makes float32 arithmetic float64
+    p = np.random.default_rng().uniform(0.1, 0.9, 12).astype(dtype)
+    jitted = tp.jit(_clip_with_numpy_scalar)
+    for _ in range(3):
+        got = jitted(p)
+    want = _clip_with_numpy_scalar(p)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_array_equal(got, want)

@@ -101,6 +101,10 @@ def _canonical(node):
         return f"{type(node.op).__name__}({_canonical(node.operand)})"
     if isinstance(node, gast.Call):
         return f"{dotted(node.func)}({', '.join(_canonical(a) for a in node.args)})"
+    if isinstance(node, gast.Constant):
+        # by type too: np.float64(0.5) and 0.5 promote float32 arrays differently (and
+        # gast.dump compares a numpy scalar with [], which numpy answers with an array)
+        return f"Constant({type(node.value).__name__}, {node.value!r})"
     return gast.dump(node)
 
 
