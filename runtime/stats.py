@@ -52,6 +52,56 @@ def norm_logsf(x, loc=0, scale=1):
     return _stats().norm.logsf(x, loc, scale)
 
 
+def norm_ppf(q, loc=0, scale=1):
+    """scipy.stats.norm.ppf."""
+    return _stats().norm.ppf(q, loc, scale)
+
+
+def norm_isf(q, loc=0, scale=1):
+    """scipy.stats.norm.isf."""
+    return _stats().norm.isf(q, loc, scale)
+
+
+def cauchy_pdf(x, loc=0, scale=1):
+    """scipy.stats.cauchy.pdf."""
+    return _stats().cauchy.pdf(x, loc, scale)
+
+
+def cauchy_logpdf(x, loc=0, scale=1):
+    """scipy.stats.cauchy.logpdf."""
+    return _stats().cauchy.logpdf(x, loc, scale)
+
+
+def cauchy_cdf(x, loc=0, scale=1):
+    """scipy.stats.cauchy.cdf."""
+    return _stats().cauchy.cdf(x, loc, scale)
+
+
+def cauchy_logcdf(x, loc=0, scale=1):
+    """scipy.stats.cauchy.logcdf."""
+    return _stats().cauchy.logcdf(x, loc, scale)
+
+
+def cauchy_sf(x, loc=0, scale=1):
+    """scipy.stats.cauchy.sf."""
+    return _stats().cauchy.sf(x, loc, scale)
+
+
+def cauchy_logsf(x, loc=0, scale=1):
+    """scipy.stats.cauchy.logsf."""
+    return _stats().cauchy.logsf(x, loc, scale)
+
+
+def cauchy_ppf(q, loc=0, scale=1):
+    """scipy.stats.cauchy.ppf."""
+    return _stats().cauchy.ppf(q, loc, scale)
+
+
+def cauchy_isf(q, loc=0, scale=1):
+    """scipy.stats.cauchy.isf."""
+    return _stats().cauchy.isf(q, loc, scale)
+
+
 def t_pdf(x, df, loc=0, scale=1):
     """scipy.stats.t.pdf."""
     return _stats().t.pdf(x, df, loc, scale)

@@ -44,12 +44,14 @@ def replayable(fn):
 
 SHAPES = {
     "norm": {},
+    "cauchy": {},
     "t": {"df": lambda r, n: r.uniform(1.5, 6.0, n)},
     "beta": {"a": lambda r, n: r.uniform(0.7, 4.0, n), "b": lambda r, n: r.uniform(0.7, 4.0, n)},
     "gamma": {"a": lambda r, n: r.uniform(0.7, 4.0, n)},
     "chi2": {"df": lambda r, n: r.uniform(1.5, 6.0, n)},
 }
-Z = {"norm": lambda r, n: r.standard_normal(n), "t": lambda r, n: 1.5 * r.standard_normal(n),
+Z = {"norm": lambda r, n: r.standard_normal(n), "cauchy": lambda r, n: r.standard_cauchy(n),
+     "t": lambda r, n: 1.5 * r.standard_normal(n),
      "beta": lambda r, n: r.uniform(0.15, 0.85, n), "gamma": lambda r, n: r.uniform(0.3, 3.0, n),
      "chi2": lambda r, n: r.uniform(0.3, 4.0, n)}
 DENSITIES = ["pdf", "logpdf"]
@@ -114,6 +116,29 @@ def test_derivatives(dist, name):
 
 
 HELD = {}
+
+
+QUANTILES = [(d, m) for d in ("norm", "cauchy") for m in ("ppf", "isf")]
+
+
+@pytest.mark.parametrize("dist,name", QUANTILES, ids=[f"{d}.{m}" for d, m in QUANTILES])
+@replayable
+def test_quantile_functions(dist, name):
+    """ppf and isf in q, loc and scale: values, derivatives to second order in both modes,
+    vmap of the gradient against a loop; and statsmodels' spelling `norm._ppf(q)`."""
+    r = rng_for(f"quantile {dist}.{name}")
+    q, loc, scale = r.uniform(0.03, 0.97, 5), r.standard_normal(5), r.uniform(0.5, 2.0, 5)
+    fn = method(dist, name)
+    f = by_arity(fn, 3)
+    assert np.allclose(tp.jit(f)(q, loc, scale), np.sum(fn(q, loc, scale)), rtol=1e-12)
+    check_grads(f, (q, loc, scale), order=2, modes=("fwd", "rev"))
+    qs = r.uniform(0.03, 0.97, (3, 5))
+    g = tp.grad(f)
+    np.testing.assert_allclose(tp.vmap(g, in_axes=(0, None, None))(qs, loc, scale),
+                               np.stack([g(row, loc, scale) for row in qs]), rtol=1e-12)
+    if dist == "norm":
+        private = getattr(norm, "_" + name)
+        check_grads(lambda q: np.sum(private(q)), (q,), order=2, modes=("fwd", "rev"))
 
 
 def held_shapes(fn, n):

@@ -1,12 +1,14 @@
-"""scipy.stats distributions: the pdf, logpdf, cdf, logcdf, sf and logsf of norm, t, beta,
-gamma and chi2, the pmf, logpmf, cdf, logcdf, sf and logsf of poisson, dirichlet's and
-multivariate_normal's pdf and logpdf (and multivariate_normal.cdf, whose derivatives refuse).
+"""scipy.stats distributions: the pdf, logpdf, cdf, logcdf, sf and logsf of norm, cauchy, t,
+beta, gamma and chi2, the ppf and isf of norm and cauchy, the pmf, logpmf, cdf, logcdf, sf
+and logsf of poisson, dirichlet's and multivariate_normal's pdf and logpdf (and
+multivariate_normal.cdf, whose derivatives refuse).
 
 A distribution's method is a bound method of its instance (`scipy.stats.norm.logpdf`): the
 table finds it by instance and function (core.lookup_object), and generated code calls its
 runtime re-export (`rt.norm_logpdf`, runtime/stats.py), which calls scipy. Parameters are
 named and defaulted as scipy's (`x, df, loc=0, scale=1`), so they bind positionally and by
-keyword. Other methods (ppf, ...) and frozen distributions (`norm(0, 1).logpdf`) have no row.
+keyword (norm's private standard ones too, `norm._cdf(x)`, which statsmodels calls).
+Other methods (moments, ...) and frozen distributions (`norm(0, 1).logpdf`) have no row.
 
 The continuous ones are loc-scale families: with z = (x - loc) / scale and the standard
 log-density l(z), d/dx = l'(z) / scale, d/dloc = -d/dx, d/dscale = -(1 + z l'(z)) / scale;
@@ -40,7 +42,7 @@ def stats_no_derivative_batch(what, hint, tangent, like):
 
 # ---------------------------------------------------------------- norm
 # l(z) = -z^2 / 2 - log(2 pi) / 2
-@rev("rt.norm_pdf", "scipy.stats.norm.pdf")
+@rev("rt.norm_pdf", "scipy.stats.norm.pdf", "scipy.stats.norm._pdf")
 def norm_pdf(dout, out, x, loc=0, scale=1):
     z = (x - loc) / scale
     weight = dout * out
@@ -50,7 +52,7 @@ def norm_pdf(dout, out, x, loc=0, scale=1):
     dscale = rt.unbroadcast(-weight / scale - slope * z, scale)
 
 
-@fwd("rt.norm_pdf", "scipy.stats.norm.pdf")
+@fwd("rt.norm_pdf", "scipy.stats.norm.pdf", "scipy.stats.norm._pdf")
 def norm_pdf_fwd(out, x, loc=0, scale=1):
     z = (x - loc) / scale
     slope = out * (-z) / scale
@@ -62,7 +64,7 @@ def norm_pdf_fwd(out, x, loc=0, scale=1):
 batch_elementwise("rt.norm_pdf")
 
 
-@rev("rt.norm_logpdf", "scipy.stats.norm.logpdf")
+@rev("rt.norm_logpdf", "scipy.stats.norm.logpdf", "scipy.stats.norm._logpdf")
 def norm_logpdf(dout, out, x, loc=0, scale=1):
     z = (x - loc) / scale
     slope = dout * (-z) / scale
@@ -71,7 +73,7 @@ def norm_logpdf(dout, out, x, loc=0, scale=1):
     dscale = rt.unbroadcast(-dout / scale - slope * z, scale)
 
 
-@fwd("rt.norm_logpdf", "scipy.stats.norm.logpdf")
+@fwd("rt.norm_logpdf", "scipy.stats.norm.logpdf", "scipy.stats.norm._logpdf")
 def norm_logpdf_fwd(out, x, loc=0, scale=1):
     z = (x - loc) / scale
     slope = (-z) / scale
@@ -83,7 +85,7 @@ def norm_logpdf_fwd(out, x, loc=0, scale=1):
 batch_elementwise("rt.norm_logpdf")
 
 
-@rev("rt.norm_cdf", "scipy.stats.norm.cdf")
+@rev("rt.norm_cdf", "scipy.stats.norm.cdf", "scipy.stats.norm._cdf")
 def norm_cdf(dout, out, x, loc=0, scale=1):
     density = dout * rt.norm_pdf(x, loc, scale)
     dx = rt.unbroadcast(density, x)
@@ -91,7 +93,7 @@ def norm_cdf(dout, out, x, loc=0, scale=1):
     dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
 
 
-@fwd("rt.norm_cdf", "scipy.stats.norm.cdf")
+@fwd("rt.norm_cdf", "scipy.stats.norm.cdf", "scipy.stats.norm._cdf")
 def norm_cdf_fwd(out, x, loc=0, scale=1):
     density = rt.norm_pdf(x, loc, scale)
     dout = dx * density
@@ -102,7 +104,7 @@ def norm_cdf_fwd(out, x, loc=0, scale=1):
 batch_elementwise("rt.norm_cdf")
 
 
-@rev("rt.norm_logcdf", "scipy.stats.norm.logcdf")
+@rev("rt.norm_logcdf", "scipy.stats.norm.logcdf", "scipy.stats.norm._logcdf")
 def norm_logcdf(dout, out, x, loc=0, scale=1):
     density = dout * rt.ndtr_hazard((x - loc) / scale) / scale
     dx = rt.unbroadcast(density, x)
@@ -110,7 +112,7 @@ def norm_logcdf(dout, out, x, loc=0, scale=1):
     dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
 
 
-@fwd("rt.norm_logcdf", "scipy.stats.norm.logcdf")
+@fwd("rt.norm_logcdf", "scipy.stats.norm.logcdf", "scipy.stats.norm._logcdf")
 def norm_logcdf_fwd(out, x, loc=0, scale=1):
     density = rt.ndtr_hazard((x - loc) / scale) / scale
     dout = dx * density
@@ -121,7 +123,7 @@ def norm_logcdf_fwd(out, x, loc=0, scale=1):
 batch_elementwise("rt.norm_logcdf")
 
 
-@rev("rt.norm_sf", "scipy.stats.norm.sf")
+@rev("rt.norm_sf", "scipy.stats.norm.sf", "scipy.stats.norm._sf")
 def norm_sf(dout, out, x, loc=0, scale=1):
     density = -dout * rt.norm_pdf(x, loc, scale)
     dx = rt.unbroadcast(density, x)
@@ -129,7 +131,7 @@ def norm_sf(dout, out, x, loc=0, scale=1):
     dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
 
 
-@fwd("rt.norm_sf", "scipy.stats.norm.sf")
+@fwd("rt.norm_sf", "scipy.stats.norm.sf", "scipy.stats.norm._sf")
 def norm_sf_fwd(out, x, loc=0, scale=1):
     density = -rt.norm_pdf(x, loc, scale)
     dout = dx * density
@@ -140,7 +142,7 @@ def norm_sf_fwd(out, x, loc=0, scale=1):
 batch_elementwise("rt.norm_sf")
 
 
-@rev("rt.norm_logsf", "scipy.stats.norm.logsf")
+@rev("rt.norm_logsf", "scipy.stats.norm.logsf", "scipy.stats.norm._logsf")
 def norm_logsf(dout, out, x, loc=0, scale=1):
     density = -dout * rt.ndtr_hazard((loc - x) / scale) / scale
     dx = rt.unbroadcast(density, x)
@@ -148,7 +150,7 @@ def norm_logsf(dout, out, x, loc=0, scale=1):
     dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
 
 
-@fwd("rt.norm_logsf", "scipy.stats.norm.logsf")
+@fwd("rt.norm_logsf", "scipy.stats.norm.logsf", "scipy.stats.norm._logsf")
 def norm_logsf_fwd(out, x, loc=0, scale=1):
     density = -rt.ndtr_hazard((loc - x) / scale) / scale
     dout = dx * density
@@ -157,6 +159,199 @@ def norm_logsf_fwd(out, x, loc=0, scale=1):
 
 
 batch_elementwise("rt.norm_logsf")
+
+
+# The quantile functions: out = loc + scale * Q(q), Q the standard one, so d/dq is
+# 1 / density(out) (infinite at q = 0 and 1, where out is infinite), d/dloc 1, d/dscale Q(q).
+@rev("rt.norm_ppf", "scipy.stats.norm.ppf", "scipy.stats.norm._ppf")
+def norm_ppf(dout, out, q, loc=0, scale=1):
+    dq = rt.unbroadcast(dout / rt.norm_pdf(out, loc, scale), q)
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("rt.norm_ppf", "scipy.stats.norm.ppf", "scipy.stats.norm._ppf")
+def norm_ppf_fwd(out, q, loc=0, scale=1):
+    dout = dq / rt.norm_pdf(out, loc, scale)
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+batch_elementwise("rt.norm_ppf")
+
+
+@rev("rt.norm_isf", "scipy.stats.norm.isf", "scipy.stats.norm._isf")
+def norm_isf(dout, out, q, loc=0, scale=1):
+    dq = rt.unbroadcast(-dout / rt.norm_pdf(out, loc, scale), q)
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("rt.norm_isf", "scipy.stats.norm.isf", "scipy.stats.norm._isf")
+def norm_isf_fwd(out, q, loc=0, scale=1):
+    dout = -dq / rt.norm_pdf(out, loc, scale)
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+batch_elementwise("rt.norm_isf")
+
+
+# ---------------------------------------------------------------- cauchy
+# l(z) = -log(pi) - log(1 + z^2), l'(z) = -2 z / (1 + z^2)
+@rev("rt.cauchy_pdf", "scipy.stats.cauchy.pdf")
+def cauchy_pdf(dout, out, x, loc=0, scale=1):
+    z = (x - loc) / scale
+    weight = dout * out
+    slope = weight * (-2.0 * z / (1.0 + z * z)) / scale
+    dx = rt.unbroadcast(slope, x)
+    dloc = rt.unbroadcast(-slope, loc)
+    dscale = rt.unbroadcast(-weight / scale - slope * z, scale)
+
+
+@fwd("rt.cauchy_pdf", "scipy.stats.cauchy.pdf")
+def cauchy_pdf_fwd(out, x, loc=0, scale=1):
+    z = (x - loc) / scale
+    slope = out * (-2.0 * z / (1.0 + z * z)) / scale
+    dout = dx * slope
+    dout = -dloc * slope
+    dout = dscale * (-out / scale - slope * z)
+
+
+batch_elementwise("rt.cauchy_pdf")
+
+
+@rev("rt.cauchy_logpdf", "scipy.stats.cauchy.logpdf")
+def cauchy_logpdf(dout, out, x, loc=0, scale=1):
+    z = (x - loc) / scale
+    slope = dout * (-2.0 * z / (1.0 + z * z)) / scale
+    dx = rt.unbroadcast(slope, x)
+    dloc = rt.unbroadcast(-slope, loc)
+    dscale = rt.unbroadcast(-dout / scale - slope * z, scale)
+
+
+@fwd("rt.cauchy_logpdf", "scipy.stats.cauchy.logpdf")
+def cauchy_logpdf_fwd(out, x, loc=0, scale=1):
+    z = (x - loc) / scale
+    slope = (-2.0 * z / (1.0 + z * z)) / scale
+    dout = dx * slope
+    dout = -dloc * slope
+    dout = dscale * (-1.0 / scale - slope * z)
+
+
+batch_elementwise("rt.cauchy_logpdf")
+
+
+@rev("rt.cauchy_cdf", "scipy.stats.cauchy.cdf")
+def cauchy_cdf(dout, out, x, loc=0, scale=1):
+    density = dout * rt.cauchy_pdf(x, loc, scale)
+    dx = rt.unbroadcast(density, x)
+    dloc = rt.unbroadcast(-density, loc)
+    dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
+
+
+@fwd("rt.cauchy_cdf", "scipy.stats.cauchy.cdf")
+def cauchy_cdf_fwd(out, x, loc=0, scale=1):
+    density = rt.cauchy_pdf(x, loc, scale)
+    dout = dx * density
+    dout = -dloc * density
+    dout = -dscale * density * (x - loc) / scale
+
+
+batch_elementwise("rt.cauchy_cdf")
+
+
+# log cdf and log sf: the density over the cdf (sf) as exp(logpdf - logcdf): the tails are
+# heavy, both fall like 1 / |z|, and neither underflows before the other
+@rev("rt.cauchy_logcdf", "scipy.stats.cauchy.logcdf")
+def cauchy_logcdf(dout, out, x, loc=0, scale=1):
+    density = dout * np.exp(rt.cauchy_logpdf(x, loc, scale) - out)
+    dx = rt.unbroadcast(density, x)
+    dloc = rt.unbroadcast(-density, loc)
+    dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
+
+
+@fwd("rt.cauchy_logcdf", "scipy.stats.cauchy.logcdf")
+def cauchy_logcdf_fwd(out, x, loc=0, scale=1):
+    density = np.exp(rt.cauchy_logpdf(x, loc, scale) - out)
+    dout = dx * density
+    dout = -dloc * density
+    dout = -dscale * density * (x - loc) / scale
+
+
+batch_elementwise("rt.cauchy_logcdf")
+
+
+@rev("rt.cauchy_sf", "scipy.stats.cauchy.sf")
+def cauchy_sf(dout, out, x, loc=0, scale=1):
+    density = -dout * rt.cauchy_pdf(x, loc, scale)
+    dx = rt.unbroadcast(density, x)
+    dloc = rt.unbroadcast(-density, loc)
+    dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
+
+
+@fwd("rt.cauchy_sf", "scipy.stats.cauchy.sf")
+def cauchy_sf_fwd(out, x, loc=0, scale=1):
+    density = -rt.cauchy_pdf(x, loc, scale)
+    dout = dx * density
+    dout = -dloc * density
+    dout = -dscale * density * (x - loc) / scale
+
+
+batch_elementwise("rt.cauchy_sf")
+
+
+@rev("rt.cauchy_logsf", "scipy.stats.cauchy.logsf")
+def cauchy_logsf(dout, out, x, loc=0, scale=1):
+    density = -dout * np.exp(rt.cauchy_logpdf(x, loc, scale) - out)
+    dx = rt.unbroadcast(density, x)
+    dloc = rt.unbroadcast(-density, loc)
+    dscale = rt.unbroadcast(-density * (x - loc) / scale, scale)
+
+
+@fwd("rt.cauchy_logsf", "scipy.stats.cauchy.logsf")
+def cauchy_logsf_fwd(out, x, loc=0, scale=1):
+    density = -np.exp(rt.cauchy_logpdf(x, loc, scale) - out)
+    dout = dx * density
+    dout = -dloc * density
+    dout = -dscale * density * (x - loc) / scale
+
+
+batch_elementwise("rt.cauchy_logsf")
+
+
+@rev("rt.cauchy_ppf", "scipy.stats.cauchy.ppf")
+def cauchy_ppf(dout, out, q, loc=0, scale=1):
+    dq = rt.unbroadcast(dout / rt.cauchy_pdf(out, loc, scale), q)
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("rt.cauchy_ppf", "scipy.stats.cauchy.ppf")
+def cauchy_ppf_fwd(out, q, loc=0, scale=1):
+    dout = dq / rt.cauchy_pdf(out, loc, scale)
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+batch_elementwise("rt.cauchy_ppf")
+
+
+@rev("rt.cauchy_isf", "scipy.stats.cauchy.isf")
+def cauchy_isf(dout, out, q, loc=0, scale=1):
+    dq = rt.unbroadcast(-dout / rt.cauchy_pdf(out, loc, scale), q)
+    dloc = rt.unbroadcast(dout, loc)
+    dscale = rt.unbroadcast(dout * (out - loc) / scale, scale)
+
+
+@fwd("rt.cauchy_isf", "scipy.stats.cauchy.isf")
+def cauchy_isf_fwd(out, q, loc=0, scale=1):
+    dout = -dq / rt.cauchy_pdf(out, loc, scale)
+    dout = rt.broadcast_like(dloc, out)
+    dout = dscale * (out - loc) / scale
+
+
+batch_elementwise("rt.cauchy_isf")
 
 
 # ---------------------------------------------------------------- t
