@@ -9,6 +9,7 @@ differences. Mixed compositions through a loop and a branch (grad of grad of gra
 grad, grad of jvp, jacfwd of jacrev, jacrev of jacfwd) are compared with analytic values.
 """
 import ast
+import functools
 import math
 import zlib
 
@@ -692,3 +693,25 @@ def test_jvp_inside_code_of_a_tuple_given_whole():
     with pytest.raises(tp.TransformError, match="got 3 primals or tangents where the other "
                        "tuple has 2"):
         tp.grad(wrong_count)((x, y, x))
+
+
+class _Cone:
+    def __init__(self, beta):
+        self._beta = beta
+
+
+def _cone_logpdf(self, x):
+    return -np.linalg.norm(x) ** self._beta
+
+
+def test_jvp_of_a_partial_binding_an_object():
+    # PINTS' toy densities are methods reading self's attributes: jvp of
+    # functools.partial(f, obj) treated obj as a differentiated argument (with a zero
+    # tangent) and refused its attribute reads, which grad and vmap of the same accept
+    rng = np.random.default_rng()
+    x, v = rng.normal(size=3), rng.normal(size=3)
+    cone = _Cone(rng.uniform(1.2, 2.0))
+    out, tangent = tp.jvp(functools.partial(_cone_logpdf, cone), (x,), (v,))
+    norm = np.linalg.norm(x)
+    assert np.isclose(out, -norm ** cone._beta)
+    assert np.isclose(tangent, -cone._beta * norm ** (cone._beta - 2) * (x @ v))

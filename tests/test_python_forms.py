@@ -2803,3 +2803,41 @@ def test_numpy_testing_assertions_in_the_code(rng):
     with pytest.raises(AssertionError, match="tanh"):
         tp.vmap(_checked_tanh)(xs, off)
     assert np.isclose(tp.jit(_checked_tanh)(x, np.tanh(x)), _checked_tanh(x, np.tanh(x)))
+
+
+def _copies_then_writes(x):
+    y = np.array(x, copy=True, dtype=float)
+    y[0] = 2.0 * y[0]
+    return np.sum(y * y) + np.sum(np.asarray(x, copy=None)) + np.sum(np.array(x, copy=True) ** 3)
+
+
+def test_np_array_copy_true_and_asarray_copy_none():
+    # PINTS writes np.array(x, copy=True, dtype=float): np.array's default, spelled out
+    x = np.random.default_rng().normal(size=3)
+    want = 2 * x * np.array([4.0, 1.0, 1.0]) + 1 + 3 * x ** 2
+    np.testing.assert_allclose(tp.grad(_copies_then_writes)(x), want, rtol=1e-12)
+    xs = np.stack([x, 2 * x])
+    np.testing.assert_allclose(tp.vmap(_copies_then_writes)(xs),
+                               [_copies_then_writes(row) for row in xs], rtol=1e-12)
+    before = x.copy()
+    tp.grad(_copies_then_writes)(x)
+    np.testing.assert_array_equal(x, before)     # the write went into the copy
+
+
+def _read_only_vector(x):
+    x = np.array(x, copy=True, dtype=float)
+    x.setflags(write=False)
+    return x
+
+
+def _gaussian_logpdf(x):
+    x = _read_only_vector(x)
+    return -np.sum(x ** 2) / 2
+
+
+def test_setflags_write_false_is_accepted():
+    # PINTS runs every input through pints.vector, which ends in x.setflags(write=False)
+    x = np.random.default_rng().normal(size=(3, 2))
+    np.testing.assert_allclose(tp.grad(_gaussian_logpdf)(x[0]), -x[0], rtol=1e-12)
+    np.testing.assert_allclose(tp.vmap(_gaussian_logpdf)(x), -np.sum(x ** 2, 1) / 2, rtol=1e-12)
+    assert tp.jit(_gaussian_logpdf)(x[0]) == _gaussian_logpdf(x[0])

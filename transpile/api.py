@@ -547,6 +547,11 @@ def _jvp(f, primals, tangents, has_aux):
     if not all(active) and any(active):
         options["active"] = active
     t = Transformed(f, "jvp", options)
+    if t.root.prefix and "active" not in options and any(active):
+        # what a partial or a bound method binds (an object whose attributes the code
+        # reads, `self`) is a constant of the jvp, not a value with a zero tangent
+        options["active"] = active
+        t = Transformed(f, "jvp", options)
     try:
         gen = t.generated()
     except ArgumentDependent as e:     # f calls some of its arguments: code for them

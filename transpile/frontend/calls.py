@@ -1118,6 +1118,15 @@ class CallNormalizer:
                 isinstance(kw["copy"], gast.Constant) and set(kw) == {"copy"}:
             # x.astype(dtype, copy=False): x itself where it has that dtype (rt.as_dtype)
             return prim_call("rt.astype" if kw["copy"].value else "rt.as_dtype", args)
+        if spelling in ("np.asarray", "np.array") and isinstance(kw.get("copy"), gast.Constant) \
+                and kw["copy"].value in (True, None):
+            # copy=True: a copy, np.array's default (PINTS' np.array(x, copy=True,
+            # dtype=float)); copy=None: only where needed, np.asarray's. (copy=False, an
+            # error where numpy cannot avoid a copy and the array itself otherwise, is left
+            # to the rules, which refuse it.)
+            spelling = "np.array" if kw.pop("copy").value else "np.asarray"
+            if not (len(args) == 2 or "dtype" in kw):
+                return prim_call(spelling, args, list(kw.items()))
         if spelling in ("np.asarray", "np.array") and len(args) <= 2 and set(kw) <= {"dtype"} \
                 and (len(args) == 2 or "dtype" in kw):
             # np.asarray(p, dtype=x.dtype), np.array([...], float): the array, then a cast
@@ -1491,6 +1500,11 @@ class CallNormalizer:
             return prim_call(ARRAY_METHODS[name], [obj] + args, keywords)
         if name == "is_integer" and not args and not keywords:    # of a float
             return prim_call("rt.is_integer", [obj])
+        if name == "setflags" and not args and [k for k, _ in keywords] == ["write"] and \
+                isinstance(keywords[0][1], gast.Constant) and keywords[0][1].value is False:
+            # x.setflags(write=False) (PINTS' vectors): it only makes later writes raise,
+            # and transformed code writes into no array the function does not own
+            return _const(None)
         if name in _STR_METHODS:     # of a str (arrays have none of these): text, as it is
             return prim_call("rt.str_method", [obj, _const(name)] + args, keywords)
         if name in ("keys", "values", "items") and not args and not keywords:
