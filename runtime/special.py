@@ -25,13 +25,15 @@ try:  # re-exported so generated code can spell them `rt.erf`, ... (scipy is opt
         beta, betainc, betaln, digamma, entr, erf, erfc, erfcinv, erfinv, expit, gamma,
         gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, log_ndtr,
         log_softmax, logit, multigammaln, ndtr, ndtri, polygamma, rgamma, softmax, xlog1py,
-        xlogy, y0, y1, yn, yv, kv, kve, k0, k0e, k1, k1e, erfcx, loggamma, expi, exp1)
+        xlogy, y0, y1, yn, yv, kv, kve, k0, k0e, k1, k1e, erfcx, loggamma, expi, exp1,
+        wright_bessel)
 except ImportError:  # pragma: no cover
     beta = betainc = betaln = digamma = entr = erf = erfc = erfcinv = erfinv = expit = None
     gamma = gammainc = gammaincc = gammaln = i0 = i0e = i1 = i1e = iv = ive = None
     j0 = j1 = jv = log_ndtr = log_softmax = logit = multigammaln = ndtr = ndtri = None
     polygamma = rgamma = softmax = xlog1py = xlogy = y0 = y1 = yn = None
     yv = kv = kve = k0 = k0e = k1 = k1e = erfcx = loggamma = expi = exp1 = None
+    wright_bessel = None
 
 # no ufuncs, so cupy's __array_ufunc__ cannot send them to cupyx: called there by name
 log_softmax, multigammaln, polygamma, softmax = (
@@ -43,7 +45,7 @@ REEXPORTED = ["beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "er
               "i1", "i1e", "iv", "ive", "j0", "j1", "jv", "log_ndtr", "log_softmax", "logit",
               "multigammaln", "ndtr", "ndtri", "polygamma", "rgamma", "softmax", "xlog1py",
               "xlogy", "y0", "y1", "yn", "yv", "kv", "kve", "k0", "k0e", "k1", "k1e", "erfcx",
-              "loggamma", "expi", "exp1"]
+              "loggamma", "expi", "exp1", "wright_bessel"]
 
 
 def ndtr_hazard(x):

@@ -90,6 +90,7 @@ def gammaincc_(x): return sp.gammaincc(SHAPES, x)
 def iv_(z): return sp.iv(V_ORDERS, z)
 def ive_(z): return sp.ive(IVE_ORDERS, z)
 def jv_(z): return sp.jv(J_ORDERS, z)
+def wright_bessel_(x): return sp.wright_bessel(0.6, np.array([0.5, 1.0, 1.5, 3.0]), x)
 def yn_(x): return sp.yn(ORDERS, x)
 def xlogy_(x, y): return sp.xlogy(x, y)
 def xlog1py_(x, y): return sp.xlog1py(x, y)
@@ -113,7 +114,7 @@ MULTI_CASES = [
     (betainc_, lambda r: (UNIT(r, 3, 4),)), (gammainc_, lambda r: (AWAY(r, 3, 4),)),
     (gammaincc_, lambda r: (AWAY(r, 3, 4),)), (iv_, lambda r: (AWAY(r, 3, 4),)),
     (ive_, lambda r: (_ive_signs(r, 3, 4),)), (jv_, lambda r: (AWAY(r, 3, 4),)),
-    (yn_, lambda r: (AWAY(r, 3, 4),)),
+    (yn_, lambda r: (AWAY(r, 3, 4),)), (wright_bessel_, lambda r: (POS(r, 3, 4),)),
     (xlogy_, lambda r: (N(r, 3, 4), POS(r, 4))), (xlog1py_, lambda r: (N(r, 3, 4), UNIT(r, 4))),
     (softmax_all, lambda r: (N(r, 3, 4),)), (softmax_axis, lambda r: (N(r, 3, 4),)),
     (softmax_axes, lambda r: (N(r, 2, 3, 2),)),
@@ -421,6 +422,8 @@ REFUSED = [
     ("scipy.special.gammaincc(x, 1.5)", "x", "gammaincc with respect to a"),
     ("scipy.special.betainc(x, 2.0, 0.5)", "x", "betainc with respect to a"),
     ("scipy.special.betainc(2.0, x, 0.5)", "x", "betainc with respect to b"),
+    ("scipy.special.wright_bessel(x, 1.0, 0.5)", "x", "wright_bessel with respect to a"),
+    ("scipy.special.wright_bessel(0.5, x, 0.5)", "x", "wright_bessel with respect to b"),
 ]
 
 

@@ -621,6 +621,35 @@ def iv_fwd(out, v, z):
 batch_elementwise("rt.iv", "scipy.special.iv")
 
 
+# Wright's generalized Bessel function, sum_k x^k / (k! gamma(a k + b)): in x its slope is
+# the same series with b + a (term by term); in a and b it has no closed form
+@rev("rt.wright_bessel", "scipy.special.wright_bessel")
+def wright_bessel(dout, out, a, b, x):
+    da = rt.no_derivative("scipy.special.wright_bessel with respect to a",
+                          "the derivatives in a and b have no closed form; differentiate "
+                          "with respect to x only.")
+    db = rt.no_derivative("scipy.special.wright_bessel with respect to b",
+                          "the derivatives in a and b have no closed form; differentiate "
+                          "with respect to x only.")
+    dx = rt.unbroadcast(dout * rt.wright_bessel(a, a + b, x), x)
+
+
+@fwd("rt.wright_bessel", "scipy.special.wright_bessel")
+def wright_bessel_fwd(out, a, b, x):
+    dout = rt.no_derivative_term(
+        "scipy.special.wright_bessel with respect to a",
+        "the derivatives in a and b have no closed form; differentiate with respect to x "
+        "only.", da, out)
+    dout = rt.no_derivative_term(
+        "scipy.special.wright_bessel with respect to b",
+        "the derivatives in a and b have no closed form; differentiate with respect to x "
+        "only.", db, out)
+    dout = dx * rt.wright_bessel(a, a + b, x)
+
+
+batch_elementwise("rt.wright_bessel", "scipy.special.wright_bessel")
+
+
 @rev("rt.i0e", "scipy.special.i0e")
 def i0e(dout, out, x):
     dx = dout * (rt.i1e(x) - np.sign(x) * out)
