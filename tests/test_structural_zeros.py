@@ -219,3 +219,24 @@ def test_the_guard_is_left_out_where_no_zero_can_be_structural():
     src = tp.grad(lambda x: np.sum(np.log(x) * np.sqrt(x))).source
     assert "zero_where_unused" not in src
     assert "zero_where_unused" in tp.grad(masked_sqrt).source
+
+
+@pytest.mark.parametrize("f", [masked_sqrt, entropy, squared_after_where])
+@pytest.mark.parametrize("second", ["hessian", "jacrev(grad)", "jacfwd(grad)"])
+def test_second_derivatives_at_the_singular_points(f, second, rng):
+    # reverse over reverse differentiates the guards themselves: where they kept a 0, the
+    # entry is structural again (rt.zero_where's own zero flow)
+    make = {"hessian": tp.hessian, "jacrev(grad)": lambda f: tp.jacrev(tp.grad(f)),
+            "jacfwd(grad)": lambda f: tp.jacfwd(tp.grad(f))}[second]
+    x = _with_singular_points(rng, 5)
+    h = _quiet(make(f), x)
+    assert np.all(np.isfinite(h)), h
+    assert np.all(h[~np.eye(5, dtype=bool)] == 0)
+    away = x > 0
+    grad = tp.grad(f)
+    for i in np.flatnonzero(away):
+        e = np.zeros(5)
+        e[i] = 1e-6
+        fd = (_quiet(grad, x + e)[i] - _quiet(grad, x - e)[i]) / 2e-6
+        np.testing.assert_allclose(h[i, i], fd, rtol=1e-5, atol=1e-8)
+    assert np.all(np.diag(h)[~away] == 0)

@@ -340,7 +340,7 @@ class Reverse:
             return
         d = self.adj(var)
         self._set_flow(state, d, flow)
-        self._set_unpicked(state, d, unpicked)
+        self._set_unpicked(state, d, unpicked, out)
         if d in state.live:
             if self.kinds.get(var) == ARRAY_RESULT:
                 value = gast.BinOp(left=_name(d), op=gast.Add(), right=contribution)
@@ -361,11 +361,19 @@ class Reverse:
         else:
             state.flow[d] = flow
 
-    def _set_unpicked(self, state, d, unpicked):
+    def _set_unpicked(self, state, d, unpicked, out=None):
         """Adjoint `d`'s structural zeros after a contribution with them at `unpicked`: a sum
-        keeps those both terms have (here: only the same array)."""
-        if d in state.live and state.unpicked.get(d) != unpicked:
-            unpicked = None
+        keeps those both terms have (their intersection, computed by a statement put in
+        `out`)."""
+        before = state.unpicked.get(d)
+        if d in state.live and before != unpicked:
+            if before is None or unpicked is None or out is None:
+                unpicked = None
+            else:
+                both = self.namer.fresh("unpicked")
+                out.append(_assign(both, _call("np.logical_and", [_name(before),
+                                                                  _name(unpicked)])))
+                unpicked = both
         if unpicked is None:
             state.unpicked.pop(d, None)
         else:

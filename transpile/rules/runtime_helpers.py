@@ -204,6 +204,8 @@ def zero_where_unused_fwd(out, cotangent, value):
 
 
 batch_elementwise("rt.zero_where_unused")
+# derivatives of derivatives: where the guard kept a 0, that entry is a structural 0 again
+zero_flow("select", "rt.zero_where_unused", unpicked={"value": "cotangent == 0"})
 
 
 @rev("rt.zero_where")
@@ -217,6 +219,7 @@ def zero_where_fwd(out, unpicked, value):
 
 
 batch_elementwise("rt.zero_where")
+zero_flow("select", "rt.zero_where", unpicked={"value": "unpicked"})
 
 
 nondiff("rt.seed", "rt.seed_holomorphic", "rt.reduced_size", "rt.tie_share", "rt.inside", "rt.inverse_axes",
