@@ -631,3 +631,47 @@ def test_multivariate_normal_cov_gradient_is_that_of_the_symmetric_part():
         fd = (mvn.logpdf(x, None, symmetric + h * e) -
               mvn.logpdf(x, None, symmetric - h * e)) / (2 * h)
         assert np.sum(grad(cov) * e) == pytest.approx(fd, rel=1e-6)
+
+
+# ---------------------------------------------------------------- frozen distributions
+
+_FROZEN_T = st.t(3.5, loc=0.2, scale=1.5)
+
+
+def _frozen_mvn():
+    r = rng_for("frozen mvn")
+    a = r.standard_normal((3, 3))
+    return st.multivariate_normal(r.standard_normal(3), a @ a.T + np.eye(3))
+
+
+_FROZEN_MVN = _frozen_mvn()
+
+
+def _frozen_made_outside(y):
+    return _FROZEN_MVN.logpdf(y) + np.sum(_FROZEN_T.logcdf(y))
+
+
+def _frozen_made_in_the_call(y, loc, scale):
+    return np.sum(st.cauchy(loc, scale=scale).logpdf(y) + norm(loc, scale).sf(y))
+
+
+def _frozen_bound_to_a_name(y, loc):
+    d = norm(loc, 2.0)
+    return np.sum(d.logpdf(y))
+
+
+@replayable
+def test_frozen_distributions():
+    """norm(loc, scale).logpdf(x) is norm.logpdf(x, loc, scale): made in the call (its
+    parameters differentiated) or outside the function (its parameters constants)."""
+    r = rng_for("frozen")
+    y, loc, scale = r.standard_normal(3), r.standard_normal(3), r.uniform(0.5, 2.0, 3)
+    want = _FROZEN_MVN.logpdf(y) + np.sum(_FROZEN_T.logcdf(y))
+    assert np.isclose(tp.jit(_frozen_made_outside)(y), want, rtol=1e-12)
+    check_grads(_frozen_made_outside, (y,), order=2, modes=("fwd", "rev"))
+    ys = r.standard_normal((4, 3))
+    np.testing.assert_allclose(tp.vmap(_frozen_made_outside)(ys),
+                               [_frozen_made_outside(row) for row in ys], rtol=1e-12)
+    check_grads(_frozen_made_in_the_call, (y, loc, scale), order=2, modes=("fwd", "rev"))
+    with pytest.raises(TransformError, match="called on it at once"):
+        tp.grad(_frozen_bound_to_a_name)(y, loc)

@@ -46,6 +46,32 @@ ARRAY_METHODS = {
 }
 VARARG_METHODS = {"reshape": "np.reshape", "transpose": "np.transpose"}
 
+def _scipy_distribution(value):
+    """A scipy.stats distribution object (norm, multivariate_normal, ...), whose call makes a
+    frozen one."""
+    module = type(value).__module__ or ""
+    return module.startswith("scipy.stats") and hasattr(value, "logpdf") and \
+        callable(value) and not inspect.ismethod(value)
+
+
+def _canonical_distribution(dist):
+    """scipy.stats' own instance of the distribution `dist` is one of (a frozen distribution
+    holds a copy of it, which the table does not know), or None."""
+    if not _scipy_distribution(dist):
+        return None
+    import scipy.stats
+    name = getattr(dist, "name", None) or type(dist).__name__.removesuffix("_gen")
+    canonical = getattr(scipy.stats, name, None)
+    return canonical if type(canonical) is type(dist) else None
+
+
+def _frozen_method(value):
+    """A method of a frozen scipy.stats distribution (`norm(0.5, 2.0).logpdf`)."""
+    frozen = getattr(value, "__self__", None)
+    return inspect.ismethod(value) and frozen is not None and _scipy_distribution(
+        getattr(frozen, "dist", None) or getattr(frozen, "_dist", None))
+
+
 # builtins over functions, normalized as the loops they run (CallNormalizer.map_call, ...)
 FUNCTIONAL = {id(builtins.map): "map_call", id(builtins.filter): "filter_call",
               id(functools.reduce): "reduce_call", id(builtins.sorted): "sorted_call",
@@ -215,6 +241,9 @@ class CallNormalizer:
             node = gast.copy_location(gast.Call(
                 func=node.func, args=[_const(0.0), _const(1.0)] + shape, keywords=[]), node)
             return self.call(Static(drawn), node, stmts)
+        frozen = self.frozen_distribution_call(node)
+        if frozen is not None:
+            return self.expr_Call(frozen, stmts, hint)
         if any(isinstance(a, gast.Starred) for a in node.args) or \
                 any(k.arg is None for k in node.keywords):
             node = self.unpacked_call(node, stmts)
@@ -567,7 +596,8 @@ class CallNormalizer:
                                       [(k.arg, self.checked_atom(k.value, stmts))
                                        for k in node.keywords], node)
         if isinstance(callee, Static) and third_party_function(callee.value) and \
-                rules.lookup_object(callee.value) is None:
+                rules.lookup_object(callee.value) is None and \
+                not _scipy_distribution(callee.value) and not _frozen_method(callee.value):
             raise self.error(node, *rules.core.missing_rule_message(
                 callee.value, dotted(node.func)))
         value = callee.value if isinstance(callee, Static) else None
@@ -1316,6 +1346,44 @@ class CallNormalizer:
                                   node)
         return self.call(Static(caller), full, stmts)
 
+    def frozen_distribution_call(self, node):
+        """`norm(loc, scale).logpdf(x)` as `norm.logpdf(x, loc, scale)`, or None: a method
+        of a frozen scipy.stats distribution made in the call itself. (One made outside,
+        a global or closure value, is found by call_static.)"""
+        func = node.func
+        if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Call)):
+            return None
+        maker = self.static(func.value.func)
+        if not (isinstance(maker, Static) and _scipy_distribution(maker.value) and
+                rules.lookup_object(getattr(maker.value, func.attr, None)) is not None):
+            return None
+        method = gast.Attribute(value=func.value.func, attr=func.attr, ctx=gast.Load())
+        made = gast.Call(func=gast.copy_location(method, func),
+                         args=list(node.args) + list(func.value.args),
+                         keywords=list(node.keywords) + list(func.value.keywords))
+        return gast.copy_location(made, node)
+
+    def frozen_static_call(self, value, args, keywords, node):
+        """A method of a frozen scipy.stats distribution known while transforming (a global
+        `D = norm(0.5, 2.0)`): the distribution's method with D's parameters as constants,
+        or None."""
+        frozen = getattr(value, "__self__", None)
+        dist = _canonical_distribution(getattr(frozen, "dist", None) or
+                                       getattr(frozen, "_dist", None))
+        if dist is None or not hasattr(dist, value.__name__):
+            return None
+        method = getattr(dist, value.__name__)
+        if rules.lookup_object(method) is None:
+            return None
+        if hasattr(frozen, "args") and hasattr(frozen, "kwds"):       # rv_frozen
+            params, named = list(frozen.args), dict(frozen.kwds)
+        elif type(frozen).__name__ == "multivariate_normal_frozen":
+            params, named = [frozen.mean, frozen.cov], {}
+        else:
+            return None
+        return (method, list(args) + [self.static_atom(v, node) for v in params],
+                list(keywords) + [(k, self.static_atom(v, node)) for k, v in named.items()])
+
     def call_static(self, value, args, keywords, node, stmts):
         if isinstance(value, custom.CustomRule):
             # Generated code calls the custom object itself, so code transformed again
@@ -1359,6 +1427,16 @@ class CallNormalizer:
         if isinstance(owner, np.ufunc) and getattr(value, "__name__", "") == "outer" and \
                 owner.nin == 2 and rules.lookup_object(owner) is not None:
             return self.ufunc_outer(owner, args, keywords, node, stmts)
+        frozen = self.frozen_static_call(value, args, keywords, node) \
+            if inspect.ismethod(value) else None
+        if frozen is not None:
+            return self.call_static(*frozen, node, stmts)
+        if _scipy_distribution(value):
+            raise self.error(node, "a frozen scipy.stats distribution made in transformed code "
+                             "is supported only when its method is called on it at once.",
+                             "write norm(loc, scale).logpdf(x), or norm.logpdf(x, loc, "
+                             "scale); a frozen distribution made outside the function (a "
+                             "global or closure value) can be used as it is.")
         found = rules.lookup_object(value)
         if found is not None and found[1] in MASKED_REDUCTIONS and \
                 any(k in ("where", "initial") for k, _ in keywords):

@@ -8,7 +8,9 @@ table finds it by instance and function (core.lookup_object), and generated code
 runtime re-export (`rt.norm_logpdf`, runtime/stats.py), which calls scipy. Parameters are
 named and defaulted as scipy's (`x, df, loc=0, scale=1`), so they bind positionally and by
 keyword (norm's private standard ones too, `norm._cdf(x)`, which statsmodels calls).
-Other methods (moments, ...) and frozen distributions (`norm(0, 1).logpdf`) have no row.
+Other methods (moments, ...) have no row. A frozen distribution's method is its
+distribution's with the frozen parameters (frontend/calls.py: `norm(loc, scale).logpdf(x)`
+made in the call, or a frozen one known while transforming, its parameters constants).
 
 The continuous ones are loc-scale families: with z = (x - loc) / scale and the standard
 log-density l(z), d/dx = l'(z) / scale, d/dloc = -d/dx, d/dscale = -(1 + z l'(z)) / scale;
