@@ -102,6 +102,16 @@ def cauchy_isf(q, loc=0, scale=1):
     return _stats().cauchy.isf(q, loc, scale)
 
 
+def truncnorm_pdf(x, a, b, loc=0, scale=1):
+    """scipy.stats.truncnorm.pdf."""
+    return _stats().truncnorm.pdf(x, a, b, loc, scale)
+
+
+def truncnorm_logpdf(x, a, b, loc=0, scale=1):
+    """scipy.stats.truncnorm.logpdf."""
+    return _stats().truncnorm.logpdf(x, a, b, loc, scale)
+
+
 def t_pdf(x, df, loc=0, scale=1):
     """scipy.stats.t.pdf."""
     return _stats().t.pdf(x, df, loc, scale)

@@ -1,7 +1,7 @@
 """scipy.stats distributions: the pdf, logpdf, cdf, logcdf, sf and logsf of norm, cauchy, t,
-beta, gamma and chi2, the ppf and isf of norm and cauchy, the pmf, logpmf, cdf, logcdf, sf
-and logsf of poisson, dirichlet's and multivariate_normal's pdf and logpdf (and
-multivariate_normal.cdf, whose derivatives refuse).
+beta, gamma and chi2, the pdf and logpdf of truncnorm, the ppf and isf of norm and cauchy,
+the pmf, logpmf, cdf, logcdf, sf and logsf of poisson, dirichlet's and multivariate_normal's
+pdf and logpdf (and multivariate_normal.cdf, whose derivatives refuse).
 
 A distribution's method is a bound method of its instance (`scipy.stats.norm.logpdf`): the
 table finds it by instance and function (core.lookup_object), and generated code calls its
@@ -354,6 +354,77 @@ def cauchy_isf_fwd(out, q, loc=0, scale=1):
 
 
 batch_elementwise("rt.cauchy_isf")
+
+
+# ---------------------------------------------------------------- truncnorm
+# The normal restricted to a <= z <= b (a, b in units of scale from loc): l(z) = -z^2 / 2 -
+# log(2 pi) / 2 - log(mass), mass = ndtr(b) - ndtr(a), so d/da = phi(a) / mass and
+# d/db = -phi(b) / mass, as exp(log phi - log mass), log mass read back from the logpdf scipy
+# computed (no cancellation of ndtr(b) - ndtr(a) far in a tail); outside [a, b] the logpdf is
+# -inf and every derivative 0. The ends count as inside (the density is finite there).
+@rev("rt.truncnorm_logpdf", "scipy.stats.truncnorm.logpdf")
+def truncnorm_logpdf(dout, out, x, a, b, loc=0, scale=1):
+    z = (x - loc) / scale
+    inside = np.logical_and(z >= a, z <= b)
+    slope = np.where(inside, dout * (-z) / scale, 0.0)
+    dx = rt.unbroadcast(slope, x)
+    dloc = rt.unbroadcast(-slope, loc)
+    dscale = rt.unbroadcast(np.where(inside, -dout / scale, 0.0) - slope * z, scale)
+    log_mass = np.where(inside, -0.5 * z * z - 0.9189385332046727 - np.log(scale) - out,
+                        0.0)
+    da = rt.unbroadcast(np.where(inside, dout * np.exp(rt.norm_logpdf(a) - log_mass), 0.0), a)
+    db = rt.unbroadcast(np.where(inside, -dout * np.exp(rt.norm_logpdf(b) - log_mass), 0.0),
+                        b)
+
+
+@fwd("rt.truncnorm_logpdf", "scipy.stats.truncnorm.logpdf")
+def truncnorm_logpdf_fwd(out, x, a, b, loc=0, scale=1):
+    z = (x - loc) / scale
+    inside = np.logical_and(z >= a, z <= b)
+    slope = np.where(inside, (-z) / scale, 0.0)
+    dout = dx * slope
+    dout = -dloc * slope
+    dout = dscale * (np.where(inside, -1.0 / scale, 0.0) - slope * z)
+    log_mass = np.where(inside, -0.5 * z * z - 0.9189385332046727 - np.log(scale) - out,
+                        0.0)
+    dout = da * np.where(inside, np.exp(rt.norm_logpdf(a) - log_mass), 0.0)
+    dout = db * np.where(inside, -np.exp(rt.norm_logpdf(b) - log_mass), 0.0)
+
+
+batch_elementwise("rt.truncnorm_logpdf")
+
+
+@rev("rt.truncnorm_pdf", "scipy.stats.truncnorm.pdf")
+def truncnorm_pdf(dout, out, x, a, b, loc=0, scale=1):
+    z = (x - loc) / scale
+    inside = np.logical_and(z >= a, z <= b)
+    weight = dout * out
+    slope = np.where(inside, weight * (-z) / scale, 0.0)
+    dx = rt.unbroadcast(slope, x)
+    dloc = rt.unbroadcast(-slope, loc)
+    dscale = rt.unbroadcast(np.where(inside, -weight / scale, 0.0) - slope * z, scale)
+    log_mass = np.where(inside, -0.5 * z * z - 0.9189385332046727 - np.log(scale) -
+                        np.log(np.where(inside, out, 1.0)), 0.0)
+    da = rt.unbroadcast(np.where(inside, weight * np.exp(rt.norm_logpdf(a) - log_mass), 0.0), a)
+    db = rt.unbroadcast(np.where(inside, -weight * np.exp(rt.norm_logpdf(b) - log_mass), 0.0),
+                        b)
+
+
+@fwd("rt.truncnorm_pdf", "scipy.stats.truncnorm.pdf")
+def truncnorm_pdf_fwd(out, x, a, b, loc=0, scale=1):
+    z = (x - loc) / scale
+    inside = np.logical_and(z >= a, z <= b)
+    slope = np.where(inside, out * (-z) / scale, 0.0)
+    dout = dx * slope
+    dout = -dloc * slope
+    dout = dscale * (np.where(inside, -out / scale, 0.0) - slope * z)
+    log_mass = np.where(inside, -0.5 * z * z - 0.9189385332046727 - np.log(scale) -
+                        np.log(np.where(inside, out, 1.0)), 0.0)
+    dout = da * np.where(inside, out * np.exp(rt.norm_logpdf(a) - log_mass), 0.0)
+    dout = db * np.where(inside, -out * np.exp(rt.norm_logpdf(b) - log_mass), 0.0)
+
+
+batch_elementwise("rt.truncnorm_pdf")
 
 
 # ---------------------------------------------------------------- t
