@@ -227,11 +227,11 @@ class ProgramWriter:
         productions = [
             (3.0, self.unary_expr), (3.0, self.binary_expr), (1.0, self.reduction_expr),
             (1.5, self.matmul_expr), (0.5, self.shape_op_expr), (0.4, self.concat_expr),
-            (0.6, self.call_expr), (0.2, self.conditional_expr),
+            (0.6, self.call_expr), (0.2, self.conditional_expr), (0.3, self.where_expr),
         ]
         if self.scalars:          # no production that makes an array on the way
             productions = [p for p in productions if p[1] in (
-                self.unary_expr, self.binary_expr, self.conditional_expr)]
+                self.unary_expr, self.binary_expr, self.conditional_expr, self.where_expr)]
         while productions:
             production = self.weighted(productions)
             productions = [p for p in productions if p[1] != production]
@@ -499,6 +499,20 @@ class ProgramWriter:
         self.features.add("conditional expression")
         return Expr(f"{a.operand()} if {self.condition(scope)} else {b.operand()}",
                     a.aliases | b.aliases, atomic=False)
+
+    def where_expr(self, scope, shape, depth):
+        """np.where picking, entry by entry, a function that is nan or infinite on the
+        entries it does not pick (log or sqrt of t - threshold + 0.5): its derivative there
+        is 0 * nan, which the structural-zero guards must make 0 (JAX's double-where
+        case). The comparison is instrumented, so entries stay off the threshold."""
+        t = self.expr(scope, shape, depth - 1)
+        other = self.expr(scope, shape, depth - 1)
+        threshold = self.choice(THRESHOLDS)
+        shifted = f"{t.operand()} - ({round(float(threshold) - 0.5, 6)!r})"
+        picked = self.choice((f"np.log({shifted})", f"np.sqrt({shifted})"))
+        self.features.add("np.where over a singular branch")
+        return Expr(f"np.where({t.operand()} > {threshold}, {picked}, {other.operand()})",
+                    other.aliases)
 
     def condition(self, scope, allow_int=False):
         """A data-dependent condition, written as a comparison against a threshold."""

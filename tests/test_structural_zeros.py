@@ -240,3 +240,19 @@ def test_second_derivatives_at_the_singular_points(f, second, rng):
         fd = (_quiet(grad, x + e)[i] - _quiet(grad, x - e)[i]) / 2e-6
         np.testing.assert_allclose(h[i, i], fd, rtol=1e-5, atol=1e-8)
     assert np.all(np.diag(h)[~away] == 0)
+
+
+def _where_against_a_constant_row(x):
+    u = np.linspace(0.6, 0.8, 3)
+    return np.mean(np.where(x > 1.0, np.sqrt(x), u))
+
+
+def test_gradient_through_vmap_keeps_the_marks_across_its_alignment(rng):
+    # grad(vmap(f)): the batched code aligns np.where's operands (rt.align / align_lanes);
+    # the marks follow the alignment back (the program generator found the nan)
+    xs = rng.uniform(-1.0, 2.0, (3, 3))
+    xs[0, 0] = 1.5
+    g = _quiet(tp.grad(lambda xs: np.sum(tp.vmap(_where_against_a_constant_row)(xs))), xs)
+    assert np.all(np.isfinite(g)), g
+    np.testing.assert_allclose(g, np.where(xs > 1.0, 0.5 / np.sqrt(np.abs(xs)) / 3, 0.0),
+                               rtol=1e-12)

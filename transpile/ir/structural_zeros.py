@@ -55,7 +55,7 @@ def may_be_infinite(prim, param, active_args):
     whose results do not line up with the output entry by entry."""
     if prim.batch is None or prim.batch.kind != "elementwise":
         return False
-    if prim.zero_flow in ("linear", "select"):
+    if prim.zero_flow in ("linear", "select", "rearrange"):
         return False
     if prim.zero_flow == "scale":
         other = {"x1": "x2", "x2": "x1"}.get(param)
@@ -74,7 +74,7 @@ def through(prim, param, dout_flow, active_args):
         return None, False
     linear, zeroed = dout_flow
     guard = zeroed and may_be_infinite(prim, param, active_args)
-    if kind == "linear":
+    if kind in ("linear", "rearrange"):
         return dout_flow, False
     if kind == "select":
         return (linear, True), False

@@ -379,23 +379,44 @@ class Reverse:
         else:
             state.unpicked[d] = unpicked
 
-    def _unpicked_of(self, prim, param, dout_unpicked, mapping, local, out):
-        """The name of the array marking where the adjoint of `param` is a structural 0 (the
-        output adjoint's marks, and the entries that the output did not take from `param`),
-        or None; statements computing it go to `out` (dead code removal drops them when no
-        guard reads them)."""
+    def _unpicked_of(self, prim, param, dout_unpicked, rule, mapping, local, out):
+        """The name of a boolean array in the shape of the adjoint of `param`, true where
+        that adjoint is a structural 0 (`dout_unpicked` holds the output adjoint's, in its
+        shape), or None; statements computing it go to `out` (dead code removal drops them
+        when no guard reads them). `rule`: the template expression of the adjoint."""
+        if prim.zero_flow == "rearrange" and dout_unpicked is not None:
+            # the rule moves entries only: it moves the marks the same way
+            made = self.namer.fresh("unpicked")
+            out.append(_assign(made, substitute(rule, mapping, local,
+                                                {"dout": _name(dout_unpicked)})))
+            return made
         if prim.batch is None or prim.batch.kind != "elementwise":
             return None
         expr = prim.unpicked.get(param)
-        if expr is None:
-            return dout_unpicked
+        if expr is None and dout_unpicked is None:
+            return None
+        marks = _name(dout_unpicked) if dout_unpicked is not None else None
+        if expr is not None:
+            picked_marks = substitute(expr, mapping, local, {})
+            marks = picked_marks if marks is None else \
+                _call("np.logical_or", [marks, picked_marks])
+        # In the output's shape, then summed to the argument's as its adjoint is: an entry
+        # of the argument is structural where every entry it was broadcast to is
+        arg = mapping[param]
+        negated = marks.args[0] if isinstance(marks, gast.Call) and \
+            isinstance(marks.func, gast.Attribute) and marks.func.attr == "logical_not" \
+            else _call("np.logical_not", [marks])
+        kept = self.namer.fresh("kept")
+        out.append(_assign(kept, _call("rt.broadcast_like", [
+            gast.BinOp(left=negated, op=gast.Mult(), right=_const(1.0)), _name("dout")])))
+        anno.set(out[-1].value.args[0], Anno.PRIM, (rules.lookup("*"), "*"))
+        out[-1] = substitute(out[-1], mapping, local, {})
         made = self.namer.fresh("unpicked")
-        out.append(_assign(made, substitute(expr, mapping, local, {})))
-        if dout_unpicked is None:
-            return made
-        both = self.namer.fresh("unpicked")
-        out.append(_assign(both, _call("np.logical_or", [_name(dout_unpicked), _name(made)])))
-        return both
+        out.append(_assign(made, gast.Compare(
+            left=_call("rt.unbroadcast", [_name(kept), _copy.deepcopy(arg)]),
+            ops=[gast.Eq()], comparators=[_const(0.0)])))
+        anno.set(out[-1].value, Anno.PRIM, (rules.lookup("=="), "=="))
+        return made
 
     def apply_template(self, s, prim, spelling, value, target, dt, state):
         template = prim.rev
@@ -460,8 +481,8 @@ class Reverse:
                     out.append(_assign(d, expr))
                     state.live.add(d)
                 else:
-                    unpicked = self._unpicked_of(prim, tgt[1:], dout_unpicked, mapping, local,
-                                                 out)
+                    unpicked = self._unpicked_of(prim, tgt[1:], dout_unpicked, stmt.value,
+                                                 mapping, local, out)
                     self.accumulate(var, expr, state, out, flow, unpicked)
             else:
                 new = substitute(stmt, mapping, local, {})

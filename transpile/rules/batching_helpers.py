@@ -6,7 +6,7 @@ enclosing vmap batches them with `batch_lanes` (core.py): its unbatched array ar
 are viewed along the batch and `outer` goes up by one (see runtime/batching.py).
 """
 from .core import (batch_elementwise, batch_lanes, batch_same, BatchRule, fwd, nondiff, rev,
-                   differentiated_calls, set_batch_rule)
+                   differentiated_calls, set_batch_rule, zero_flow)
 import numpy as np  # noqa: F401
 import runtime as rt  # noqa: F401
 
@@ -31,6 +31,9 @@ def align_lanes(dout, out, x, y, outer=0):
 @fwd("rt.align_lanes")
 def align_lanes_fwd(out, x, y, outer=0):
     dout = rt.align_lanes(dx, y, outer)
+
+
+zero_flow("rearrange", "rt.align", "rt.align_lanes")
 
 
 @rev("rt.align_adj", view=True)

@@ -310,6 +310,9 @@ ZERO_FLOWS = {
     "nonvanishing",
     # `*` and `/`: linear in one argument while the other is a constant
     "scale",
+    # linear, and its rule only moves entries (np.reshape, np.transpose, vmap's rt.align):
+    # applied to a mask of structural zeros, the rule moves the mask along
+    "rearrange",
 }
 
 

@@ -21,7 +21,7 @@ def reshape(dout, out, a, shape):
     da = np.reshape(dout, np.shape(a))
 
 
-zero_flow("linear", "np.reshape")
+zero_flow("rearrange", "np.reshape")
 
 
 @fwd("np.reshape")
@@ -42,7 +42,7 @@ def ravel(dout, out, a):
     da = np.reshape(dout, np.shape(a))
 
 
-zero_flow("linear", "np.ravel")
+zero_flow("rearrange", "np.ravel")
 
 
 @fwd("np.ravel")
@@ -60,7 +60,7 @@ def squeeze(dout, out, a, axis=None):
     da = np.reshape(dout, np.shape(a))
 
 
-zero_flow("linear", "np.squeeze")
+zero_flow("rearrange", "np.squeeze")
 
 
 @fwd("np.squeeze")
@@ -78,7 +78,7 @@ def expand_dims(dout, out, a, axis):
     da = np.reshape(dout, np.shape(a))
 
 
-zero_flow("linear", "np.expand_dims")
+zero_flow("rearrange", "np.expand_dims")
 
 
 @fwd("np.expand_dims")
@@ -123,7 +123,7 @@ def transpose(dout, out, a, axes=None):
     da = np.transpose(dout, rt.inverse_axes(axes))
 
 
-zero_flow("linear", "np.transpose", "np.permute_dims")
+zero_flow("rearrange", "np.transpose", "np.permute_dims")
 
 
 @fwd("np.transpose", "np.permute_dims")
@@ -156,7 +156,7 @@ def swapaxes(dout, out, a, axis1, axis2):
     da = np.swapaxes(dout, axis1, axis2)
 
 
-zero_flow("linear", "np.swapaxes")
+zero_flow("rearrange", "np.swapaxes")
 
 
 @fwd("np.swapaxes")
@@ -174,7 +174,7 @@ def moveaxis(dout, out, a, source, destination):
     da = np.moveaxis(dout, destination, source)
 
 
-zero_flow("linear", "np.moveaxis")
+zero_flow("rearrange", "np.moveaxis")
 
 
 @fwd("np.moveaxis")
@@ -192,7 +192,7 @@ def flip(dout, out, m, axis=None):
     dm = np.flip(dout, axis)
 
 
-zero_flow("linear", "np.flip")
+zero_flow("rearrange", "np.flip")
 
 
 @fwd("np.flip")
