@@ -400,8 +400,8 @@ def zero_where(unpicked, value):
         lined_up = np.broadcast_shapes(np.shape(unpicked), shape) == shape
     except ValueError:
         lined_up = False
-    if not lined_up:
-        return value
+    if not lined_up or getattr(unpicked, "dtype", None) != np.bool_:
+        return value            # (marks moved where they are not kept entry by entry)
     xp = array_module(value)
     return xp.where(unpicked, xp.zeros((), value.dtype), value)
 
