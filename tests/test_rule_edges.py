@@ -284,6 +284,7 @@ SWEEP = [
     ('scipy.special.yv', 'scipy.special.yv(1.5, x)', 'pos'),
     ('scipy.special.kv', 'scipy.special.kv(0.7, x)', 'pos'),
     ('scipy.special.kve', 'scipy.special.kve(2.0, x)', 'pos'),
+    ('scipy.special.wright_bessel', 'scipy.special.wright_bessel(0.6, 1.2, x)', 'pos'),
     ('scipy.special.k0', 'scipy.special.k0(x)', 'pos'),
     ('scipy.special.k1', 'scipy.special.k1(x)', 'pos'),
     ('scipy.special.k0e', 'scipy.special.k0e(x)', 'pos'),
@@ -390,6 +391,24 @@ SWEEP = [
     ('scipy.stats.norm.logcdf', 'scipy.stats.norm.logcdf(x, 0.5 * x[0], y)', 'quot'),
     ('scipy.stats.norm.sf', 'scipy.stats.norm.sf(x, 0.5 * x[0], y)', 'quot'),
     ('scipy.stats.norm.logsf', 'scipy.stats.norm.logsf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.norm.ppf', 'scipy.stats.norm.ppf(0.5 * x + 0.5, 0.2 * x, 1.0 + 0.3 * x * x)',
+     'unit'),
+    ('scipy.stats.norm.isf', 'scipy.stats.norm.isf(0.5 * x + 0.5, 0.2 * x, 1.0 + 0.3 * x * x)',
+     'unit'),
+    ('scipy.stats.cauchy.pdf', 'scipy.stats.cauchy.pdf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.cauchy.logpdf', 'scipy.stats.cauchy.logpdf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.cauchy.cdf', 'scipy.stats.cauchy.cdf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.cauchy.logcdf', 'scipy.stats.cauchy.logcdf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.cauchy.sf', 'scipy.stats.cauchy.sf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.cauchy.logsf', 'scipy.stats.cauchy.logsf(x, 0.5 * x[0], y)', 'quot'),
+    ('scipy.stats.cauchy.ppf', 'scipy.stats.cauchy.ppf(0.5 * x + 0.5, 0.2 * x, '
+     '1.0 + 0.3 * x * x)', 'unit'),
+    ('scipy.stats.cauchy.isf', 'scipy.stats.cauchy.isf(0.5 * x + 0.5, 0.2 * x, '
+     '1.0 + 0.3 * x * x)', 'unit'),
+    ('scipy.stats.truncnorm.pdf', 'scipy.stats.truncnorm.pdf(x, -4.0 + 0.1 * x, 4.5 + 0.1 * x, '
+     '0.1 * x, 1.5)', 'x'),
+    ('scipy.stats.truncnorm.logpdf', 'scipy.stats.truncnorm.logpdf(x, -4.0 + 0.1 * x, '
+     '4.5 + 0.1 * x, 0.1 * x, 1.5)', 'x'),
     ('scipy.stats.t.pdf', 'scipy.stats.t.pdf(x, 1.0 + y, 0.5 * x[0], y)', 'quot'),
     ('scipy.stats.t.logpdf', 'scipy.stats.t.logpdf(x, 1.0 + y, 0.5 * x[0], y)', 'quot'),
     ('scipy.stats.t.cdf', 'scipy.stats.t.cdf(x, 2.5, 0.5 * x[0], y)', 'quot'),

@@ -496,13 +496,16 @@ def vjp_functions(program, fir, fwd_name, bwd_name, split_callee, has_aux=False,
     """`f_fwd(params) -> (out, saved)` and `f_bwd(saved, dout) -> adjoints of all params`
     (differentiating with respect to `wrt`, all parameters by default; others get zeros).
     `given_cotangent`: only the user passes `dout` (tp.vjp, a Jacobian's basis), never a
-    caller's backward pass, so its zeros are structural."""
+    caller's backward pass, so it is linear in itself (structural_zeros.SEED)."""
     params = fir.params
     rev, fwd = build_reverse(program, fir, params if wrt is None else wrt, split_callee,
                              has_aux)
     out = rev.out
     dout = rev.adj(out.id) if isinstance(out, gast.Name) else rev.namer.fresh("dout")
-    bwd = rev.backward_from([], dout, structural_zeros.COTANGENT if given_cotangent else None)
+    # (a cotangent's zeros are structural, but guarding them would cost a pass per rule on
+    # every vjp and Jacobian, and keep jit from reading a Hessian as one matrix product:
+    # only its linearity is used)
+    bwd = rev.backward_from([], dout, structural_zeros.SEED if given_cotangent else None)
     grads = []
     for p in params:
         d = rev.param_adjoint(p)

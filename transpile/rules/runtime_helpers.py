@@ -193,7 +193,7 @@ def astype(dout, out, x, dtype):
 
 # 0 where the cotangent is 0, else the value: locally the identity in `value` (or 0), and
 # constant in the cotangent (which only picks the entries)
-@rev("rt.zero_where_unused")
+@rev("rt.zero_where_unused", view=(1,))      # `value` itself where nothing is nan
 def zero_where_unused(dout, out, cotangent, value):
     dvalue = rt.zero_where_unused(cotangent, dout)
 
@@ -208,7 +208,7 @@ batch_elementwise("rt.zero_where_unused")
 zero_flow("select", "rt.zero_where_unused", unpicked={"value": "cotangent == 0"})
 
 
-@rev("rt.zero_where")
+@rev("rt.zero_where", view=(1,))      # `value` itself where nothing is nan
 def zero_where(dout, out, unpicked, value):
     dvalue = rt.zero_where(unpicked, dout)
 
