@@ -368,42 +368,43 @@ def zero_where_unused(cotangent, value):
     overwrote them, indexing did not read them), so the derivative through them is 0 even
     where the rule's partial derivative is infinite and `0 * inf` gave nan
     (`np.where(x > 0, np.sqrt(x), 0.0)` at x = 0). Nothing is copied when nothing is nan."""
-    t = type(value)
-    if t is Ragged or t is MissingDerivative or type(cotangent) is Ragged:
+    if type(cotangent) is Ragged:
         return value
-    if not hasattr(value, "dtype"):          # a Python number
-        return value if value == value or cotangent != 0 else t(0)
-    xp = array_module(value)
-    total = value.sum()                      # nan if any entry is (one pass, no copy)
-    if total == total:
-        return value
-    if np.ndim(value) == 0:
-        return value if cotangent != 0 else xp.zeros_like(value)
-    return xp.where(cotangent == 0, xp.zeros((), value.dtype), value)
+    return _zero_where_nan(value, lambda: cotangent == 0)
 
 
 def zero_where(unpicked, value):
     """`value`, a derivative that an elementwise rule computed, with 0 where `unpicked`:
     entries that np.where, max/min or a write did not take, whose adjoint is a structural 0
-    (see zero_where_unused). Left as it is where `unpicked` does not line up with it (a
-    broadcast argument's adjoint, summed over the broadcast axes)."""
+    (see zero_where_unused)."""
+    if type(unpicked) is Ragged:
+        return value
+    return _zero_where_nan(value, lambda: unpicked)
+
+
+def _zero_where_nan(value, marks):
+    """`value` with 0 where the boolean `marks()` holds, when `value` has a nan (one sum
+    tells; `marks` is not computed otherwise); left as it is where the marks do not line up
+    with it entry by entry (a broadcast argument's adjoint, summed over the broadcast axes,
+    or marks moved through a ragged selection's adjoint, which sums them)."""
     t = type(value)
-    if t is Ragged or t is MissingDerivative or type(unpicked) is Ragged:
+    if t is Ragged or t is MissingDerivative:
         return value
     if not hasattr(value, "dtype"):          # a Python number
-        return value if value == value or not unpicked else t(0)
+        return value if value == value or not marks() else t(0)
     total = value.sum()                      # nan if any entry is (one pass, no copy)
     if total == total:
         return value
+    where = marks()
     shape = np.shape(value)
     try:
-        lined_up = np.broadcast_shapes(np.shape(unpicked), shape) == shape
+        lined_up = np.broadcast_shapes(np.shape(where), shape) == shape
     except ValueError:
         lined_up = False
-    if not lined_up or getattr(unpicked, "dtype", None) != np.bool_:
-        return value            # (marks moved where they are not kept entry by entry)
+    if not lined_up or np.asarray(where).dtype != np.bool_:
+        return value
     xp = array_module(value)
-    return xp.where(unpicked, xp.zeros((), value.dtype), value)
+    return xp.where(where, xp.zeros((), value.dtype), value)
 
 
 def index_clear(g, idx):

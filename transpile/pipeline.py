@@ -217,12 +217,9 @@ def vjp(build, fir):
                and opts["active"][i - build.nprefix]]
     else:
         build.reverse_pairs[(fir.name, None)] = (fwd, bwd)     # recursion calls this pair
-    # A pair that recursive calls may use gets its cotangent from a caller's backward pass
-    given = "active" in opts or not any(anno.get(n, anno.Anno.CALLEE)
-                                        for n in gast.walk(fir.node))
     pair = gradients.vjp_functions(build.program, _fresh(fir), fwd, bwd, build.reverse_pair,
                                    has_aux=opts["has_aux"], finish=True, wrt=wrt,
-                                   given_cotangent=given)
+                                   given_cotangent=_only_the_user_calls(fir, opts))
     for node in reversed(pair):
         build.add(node, first=True)
     return Entry(fwd, list(pair), bwd_name=bwd)
@@ -239,11 +236,17 @@ def jvp(build, fir):
                and opts["active"][i - build.nprefix]]
     else:
         build.jvp_variants[(fir.name, None)] = name         # recursion calls this one
-    given = "active" in opts or not any(anno.get(n, anno.Anno.CALLEE)
-                                        for n in gast.walk(fir.node))
     node = forward.jvp_function(build.program, _fresh(fir), name, wrt, build.jvp_variant,
-                                has_aux=opts.get("has_aux", False), given_tangents=given)
+                                has_aux=opts.get("has_aux", False),
+                                given_tangents=_only_the_user_calls(fir, opts))
     return Entry(name, [build.add(node, first=True)])
+
+
+def _only_the_user_calls(fir, opts):
+    """Whether only the user passes this vjp's cotangent or jvp's tangents: a variant for
+    some arguments ("active") is never a recursive call's, and a function calling no other
+    is not recursive; otherwise a caller's own derivative pass may call it too."""
+    return "active" in opts or not any(anno.get(n, anno.Anno.CALLEE) for n in gast.walk(fir.node))
 
 
 def vmap(build, fir):

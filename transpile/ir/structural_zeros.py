@@ -57,12 +57,15 @@ def may_be_infinite(prim, param, active_args):
         return False
     if prim.zero_flow in ("linear", "select", "rearrange"):
         return False
-    if prim.zero_flow == "scale":
-        other = {"x1": "x2", "x2": "x1"}.get(param)
-        if other is not None and other not in active_args and \
-                (param == "x1" or prim.name == "multiply"):
-            return False
-    return True
+    return not _by_a_constant(prim, param, active_args)
+
+
+def _by_a_constant(prim, param, active_args):
+    """`x1 * c`, `c * x2` or `x1 / c` with `c` not differentiated: the rule for `param`
+    scales the adjoint by a constant (its zeros stay structural, nothing is infinite)."""
+    other = {"x1": "x2", "x2": "x1"}.get(param)
+    return prim.zero_flow == "scale" and other is not None and other not in active_args \
+        and (param == "x1" or prim.name == "multiply")
 
 
 def through(prim, param, dout_flow, active_args):
@@ -79,10 +82,8 @@ def through(prim, param, dout_flow, active_args):
     if kind == "select":
         return (linear, True), False
     if kind == "scale":
-        other = {"x1": "x2", "x2": "x1"}.get(param)
-        constant_other = other is not None and other not in active_args
-        if constant_other and (param == "x1" or prim.name == "multiply"):
-            return dout_flow, False              # times or over a constant
+        if _by_a_constant(prim, param, active_args):
+            return dout_flow, False
         if param == "x1":                        # over a differentiated x2: never 0
             return (False, zeroed), guard
         return None, guard
